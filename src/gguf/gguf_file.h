@@ -1,0 +1,69 @@
+// Reads a GGUF file (versions 2 and 3): memory-mapped, every header field validated, so a
+// malformed file is refused with a message naming the problem instead of crashing later.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "gguf/gguf_types.h"
+#include "gguf/gguf_value.h"
+
+namespace reprise::gguf {
+
+struct TensorInfo {
+  std::string name;
+  TensorType type = TensorType::kF32;
+  std::vector<uint64_t> shape;  // ggml order: shape[0] is the innermost (contiguous) dimension
+  uint64_t offset = 0;          // from the start of the data section
+  const uint8_t* data = nullptr;
+  size_t num_bytes = 0;
+  uint64_t NumElements() const;
+  uint64_t Rows() const;  // product of shape[1..]
+};
+
+class GgufFile {
+ public:
+  // Throws Error("<path>: <problem>") for a missing or malformed file.
+  static GgufFile Open(const std::string& path);
+
+  GgufFile() = default;
+  GgufFile(GgufFile&&) noexcept = default;
+  GgufFile& operator=(GgufFile&&) noexcept = default;
+
+  uint32_t version() const { return version_; }
+  const std::string& path() const { return file_.path(); }
+  size_t alignment() const { return alignment_; }
+  size_t file_size() const { return file_.size(); }
+  const std::map<std::string, Value>& metadata() const { return metadata_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+
+  const Value* Find(const std::string& key) const;
+  const TensorInfo* FindTensor(const std::string& name) const;
+
+  // Typed access. The Get* forms throw Error when the key is missing or of another type; the
+  // forms with a fallback return it when the key is missing (a wrong type is still an Error).
+  std::string GetString(const std::string& key) const;
+  std::string GetString(const std::string& key, const std::string& fallback) const;
+  int64_t GetInt(const std::string& key) const;  // any integer type
+  int64_t GetInt(const std::string& key, int64_t fallback) const;
+  double GetFloat(const std::string& key) const;  // float or integer types
+  double GetFloat(const std::string& key, double fallback) const;
+  bool GetBool(const std::string& key, bool fallback) const;
+  const ArrayValue& GetArray(const std::string& key) const;
+  const ArrayValue* FindArray(const std::string& key) const;
+
+ private:
+  MappedFile file_;
+  uint32_t version_ = 0;
+  size_t alignment_ = 32;
+  std::map<std::string, Value> metadata_;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t> tensor_index_;
+};
+
+}  // namespace reprise::gguf
