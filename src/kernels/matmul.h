@@ -1,0 +1,34 @@
+// Matrix products of activations with weight matrices stored in any supported weight type, plus
+// row (de)quantization. Each output's bits depend only on its own input row and the weights:
+// never on how many rows are in the batch, where the row sits in it, or the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "kernels/weight_type.h"
+
+namespace reprise::kernels {
+
+// A weight matrix as stored in a GGUF file: `rows` output features, each a row of `cols` input
+// features in `type` (rows are contiguous, RowBytes(type, cols) apart).
+struct WeightView {
+  WeightType type = WeightType::kF32;
+  const void* data = nullptr;
+  int64_t rows = 0;  // n: output features
+  int64_t cols = 0;  // k: input features (the reduction)
+};
+
+// y[t][r] = sum_c x[t][c] * w[r][c]
+//   x: [tokens][w.cols] f32, y: [tokens][w.rows] f32.
+// Threads split rows of w and tokens, never the reduction.
+void MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+
+// out[c] = w[row][c] as f32 (embedding lookup, tests). out: [w.cols]
+void DequantizeRow(const WeightView& w, int64_t row, float* out);
+
+// Encodes `cols` floats as one row of `type` (used by make-model and tests). out: RowBytes bytes.
+// Supported for every WeightType.
+void QuantizeRow(WeightType type, const float* values, int64_t cols, void* out);
+
+}  // namespace reprise::kernels

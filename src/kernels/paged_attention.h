@@ -1,0 +1,51 @@
+// Attention over a KV cache kept in fixed-size blocks. A query reads every key and value from the
+// block storage (after rounding to the KV type), in position order with a fixed blocking of the
+// online softmax, so its result does not depend on which positions were computed in this step,
+// came from cache, or on chunk boundaries.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace reprise::kernels {
+
+enum class KvType : uint32_t { kF32 = 0, kF16 = 1 };
+
+size_t KvElementBytes(KvType type);
+
+// The block storage, owned elsewhere (kvcache's BlockPool). One block:
+//   [n_layer][2 (K, V)][n_kv_head][block_size][head_dim] elements of `type`
+// Blocks are `BlockBytes()` apart starting at `base`.
+struct PagedKv {
+  uint8_t* base = nullptr;
+  KvType type = KvType::kF16;
+  int n_layer = 0;
+  int n_kv_head = 0;
+  int head_dim = 0;
+  int block_size = 16;
+
+  size_t BlockBytes() const {
+    return static_cast<size_t>(n_layer) * 2 * n_kv_head * block_size * head_dim *
+           KvElementBytes(type);
+  }
+  // Start of [block_size][head_dim] for (block, layer, K or V, kv head).
+  uint8_t* Plane(int32_t block, int layer, int kv, int kv_head) const {
+    size_t plane = static_cast<size_t>(block_size) * head_dim * KvElementBytes(type);
+    return base + static_cast<size_t>(block) * BlockBytes() +
+           ((static_cast<size_t>(layer) * 2 + kv) * n_kv_head + kv_head) * plane;
+  }
+};
+
+// Writes one position's keys and values (rounded to kv.type) into slot `slot` of `block`.
+//   k, v: [n_kv_head][head_dim]
+void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float* k, const float* v);
+
+// Causal attention of `group` query heads that share KV head `kv_head` (grouped-query attention),
+// over positions [0, num_positions) of one sequence whose blocks are `block_table` in order.
+//   q: [group][head_dim], out: [group][head_dim]; scale is usually 1/sqrt(head_dim).
+void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
+                    std::span<const int32_t> block_table, int num_positions, float scale,
+                    float* out);
+
+}  // namespace reprise::kernels

@@ -1,0 +1,44 @@
+// Weight and KV element types the kernels understand, with their block geometry, and scalar
+// conversions between f32 and the 16-bit float formats.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace reprise::kernels {
+
+// Numbered as ggml numbers them, so that model/ converts a GGUF tensor type by value.
+enum class WeightType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kBF16 = 30,
+};
+
+bool IsSupportedWeightType(uint32_t type);
+size_t BlockElements(WeightType type);  // elements per quantization block (1 for float types)
+size_t BlockBytes(WeightType type);     // bytes per block
+size_t RowBytes(WeightType type, int64_t cols);  // cols must be a multiple of BlockElements
+std::string_view WeightTypeName(WeightType type);
+
+// IEEE half and bfloat16 conversions (round to nearest even), scalar and exact.
+uint16_t FloatToHalf(float value);
+float HalfToFloat(uint16_t value);
+uint16_t FloatToBfloat16(float value);
+inline float Bfloat16ToFloat(uint16_t value) {
+  uint32_t bits = static_cast<uint32_t>(value) << 16;
+  float result;
+  std::memcpy(&result, &bits, sizeof(result));
+  return result;
+}
+
+}  // namespace reprise::kernels
