@@ -1,5 +1,6 @@
 #include "gguf/gguf_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -165,7 +166,7 @@ Value ReadValue(Cursor& cursor, ValueType type, const std::string& key, uint32_t
   return value;
 }
 
-void Parse(const MappedFile& file, uint32_t& version, size_t& alignment,
+void Parse(const MappedFile& file, uint32_t& version, size_t& alignment, size_t& data_start_out,
            std::map<std::string, Value>& metadata, std::vector<TensorInfo>& tensors) {
   Cursor cursor(file.data(), file.size());
   uint32_t magic = cursor.Read<uint32_t>("the magic number");
@@ -245,6 +246,7 @@ void Parse(const MappedFile& file, uint32_t& version, size_t& alignment,
   }
 
   size_t data_start = (cursor.offset() + alignment - 1) / alignment * alignment;
+  data_start_out = std::min(data_start, file.size());
   size_t data_size = file.size() > data_start ? file.size() - data_start : 0;
   for (auto& info : tensors) {
     if (info.offset > data_size || info.num_bytes > data_size - info.offset) {
@@ -271,7 +273,7 @@ GgufFile GgufFile::Open(const std::string& path) {
   GgufFile gguf;
   gguf.file_ = MappedFile::Open(path);
   try {
-    Parse(gguf.file_, gguf.version_, gguf.alignment_, gguf.metadata_, gguf.tensors_);
+    Parse(gguf.file_, gguf.version_, gguf.alignment_, gguf.data_start_, gguf.metadata_, gguf.tensors_);
   } catch (const Error& error) {
     throw Error(fmt::format("{}: {}", path, error.what()));
   }

@@ -41,6 +41,8 @@ class GgufFile {
   size_t file_size() const { return file_.size(); }
   const std::map<std::string, Value>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // The bytes before the tensor data: magic, metadata and tensor table.
+  std::span<const uint8_t> HeaderBytes() const { return {file_.data(), data_start_}; }
 
   const Value* Find(const std::string& key) const;
   const TensorInfo* FindTensor(const std::string& name) const;
@@ -61,6 +63,7 @@ class GgufFile {
   MappedFile file_;
   uint32_t version_ = 0;
   size_t alignment_ = 32;
+  size_t data_start_ = 0;
   std::map<std::string, Value> metadata_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t> tensor_index_;

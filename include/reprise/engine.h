@@ -1,0 +1,181 @@
+// The public C++ API of Reprise: load a GGUF model and generate text with automatic prefix
+// caching. The counterpart of vLLM's `LLM(model, enable_prefix_caching=True).generate(...)`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace reprise {
+
+struct EngineConfig {
+  std::string model_path;
+  bool enable_prefix_caching = true;   // --no-enable-prefix-caching, REUSE_CACHE=0, ...
+  int block_size = 16;                 // positions per KV block: a power of two in 1..256
+  size_t kv_cache_memory_bytes = 0;    // 0: a share of free memory (see Engine::Engine)
+  std::string kv_type = "f16";         // "f16" or "f32"
+  int max_batch_tokens = 512;          // tokens computed per engine step (decode + prefill)
+  int max_running_requests = 64;       // requests in flight at once; more wait in the queue
+  size_t max_queued_requests = 1024;   // Submit refuses beyond this (the server answers 503)
+  int num_threads = 0;                 // kernel threads; 0: every core
+  int64_t max_context = 0;             // 0: the model's context length
+  // Static task prompts: a JSON list of {"task_id": ..., "prompt": "..."}, computed and pinned
+  // at start-up. The text itself, or empty.
+  std::string task_prompts_json;
+};
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0: greedy
+  int top_k = 0;             // 0: no limit
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  int max_tokens = 16;
+  std::optional<uint64_t> seed;  // unset: a fresh random seed per request
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+};
+
+// How a request's blocks are shared and kept.
+struct CacheOptions {
+  std::string cache_salt;      // requests with different salts never share blocks
+  std::string task_id;         // a static task prompt to prepend (empty: none)
+  int priority = 35;           // 0..100: higher-priority blocks are evicted after lower ones
+  double ttl_seconds = 0;      // keep this prefix at least this long when memory allows
+};
+
+struct GenerationRequest {
+  std::string prompt;                 // text, tokenized with the model's BOS rule...
+  std::vector<int32_t> prompt_tokens; // ...unless these are given
+  bool add_special_tokens = true;     // add BOS as the model asks (false for chat-templated text
+                                      // that already holds it)
+  SamplingParams sampling;
+  CacheOptions cache;
+  bool record_logits = false;         // keep each sampled position's logits (for exactness tests)
+};
+
+enum class FinishReason { kLength, kStop, kCancelled, kError };
+const char* FinishReasonName(FinishReason reason);  // "length", "stop", "cancelled", "error"
+
+struct GenerationOutput {
+  uint64_t request_id = 0;
+  std::string text;
+  std::vector<int32_t> token_ids;
+  size_t prompt_tokens = 0;   // including any task prompt
+  size_t cached_tokens = 0;   // prompt tokens whose KV came from cache
+  FinishReason finish_reason = FinishReason::kLength;
+  std::string error;          // set when finish_reason is kError
+  double ttft_seconds = 0;    // submission to first token
+  double total_seconds = 0;
+  std::vector<std::vector<float>> logits;  // [generated][vocab] when record_logits
+};
+
+// One streamed token: its text delta (never half a UTF-8 character; may be empty while a stop
+// string is still possible).
+struct TokenEvent {
+  uint64_t request_id = 0;
+  int32_t token = 0;
+  std::string text;
+  size_t prompt_tokens = 0;
+  size_t cached_tokens = 0;
+};
+
+struct StreamCallbacks {
+  std::function<void(const TokenEvent&)> on_token;        // called on the engine thread
+  std::function<void(const GenerationOutput&)> on_finish;  // called once, on the engine thread
+};
+
+struct EngineStats {
+  uint64_t prefix_cache_queries = 0;  // prompt tokens looked up
+  uint64_t prefix_cache_hits = 0;     // prompt tokens found in cache
+  uint64_t evictions = 0;
+  int64_t blocks_total = 0;
+  int64_t blocks_in_use = 0;
+  int64_t blocks_cached = 0;
+  int64_t blocks_free = 0;
+  int64_t blocks_pinned = 0;
+  uint64_t requests_finished = 0;
+  uint64_t requests_cancelled = 0;
+  uint64_t preemptions = 0;
+  size_t requests_running = 0;
+  size_t requests_waiting = 0;
+  uint64_t prompt_tokens_total = 0;
+  uint64_t generation_tokens_total = 0;
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string architecture;
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;  // effective (max_context when set)
+  int block_size = 0;
+  bool prefix_caching = true;
+  std::string kv_type;
+  int64_t kv_cache_blocks = 0;
+  size_t kv_cache_bytes = 0;
+  int num_threads = 0;
+};
+
+struct TaskPromptInfo {
+  std::string task_id;
+  size_t tokens = 0;
+  size_t blocks = 0;
+};
+
+class EngineImpl;
+
+class Engine {
+ public:
+  // Loads the model, sizes the KV cache, computes and pins task prompts, starts the step thread.
+  // Throws reprise::Error (a std::runtime_error) with a message for the user on bad config/files.
+  explicit Engine(const EngineConfig& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Blocking batch generation; outputs in the order of the inputs.
+  std::vector<GenerationOutput> Generate(const std::vector<std::string>& prompts,
+                                         const SamplingParams& params);
+  std::vector<GenerationOutput> Generate(std::vector<GenerationRequest> requests);
+
+  // Streaming: returns the request id at once. Throws reprise::Error for a request that can never
+  // run (prompt beyond the context, unknown task_id) and QueueFullError when the queue is full.
+  uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks);
+  // Stops a request and frees its blocks; its on_finish reports kCancelled. Unknown ids are ignored.
+  void Cancel(uint64_t request_id);
+
+  std::vector<int32_t> Tokenize(const std::string& text, bool add_special_tokens) const;
+  std::string Detokenize(const std::vector<int32_t>& tokens) const;
+  // Renders chat messages with the model's template (or `template_name` when given:
+  // llama2, llama3, chatml, mistral). Throws reprise::Error when no template is known.
+  struct ChatMessage {
+    std::string role;
+    std::string content;
+  };
+  std::string ApplyChatTemplate(const std::vector<ChatMessage>& messages,
+                                const std::string& template_name = "") const;
+
+  ModelInfo Info() const;
+  EngineStats Stats() const;
+  std::vector<TaskPromptInfo> TaskPrompts() const;
+  // Drops every cached block not in use and not pinned; returns how many.
+  size_t ClearCache();
+
+ private:
+  std::unique_ptr<EngineImpl> impl_;
+};
+
+// Thrown by Submit when the queue is full.
+class QueueFullError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace reprise

@@ -1,0 +1,254 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+
+namespace reprise {
+
+namespace {
+
+using gguf::TensorInfo;
+using kernels::WeightType;
+using kernels::WeightView;
+
+const TensorInfo& Require(const gguf::GgufFile& file, const std::string& name) {
+  const TensorInfo* tensor = file.FindTensor(name);
+  if (tensor == nullptr) throw Error(fmt::format("{}: missing tensor '{}'", file.path(), name));
+  return *tensor;
+}
+
+WeightView MatrixView(const gguf::GgufFile& file, const std::string& name, int64_t rows,
+                      int64_t cols) {
+  const TensorInfo& tensor = Require(file, name);
+  uint32_t raw_type = static_cast<uint32_t>(tensor.type);
+  if (!kernels::IsSupportedWeightType(raw_type)) {
+    throw Error(fmt::format("{}: tensor '{}' has type {}, which Reprise does not run", file.path(),
+                            name, gguf::TypeName(tensor.type)));
+  }
+  if (tensor.shape.size() != 2 || static_cast<int64_t>(tensor.shape[0]) != cols ||
+      static_cast<int64_t>(tensor.shape[1]) != rows) {
+    throw Error(fmt::format("{}: tensor '{}' has shape [{}], expected [{}, {}]", file.path(), name,
+                            fmt::join(tensor.shape, ", "), cols, rows));
+  }
+  return WeightView{static_cast<WeightType>(raw_type), tensor.data, rows, cols};
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::Load(const std::string& path) {
+  std::unique_ptr<Model> model(new Model());
+  model->file_ = gguf::GgufFile::Open(path);
+  model->config_ = ModelConfig::FromGguf(model->file_);
+  model->BindWeights();
+  return model;
+}
+
+void Model::BindWeights() {
+  const ModelConfig& c = config_;
+  const int64_t n_embd = c.embedding_length;
+  const int64_t q_dim = int64_t{c.n_head} * c.head_dim;
+  const int64_t kv_dim = int64_t{c.n_kv_head} * c.head_dim;
+  const int64_t n_ff = c.feed_forward_length;
+
+  // 1-D tensors (norms, biases) are converted to f32 once, whatever their stored type.
+  owned_vectors_.clear();
+  auto vector = [&](const std::string& name, int64_t size, bool required) -> const float* {
+    const TensorInfo* tensor = file_.FindTensor(name);
+    if (tensor == nullptr) {
+      if (required) throw Error(fmt::format("{}: missing tensor '{}'", file_.path(), name));
+      return nullptr;
+    }
+    if (tensor->NumElements() != static_cast<uint64_t>(size)) {
+      throw Error(fmt::format("{}: tensor '{}' has {} elements, expected {}", file_.path(), name,
+                              tensor->NumElements(), size));
+    }
+    uint32_t raw_type = static_cast<uint32_t>(tensor->type);
+    if (!kernels::IsSupportedWeightType(raw_type)) {
+      throw Error(fmt::format("{}: tensor '{}' has unsupported type {}", file_.path(), name,
+                              gguf::TypeName(tensor->type)));
+    }
+    auto& values = owned_vectors_.emplace_back(static_cast<size_t>(size));
+    kernels::DequantizeRow(WeightView{static_cast<WeightType>(raw_type), tensor->data, 1, size}, 0,
+                           values.data());
+    return values.data();
+  };
+  owned_vectors_.reserve(static_cast<size_t>(c.n_layer) * 5 + 2);
+
+  token_embedding_ = MatrixView(file_, "token_embd.weight", c.vocab_size, n_embd);
+  output_ = file_.FindTensor("output.weight") != nullptr
+                ? MatrixView(file_, "output.weight", c.vocab_size, n_embd)
+                : token_embedding_;
+  output_norm_ = vector("output_norm.weight", n_embd, true);
+  if (const float* factors = vector("rope_freqs.weight", c.rope_dim / 2, false)) {
+    rope_freq_factors_.assign(factors, factors + c.rope_dim / 2);
+  }
+  layers_.resize(static_cast<size_t>(c.n_layer));
+  for (int i = 0; i < c.n_layer; ++i) {
+    std::string prefix = fmt::format("blk.{}.", i);
+    LayerWeights& layer = layers_[static_cast<size_t>(i)];
+    layer.attn_norm = vector(prefix + "attn_norm.weight", n_embd, true);
+    layer.wq = MatrixView(file_, prefix + "attn_q.weight", q_dim, n_embd);
+    layer.wk = MatrixView(file_, prefix + "attn_k.weight", kv_dim, n_embd);
+    layer.wv = MatrixView(file_, prefix + "attn_v.weight", kv_dim, n_embd);
+    layer.wo = MatrixView(file_, prefix + "attn_output.weight", n_embd, q_dim);
+    layer.bq = vector(prefix + "attn_q.bias", q_dim, false);
+    layer.bk = vector(prefix + "attn_k.bias", kv_dim, false);
+    layer.bv = vector(prefix + "attn_v.bias", kv_dim, false);
+    layer.ffn_norm = vector(prefix + "ffn_norm.weight", n_embd, true);
+    layer.w_gate = MatrixView(file_, prefix + "ffn_gate.weight", n_ff, n_embd);
+    layer.w_up = MatrixView(file_, prefix + "ffn_up.weight", n_ff, n_embd);
+    layer.w_down = MatrixView(file_, prefix + "ffn_down.weight", n_embd, n_ff);
+  }
+}
+
+Digest Model::WeightsFingerprint() const {
+  // Hashing every byte of a multi-gigabyte file would slow start-up for little gain: the header
+  // (all metadata and the tensor table) plus three windows of each tensor tell files apart.
+  constexpr size_t kWindow = 4096;
+  Sha256 hasher;
+  hasher.Update("reprise-weights-v1");
+  auto header = file_.HeaderBytes();
+  hasher.Update(header.data(), header.size());
+  for (const auto& tensor : file_.tensors()) {
+    size_t size = tensor.num_bytes;
+    for (size_t start : {size_t{0}, size / 2, size > kWindow ? size - kWindow : 0}) {
+      hasher.Update(tensor.data + start, std::min(kWindow, size - start));
+    }
+  }
+  return hasher.Finish();
+}
+
+void Model::EnsureScratch(size_t num_tokens, size_t num_logit_rows) {
+  const ModelConfig& c = config_;
+  if (num_tokens > scratch_tokens_) {
+    size_t q_dim = static_cast<size_t>(c.n_head) * c.head_dim;
+    size_t kv_dim = static_cast<size_t>(c.n_kv_head) * c.head_dim;
+    size_t n_embd = static_cast<size_t>(c.embedding_length);
+    size_t n_ff = static_cast<size_t>(c.feed_forward_length);
+    x_.Resize(num_tokens * n_embd);
+    normed_.Resize(num_tokens * n_embd);
+    q_.Resize(num_tokens * q_dim);
+    k_.Resize(num_tokens * kv_dim);
+    v_.Resize(num_tokens * kv_dim);
+    attn_.Resize(num_tokens * q_dim);
+    proj_.Resize(num_tokens * n_embd);
+    gate_.Resize(num_tokens * n_ff);
+    up_.Resize(num_tokens * n_ff);
+    scratch_tokens_ = num_tokens;
+  }
+  if (final_.size() < num_logit_rows * static_cast<size_t>(c.embedding_length)) {
+    final_.Resize(std::max(num_logit_rows, scratch_tokens_) * static_cast<size_t>(c.embedding_length));
+  }
+}
+
+void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, ThreadPool& pool,
+                    float* logits) {
+  const ModelConfig& c = config_;
+  const size_t num_tokens = batch.size();
+  if (num_tokens == 0) return;
+  REPRISE_CHECK(batch.positions.size() == num_tokens && batch.sequence_index.size() == num_tokens,
+                "malformed batch");
+  REPRISE_CHECK(kv.n_layer == c.n_layer && kv.n_kv_head == c.n_kv_head &&
+                    kv.head_dim == c.head_dim,
+                "KV storage shape does not match the model");
+  EnsureScratch(num_tokens, batch.logit_rows.size());
+
+  const int64_t n_embd = c.embedding_length;
+  const int64_t q_dim = int64_t{c.n_head} * c.head_dim;
+  const int64_t kv_dim = int64_t{c.n_kv_head} * c.head_dim;
+  const int64_t n_ff = c.feed_forward_length;
+  const int group = c.n_head / c.n_kv_head;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const auto tokens = static_cast<int64_t>(num_tokens);
+
+  kernels::RopeParams rope;
+  rope.head_dim = c.head_dim;
+  rope.rope_dim = c.rope_dim;
+  rope.freq_base = c.rope_freq_base;
+  rope.freq_scale = c.rope_freq_scale;
+  rope.freq_factors = rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data();
+  rope.style = c.rope_style;
+
+  float* x = x_.data();  // [tokens][n_embd]
+  for (size_t i = 0; i < num_tokens; ++i) {
+    int32_t token = batch.tokens[i];
+    REPRISE_CHECK(token >= 0 && token < c.vocab_size, "token {} outside the vocabulary", token);
+    kernels::DequantizeRow(token_embedding_, token, x + i * n_embd);
+  }
+
+  auto rms_norm_rows = [&](const float* in, const float* weight, float* out) {
+    pool.ParallelFor(num_tokens, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        kernels::RmsNorm(in + i * n_embd, weight, n_embd, c.rms_eps, out + i * n_embd);
+      }
+    });
+  };
+  auto add_bias = [&](float* rows, const float* bias, int64_t width) {
+    if (bias == nullptr) return;
+    for (size_t i = 0; i < num_tokens; ++i) kernels::Add(rows + i * width, bias, width, rows + i * width);
+  };
+
+  for (int l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& layer = layers_[static_cast<size_t>(l)];
+    rms_norm_rows(x, layer.attn_norm, normed_.data());
+    kernels::MatMul(layer.wq, normed_.data(), tokens, q_.data(), pool);
+    kernels::MatMul(layer.wk, normed_.data(), tokens, k_.data(), pool);
+    kernels::MatMul(layer.wv, normed_.data(), tokens, v_.data(), pool);
+    add_bias(q_.data(), layer.bq, q_dim);
+    add_bias(k_.data(), layer.bk, kv_dim);
+    add_bias(v_.data(), layer.bv, kv_dim);
+
+    pool.ParallelFor(num_tokens, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        int32_t position = batch.positions[i];
+        kernels::Rope(q_.data() + i * q_dim, c.n_head, position, rope);
+        kernels::Rope(k_.data() + i * kv_dim, c.n_kv_head, position, rope);
+      }
+    });
+    // K/V of every token of the step are stored before any query reads them: a query then
+    // reads its own and earlier positions from the cache storage, the same bits whether they
+    // were computed now or in an earlier step.
+    for (size_t i = 0; i < num_tokens; ++i) {
+      int32_t position = batch.positions[i];
+      auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[i])];
+      size_t block_index = static_cast<size_t>(position / kv.block_size);
+      REPRISE_CHECK(block_index < table.size(), "position {} has no block", position);
+      kernels::StoreKv(kv, l, table[block_index], position % kv.block_size,
+                       k_.data() + i * kv_dim, v_.data() + i * kv_dim);
+    }
+    pool.ParallelFor(num_tokens * static_cast<size_t>(c.n_kv_head), [&](size_t begin, size_t end) {
+      for (size_t work = begin; work < end; ++work) {
+        size_t i = work / static_cast<size_t>(c.n_kv_head);
+        int kv_head = static_cast<int>(work % static_cast<size_t>(c.n_kv_head));
+        auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[i])];
+        size_t head_offset = i * q_dim + static_cast<size_t>(kv_head) * group * c.head_dim;
+        kernels::PagedAttention(kv, l, kv_head, q_.data() + head_offset, group, table,
+                                batch.positions[i] + 1, scale, attn_.data() + head_offset);
+      }
+    });
+    kernels::MatMul(layer.wo, attn_.data(), tokens, proj_.data(), pool);
+    kernels::Add(x, proj_.data(), tokens * n_embd, x);
+
+    rms_norm_rows(x, layer.ffn_norm, normed_.data());
+    kernels::MatMul(layer.w_gate, normed_.data(), tokens, gate_.data(), pool);
+    kernels::MatMul(layer.w_up, normed_.data(), tokens, up_.data(), pool);
+    kernels::SwiGlu(gate_.data(), up_.data(), tokens * n_ff, gate_.data());
+    kernels::MatMul(layer.w_down, gate_.data(), tokens, proj_.data(), pool);
+    kernels::Add(x, proj_.data(), tokens * n_embd, x);
+  }
+
+  const size_t num_logit_rows = batch.logit_rows.size();
+  for (size_t r = 0; r < num_logit_rows; ++r) {
+    auto row = static_cast<size_t>(batch.logit_rows[r]);
+    REPRISE_CHECK(row < num_tokens, "logit row {} outside the batch", row);
+    kernels::RmsNorm(x + row * n_embd, output_norm_, n_embd, c.rms_eps, final_.data() + r * n_embd);
+  }
+  kernels::MatMul(output_, final_.data(), static_cast<int64_t>(num_logit_rows), logits, pool);
+}
+
+}  // namespace reprise

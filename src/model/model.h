@@ -1,0 +1,75 @@
+// A llama-family transformer (llama, qwen2) loaded from a GGUF file, with a forward pass over a
+// batch of tokens from many sequences that reads and writes K/V through block tables.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/sha256.h"
+#include "core/thread_pool.h"
+#include "gguf/gguf_file.h"
+#include "kernels/matmul.h"
+#include "kernels/paged_attention.h"
+#include "model/forward_batch.h"
+#include "model/model_config.h"
+
+namespace reprise {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [n_embd]
+  kernels::WeightView wq, wk, wv, wo;  // [n_head*head_dim][n_embd], [kv_dim][n_embd] x2, [n_embd][q_dim]
+  const float* bq = nullptr;  // [q_dim] (qwen2), else null
+  const float* bk = nullptr;  // [kv_dim]
+  const float* bv = nullptr;  // [kv_dim]
+  const float* ffn_norm = nullptr;  // [n_embd]
+  kernels::WeightView w_gate, w_up, w_down;  // [n_ff][n_embd] x2, [n_embd][n_ff]
+};
+
+class Model {
+ public:
+  // Maps the file and checks every tensor's presence, type and shape. Throws Error.
+  static std::unique_ptr<Model> Load(const std::string& path);
+
+  const ModelConfig& config() const { return config_; }
+  const gguf::GgufFile& file() const { return file_; }
+
+  // A digest of everything in the file that determines KV values (metadata, tensor table and
+  // a sample of every tensor's bytes), for keying cached blocks to this model.
+  Digest WeightsFingerprint() const;
+
+  // Runs the batch, writing each token's K/V into `kv` and the logits of batch.logit_rows into
+  // logits: [batch.logit_rows.size()][vocab_size]. Not thread-safe: one caller at a time.
+  void Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, ThreadPool& pool,
+               float* logits);
+
+ private:
+  Model() = default;
+  void BindWeights();
+  void EnsureScratch(size_t num_tokens, size_t num_logit_rows);
+
+  gguf::GgufFile file_;
+  ModelConfig config_;
+  kernels::WeightView token_embedding_;  // [vocab][n_embd]
+  kernels::WeightView output_;           // [vocab][n_embd] (token_embedding_ when tied)
+  const float* output_norm_ = nullptr;   // [n_embd]
+  std::vector<float> rope_freq_factors_;  // [rope_dim/2] or empty (Llama 3 rope scaling)
+  std::vector<LayerWeights> layers_;
+  std::vector<std::vector<float>> owned_vectors_;  // f32 copies of norms and biases
+
+  // Scratch reused across steps, grown on demand (never shrinks).
+  size_t scratch_tokens_ = 0;
+  AlignedBuffer<float> x_;       // [tokens][n_embd] residual stream
+  AlignedBuffer<float> normed_;  // [tokens][n_embd]
+  AlignedBuffer<float> q_;       // [tokens][q_dim]
+  AlignedBuffer<float> k_;       // [tokens][kv_dim]
+  AlignedBuffer<float> v_;       // [tokens][kv_dim]
+  AlignedBuffer<float> attn_;    // [tokens][q_dim]
+  AlignedBuffer<float> proj_;    // [tokens][n_embd]
+  AlignedBuffer<float> gate_;    // [tokens][n_ff]
+  AlignedBuffer<float> up_;      // [tokens][n_ff]
+  AlignedBuffer<float> final_;   // [logit rows][n_embd]
+};
+
+}  // namespace reprise
