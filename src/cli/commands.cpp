@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace reprise::cli {
 
@@ -13,12 +14,26 @@ int Main(int argc, char** argv) {
   CLI::App app{"Reprise: an LLM inference server that never computes the same prefix twice"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "reprise 0.1.0");
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
+  CommandAction run;
+  RegisterServeCommand(app, run);
+  RegisterGenerateCommand(app, run);
+  RegisterTokenizeCommand(app, run);
+  RegisterMakeModelCommand(app, run);
+  RegisterBenchCommand(app, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     return app.exit(error);
   }
-  return 0;
+  try {
+    ConfigureLogging(log_level);
+    return run ? run() : 0;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "reprise: error: %s\n", error.what());
+    return 1;
+  }
 }
 
 }  // namespace reprise::cli

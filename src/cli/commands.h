@@ -1,10 +1,25 @@
 // The `reprise` command line: serve, generate, bench, tokenize, make-model.
 #pragma once
 
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
 namespace reprise::cli {
 
 // Parses argv and runs a subcommand; returns the process exit code (1 with a one-line message on
 // stderr for bad input or a bad file).
 int Main(int argc, char** argv);
+
+// Each subcommand registers itself on the app and sets `run` to the action to perform once
+// parsing succeeded; the action returns the exit code.
+using CommandAction = std::function<int()>;
+void RegisterGenerateCommand(CLI::App& app, CommandAction& run);
+void RegisterTokenizeCommand(CLI::App& app, CommandAction& run);
+void RegisterMakeModelCommand(CLI::App& app, CommandAction& run);
+void RegisterServeCommand(CLI::App& app, CommandAction& run);
+void RegisterBenchCommand(CLI::App& app, CommandAction& run);
 
 }  // namespace reprise::cli
