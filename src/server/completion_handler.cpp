@@ -90,6 +90,9 @@ std::vector<PreparedPrompt> PreparePrompts(const ParsedRequest& parsed, const Re
                                            const std::string& chat_template) {
   const InferenceBackend& backend = *ready.backend;
   size_t task_tokens = TaskPromptTokens(parsed.cache.task_id, backend);
+  // Counted as the engine will see it: a task prompt (which holds BOS) and then the request's
+  // own tokens, encoded without BOS.
+  bool with_task = !parsed.cache.task_id.empty();
   GenerationRequest base;
   base.sampling = parsed.sampling;
   base.cache = parsed.cache;
@@ -98,6 +101,10 @@ std::vector<PreparedPrompt> PreparePrompts(const ParsedRequest& parsed, const Re
   if (parsed.kind == ApiKind::kChat) {
     ChatPrompt chat = RenderChatPrompt(ready, parsed.messages, chat_template);
     PreparedPrompt prompt{base, chat.tokens.size()};
+    if (with_task && chat.add_special_tokens) {
+      // The task prompt brings BOS: the engine encodes the rest without one.
+      prompt.prompt_tokens = backend.Tokenize(chat.text, /*add_special_tokens=*/false).size();
+    }
     prompt.request.prompt = std::move(chat.text);
     prompt.request.add_special_tokens = chat.add_special_tokens;
     prompts.push_back(std::move(prompt));
@@ -117,7 +124,8 @@ std::vector<PreparedPrompt> PreparePrompts(const ParsedRequest& parsed, const Re
         prompt.prompt_tokens = input.tokens.size();
       } else {
         prompt.request.prompt = input.text;
-        prompt.prompt_tokens = backend.Tokenize(input.text, /*add_special_tokens=*/true).size();
+        prompt.prompt_tokens =
+            backend.Tokenize(input.text, /*add_special_tokens=*/!with_task).size();
       }
       prompts.push_back(std::move(prompt));
     }

@@ -42,14 +42,15 @@ class FakeBackend : public InferenceBackend {
   }
 
   uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks) override {
-    std::vector<int32_t> tokens = request.prompt_tokens.empty()
-                                      ? Tokenize(request.prompt, request.add_special_tokens)
-                                      : request.prompt_tokens;
-    if (!request.cache.task_id.empty()) {
-      if (request.cache.task_id != "1") throw Error("unknown task_id");
-      std::vector<int32_t> task = Tokenize("SYSTEM:", true);
-      tokens.insert(tokens.begin(), task.begin(), task.end());
-    }
+    // As the engine does: a task prompt (with BOS) first, then the request without BOS.
+    bool with_task = !request.cache.task_id.empty();
+    if (with_task && request.cache.task_id != "1") throw Error("unknown task_id");
+    std::vector<int32_t> tokens = with_task ? Tokenize("SYSTEM:", true) : std::vector<int32_t>{};
+    std::vector<int32_t> own =
+        request.prompt_tokens.empty()
+            ? Tokenize(request.prompt, request.add_special_tokens && !with_task)
+            : request.prompt_tokens;
+    tokens.insert(tokens.end(), own.begin(), own.end());
     if (static_cast<int64_t>(tokens.size()) >= options_.context_length) {
       throw Error("prompt longer than the context");
     }

@@ -222,7 +222,8 @@ TEST_F(HttpServerTest, RtpGenerateRoutes) {
     EXPECT_EQ(result.json["finished"], true);
     const json& aux = result.json["aux_info"];
     EXPECT_EQ(aux["output_len"], 3);
-    EXPECT_EQ(aux["input_len"], std::string("hello, what's your name").size() + 1 + 8);
+    // The task prompt's 8 tokens (BOS included), then the text's bytes without a second BOS.
+    EXPECT_EQ(aux["input_len"], std::string("hello, what's your name").size() + 8);
     EXPECT_TRUE(aux["reuse_len"].is_number_integer());
     EXPECT_TRUE(aux["cost_time_ms"].is_number());
   }
