@@ -51,7 +51,7 @@ std::vector<float> RunMatMul(CpuTarget target, const WeightView& w, const std::v
   return y;
 }
 
-TEST(MatMulTest, EveryTargetMatchesReference) {
+TEST(KernelMatMulTest, EveryTargetMatchesReference) {
   const int64_t tokens = 7, rows = 37;
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : kAllTypes) {
@@ -76,7 +76,7 @@ TEST(MatMulTest, EveryTargetMatchesReference) {
 }
 
 // Targets compute the same quantities (same activation quantization) in different orders.
-TEST(MatMulTest, SimdTargetsMatchScalarTarget) {
+TEST(KernelMatMulTest, SimdTargetsMatchScalarTarget) {
   const int64_t tokens = 9, rows = 21;
   for (CpuTarget target : SupportedTargets()) {
     if (target == CpuTarget::kScalar) continue;
@@ -97,7 +97,7 @@ TEST(MatMulTest, SimdTargetsMatchScalarTarget) {
   }
 }
 
-TEST(MatMulTest, FloatColumnsWithTail) {
+TEST(KernelMatMulTest, FloatColumnsWithTail) {
   const int64_t tokens = 6, rows = 13, cols = 100;  // not a multiple of any vector width
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
@@ -117,7 +117,7 @@ TEST(MatMulTest, FloatColumnsWithTail) {
 
 // The exactness promise: a row's bits do not depend on the batch, its place in it, or the
 // thread count.
-TEST(MatMulTest, RowBitsIndependentOfBatchAndThreads) {
+TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : kAllTypes) {
       const int64_t cols = ColsFor(type);
@@ -153,7 +153,7 @@ TEST(MatMulTest, RowBitsIndependentOfBatchAndThreads) {
 }
 
 // Large enough for several panels per thread in both the decode and the prefill layout.
-TEST(MatMulTest, ManyPanelsStayExact) {
+TEST(KernelMatMulTest, ManyPanelsStayExact) {
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : {WeightType::kF16, WeightType::kQ4_0, WeightType::kQ4_K}) {
       const int64_t cols = 2048, rows = 301, tokens = 13;
@@ -171,7 +171,7 @@ TEST(MatMulTest, ManyPanelsStayExact) {
   }
 }
 
-TEST(MatMulTest, DefaultTargetIsTheBest) {
+TEST(KernelMatMulTest, DefaultTargetIsTheBest) {
   TestWeights w(WeightType::kQ8_0, 8, 64, 105);
   std::vector<float> x = RandomValues(3 * 64, 205);
   ThreadPool pool(1);

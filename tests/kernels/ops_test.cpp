@@ -12,7 +12,7 @@ namespace {
 
 using testing::RandomValues;
 
-TEST(OpsTest, RmsNorm) {
+TEST(KernelOpsTest, RmsNorm) {
   std::vector<float> x = RandomValues(100, 1, 3.0f);
   std::vector<float> weight = RandomValues(100, 2);
   std::vector<float> out(100);
@@ -54,19 +54,19 @@ void ExpectRope(RopeStyle style, const float* factors, int rope_dim) {
   }
 }
 
-TEST(OpsTest, RopeNormal) { ExpectRope(RopeStyle::kNormal, nullptr, 16); }
-TEST(OpsTest, RopeNeox) { ExpectRope(RopeStyle::kNeox, nullptr, 16); }
-TEST(OpsTest, RopePartialRotation) {
+TEST(KernelOpsTest, RopeNormal) { ExpectRope(RopeStyle::kNormal, nullptr, 16); }
+TEST(KernelOpsTest, RopeNeox) { ExpectRope(RopeStyle::kNeox, nullptr, 16); }
+TEST(KernelOpsTest, RopePartialRotation) {
   ExpectRope(RopeStyle::kNeox, nullptr, 8);
   ExpectRope(RopeStyle::kNormal, nullptr, 8);
 }
-TEST(OpsTest, RopeFreqFactors) {
+TEST(KernelOpsTest, RopeFreqFactors) {
   std::vector<float> factors = {1.0f, 2.0f, 4.0f, 8.0f, 1.5f, 1.0f, 3.0f, 1.0f};
   ExpectRope(RopeStyle::kNormal, factors.data(), 16);
   ExpectRope(RopeStyle::kNeox, factors.data(), 16);
 }
 
-TEST(OpsTest, RopeAtPositionZeroIsIdentity) {
+TEST(KernelOpsTest, RopeAtPositionZeroIsIdentity) {
   std::vector<float> x = RandomValues(64, 4);
   std::vector<float> out = x;
   RopeParams params{.head_dim = 32, .rope_dim = 32};
@@ -74,7 +74,7 @@ TEST(OpsTest, RopeAtPositionZeroIsIdentity) {
   EXPECT_EQ(out, x);
 }
 
-TEST(OpsTest, SwiGlu) {
+TEST(KernelOpsTest, SwiGlu) {
   std::vector<float> gate = RandomValues(50, 5, 4.0f);
   std::vector<float> up = RandomValues(50, 6);
   std::vector<float> out(50);
@@ -85,7 +85,7 @@ TEST(OpsTest, SwiGlu) {
   }
 }
 
-TEST(OpsTest, Softmax) {
+TEST(KernelOpsTest, Softmax) {
   std::vector<float> x = {1.0f, 2.0f, 3.0f, 1000.0f, -1000.0f};
   Softmax(x.data(), 5);
   double total = 0.0;
@@ -98,7 +98,7 @@ TEST(OpsTest, Softmax) {
   EXPECT_NEAR(y[1], 0.75f, 1e-6);
 }
 
-TEST(OpsTest, Add) {
+TEST(KernelOpsTest, Add) {
   std::vector<float> a = {1.0f, 2.0f}, b = {0.5f, -3.0f};
   Add(a.data(), b.data(), 2, a.data());
   EXPECT_EQ(a, (std::vector<float>{1.5f, -1.0f}));

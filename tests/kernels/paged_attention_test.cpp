@@ -76,7 +76,7 @@ std::vector<float> NaiveAttention(const std::vector<float>& q, int group, int he
   return out;
 }
 
-TEST(PagedAttentionTest, MatchesNaiveReference) {
+TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
   const int head_dim = 64, n_kv_head = 2, group = 4, block_size = 16;
   for (KvType type : {KvType::kF32, KvType::kF16}) {
     for (int n : {1, 15, 16, 17, 100}) {
@@ -101,7 +101,7 @@ TEST(PagedAttentionTest, MatchesNaiveReference) {
 }
 
 // The same positions stored in other blocks, with other garbage around, give the same bits.
-TEST(PagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
+TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
   const int head_dim = 64, n_kv_head = 2, group = 2, block_size = 16, n = 70;
   for (KvType type : {KvType::kF32, KvType::kF16}) {
     std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 20);
@@ -122,7 +122,7 @@ TEST(PagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
   }
 }
 
-TEST(PagedAttentionTest, F16CloseToF32) {
+TEST(KernelPagedAttentionTest, F16CloseToF32) {
   const int head_dim = 128, n_kv_head = 1, group = 1, block_size = 32, n = 200;
   std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 30);
   std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 31);
@@ -138,7 +138,7 @@ TEST(PagedAttentionTest, F16CloseToF32) {
   for (int d = 0; d < head_dim; ++d) EXPECT_NEAR(out16[d], out32[d], 2e-3);
 }
 
-TEST(PagedAttentionTest, StoreKvRoundsToKvType) {
+TEST(KernelPagedAttentionTest, StoreKvRoundsToKvType) {
   TestCache cache(KvType::kF16, 2, 4, 1, 1, 8);
   std::vector<float> k = RandomValues(8, 40), v = RandomValues(8, 41);
   StoreKv(cache.kv, 0, 1, 3, k.data(), v.data());
@@ -147,7 +147,7 @@ TEST(PagedAttentionTest, StoreKvRoundsToKvType) {
   EXPECT_ANY_THROW(StoreKv(cache.kv, 0, 1, 4, k.data(), v.data()));
 }
 
-TEST(PagedAttentionTest, SinglePositionReturnsItsValue) {
+TEST(KernelPagedAttentionTest, SinglePositionReturnsItsValue) {
   TestCache cache(KvType::kF32, 1, 16, 1, 1, 8);
   std::vector<float> k = RandomValues(8, 50), v = RandomValues(8, 51), q = RandomValues(8, 52);
   StoreKv(cache.kv, 0, 0, 0, k.data(), v.data());

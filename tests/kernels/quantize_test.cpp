@@ -53,7 +53,7 @@ double ToleranceFor(WeightType type) {
   }
 }
 
-TEST(QuantizeTest, RoundTripIsClose) {
+TEST(KernelQuantizeTest, RoundTripIsClose) {
   for (WeightType type : kAllTypes) {
     for (uint32_t seed : {1u, 2u, 3u}) {
       std::vector<float> values = RandomValues(1024, seed, 3.0f);
@@ -66,7 +66,7 @@ TEST(QuantizeTest, RoundTripIsClose) {
   }
 }
 
-TEST(QuantizeTest, AllZeroRowStaysZero) {
+TEST(KernelQuantizeTest, AllZeroRowStaysZero) {
   for (WeightType type : kAllTypes) {
     std::vector<float> zeros(256, 0.0f);
     std::vector<uint8_t> bytes(RowBytes(type, 256));
@@ -95,7 +95,7 @@ std::vector<float> Dequantize(WeightType type, const void* data, int64_t cols) {
 
 // Expected values below follow ggml's dequantize_row_* definitions, element by element.
 
-TEST(DequantizeTest, Q4_0) {
+TEST(KernelDequantizeTest, Q4_0) {
   BlockQ4_0 block;
   block.d = FloatToHalf(0.5f);
   for (int j = 0; j < 16; ++j) block.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
@@ -106,7 +106,7 @@ TEST(DequantizeTest, Q4_0) {
   }
 }
 
-TEST(DequantizeTest, Q4_1) {
+TEST(KernelDequantizeTest, Q4_1) {
   BlockQ4_1 block;
   block.d = FloatToHalf(0.25f);
   block.m = FloatToHalf(-1.5f);
@@ -118,7 +118,7 @@ TEST(DequantizeTest, Q4_1) {
   }
 }
 
-TEST(DequantizeTest, Q5_0AndQ5_1) {
+TEST(KernelDequantizeTest, Q5_0AndQ5_1) {
   std::vector<uint8_t> bytes = RandomBlockBytes(sizeof(BlockQ5_1), 11);
   BlockQ5_0 b0;
   BlockQ5_1 b1;
@@ -142,7 +142,7 @@ TEST(DequantizeTest, Q5_0AndQ5_1) {
   }
 }
 
-TEST(DequantizeTest, Q8_0) {
+TEST(KernelDequantizeTest, Q8_0) {
   BlockQ8_0 block;
   block.d = FloatToHalf(0.0625f);
   for (int j = 0; j < 32; ++j) block.qs[j] = static_cast<int8_t>(j * 8 - 128);
@@ -161,7 +161,7 @@ void ScaleMin(int j, const uint8_t* q, int* scale, int* min) {
   }
 }
 
-TEST(DequantizeTest, Q4_KAndQ5_K) {
+TEST(KernelDequantizeTest, Q4_KAndQ5_K) {
   for (uint32_t seed : {21u, 22u}) {
     std::vector<uint8_t> bytes = RandomBlockBytes(sizeof(BlockQ5_K), seed);
     BlockQ4_K b4;
@@ -190,7 +190,7 @@ TEST(DequantizeTest, Q4_KAndQ5_K) {
   }
 }
 
-TEST(DequantizeTest, Q6_K) {
+TEST(KernelDequantizeTest, Q6_K) {
   std::vector<uint8_t> bytes = RandomBlockBytes(sizeof(BlockQ6_K), 31);
   BlockQ6_K block;
   std::memcpy(&block, bytes.data(), sizeof(block));
@@ -210,7 +210,7 @@ TEST(DequantizeTest, Q6_K) {
   }
 }
 
-TEST(DequantizeTest, FloatTypes) {
+TEST(KernelDequantizeTest, FloatTypes) {
   std::vector<float> values = {1.0f, -2.5f, 3.1415926f, 1e-6f};
   std::vector<uint16_t> halves, bf16s;
   for (float v : values) {
@@ -227,7 +227,7 @@ TEST(DequantizeTest, FloatTypes) {
   }
 }
 
-TEST(DequantizeTest, PicksTheRequestedRow) {
+TEST(KernelDequantizeTest, PicksTheRequestedRow) {
   testing::TestWeights w(WeightType::kQ4_K, 3, 512, 5);
   std::vector<float> row(512), expected(512);
   DequantizeRow(w.view, 2, row.data());

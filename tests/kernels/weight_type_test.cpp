@@ -22,7 +22,7 @@ float FromBits(uint32_t bits) {
   return value;
 }
 
-TEST(WeightTypeTest, Geometry) {
+TEST(KernelWeightTypeTest, Geometry) {
   EXPECT_EQ(BlockElements(WeightType::kF32), 1u);
   EXPECT_EQ(BlockBytes(WeightType::kF16), 2u);
   EXPECT_EQ(BlockBytes(WeightType::kBF16), 2u);
@@ -45,7 +45,7 @@ TEST(WeightTypeTest, Geometry) {
   EXPECT_FALSE(IsSupportedWeightType(10));
 }
 
-TEST(HalfTest, EdgeCases) {
+TEST(KernelHalfTest, EdgeCases) {
   EXPECT_EQ(FloatToHalf(0.0f), 0x0000);
   EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
   EXPECT_EQ(FloatToHalf(1.0f), 0x3C00);
@@ -79,7 +79,7 @@ TEST(HalfTest, EdgeCases) {
   EXPECT_EQ(HalfToFloat(0x3555), 0.333251953125f);
 }
 
-TEST(HalfTest, EveryHalfRoundTrips) {
+TEST(KernelHalfTest, EveryHalfRoundTrips) {
   for (uint32_t h = 0; h < 65536; ++h) {
     float value = HalfToFloat(static_cast<uint16_t>(h));
     if (std::isnan(value)) {
@@ -91,7 +91,7 @@ TEST(HalfTest, EveryHalfRoundTrips) {
 }
 
 // For random floats in the half range, the result is the nearest half, ties to even.
-TEST(HalfTest, RoundsToNearestEven) {
+TEST(KernelHalfTest, RoundsToNearestEven) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<uint32_t> bits(0, 0x477FEFFFu);  // below the overflow threshold
   for (int i = 0; i < 200000; ++i) {
@@ -111,7 +111,7 @@ TEST(HalfTest, RoundsToNearestEven) {
   }
 }
 
-TEST(Bfloat16Test, RoundsToNearestEvenAndKeepsNaN) {
+TEST(KernelBfloat16Test, RoundsToNearestEvenAndKeepsNaN) {
   EXPECT_EQ(FloatToBfloat16(1.0f), 0x3F80);
   EXPECT_EQ(FloatToBfloat16(-0.0f), 0x8000);
   EXPECT_EQ(FloatToBfloat16(FromBits(0x3F808000u)), 0x3F80);  // tie, even stays
