@@ -327,8 +327,12 @@ void PrefixCache::DropFromIndex(BlockId id) {
 }
 
 void PrefixCache::DropSupersededTails(BlockId id) {
+  const BlockId parent = index_.Parent(id);
+  const Digest& extras_digest = index_.Extras(id);
+  const int32_t own_tail = index_.IsPartial(id) ? 1 : 0;
+  if (index_.NumTailChildren(parent, extras_digest) == own_tail) return;  // no other tail
   std::span<const int32_t> tokens = index_.Tokens(id);
-  BlockId sibling = index_.FirstChild(index_.Parent(id), index_.Extras(id));
+  BlockId sibling = index_.FirstChild(parent, extras_digest);
   while (sibling != kNoBlock) {
     const BlockId next = index_.NextSibling(sibling);
     std::span<const int32_t> tail = index_.Tokens(sibling);

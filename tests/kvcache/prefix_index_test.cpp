@@ -91,6 +91,7 @@ TEST_F(PrefixIndexTest, FirstBlocksAreListedPerExtras) {
   index_.Insert(1, Key(1), kNoBlock, salted_, full);
   index_.Insert(2, Key(2), kNoBlock, extras_, std::vector<int32_t>{1, 2});
   EXPECT_EQ(Children(index_, kNoBlock, extras_), (std::vector<BlockId>{2, 0}));
+  EXPECT_EQ(index_.NumTailChildren(kNoBlock, extras_), 1);
   EXPECT_EQ(Children(index_, kNoBlock, salted_), (std::vector<BlockId>{1}));
   EXPECT_EQ(Children(index_, kNoBlock, ExtrasDigest({"x", ""})), std::vector<BlockId>{});
   index_.Remove(2);
@@ -106,6 +107,9 @@ TEST_F(PrefixIndexTest, LongestPartialMatchComparesTokens) {
   index_.Insert(2, Key(2), 0, extras_, std::vector<int32_t>{5, 6, 9});     // tail
   index_.Insert(3, Key(3), 0, extras_, std::vector<int32_t>{7});           // tail
 
+  EXPECT_EQ(index_.NumChildren(0), 3);
+  EXPECT_EQ(index_.NumTailChildren(0, extras_), 2);
+  EXPECT_EQ(index_.NumTailChildren(kNoBlock, extras_), 0);
   using Result = std::pair<BlockId, size_t>;
   EXPECT_EQ(index_.LongestPartialMatch(0, extras_, std::vector<int32_t>{5, 6, 7, 0}),
             Result(1, 3));
