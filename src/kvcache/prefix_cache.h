@@ -2,6 +2,14 @@
 // caching: find the longest already-computed prefix of a prompt, register blocks as soon as they
 // are computed, keep released blocks as cache and evict them by retention policy when room is
 // needed. Called from one engine thread; Stats() may be read from any thread.
+//
+// Retention, in eviction order (only unreferenced, unpinned blocks are ever evicted):
+//   1. leaves before parents: a block goes only once no indexed block hangs below it, so a
+//      referenced or pinned block keeps all its ancestors;
+//   2. blocks whose TTL still runs go after every other evictable block, of any priority;
+//   3. then lower priority first;  4. then least recently used (released, matched, committed).
+// Reuse merges policies upwards: priority = max, expiry = the later one (Match and a duplicate
+// Commit both apply the request's policy; only Commit and Pin pin).
 #pragma once
 
 #include <atomic>

@@ -54,8 +54,10 @@ class Traffic {
         UnpinAll();
       } else if (op < 94) {
         PinSome();
-      } else {
+      } else if (op < 99) {
         Pressure();
+      } else {
+        DrainAll();
       }
       ASSERT_NO_THROW(cache_.CheckInvariants()) << "after step " << step;
       if (::testing::Test::HasFailure()) return;
@@ -205,11 +207,25 @@ class Traffic {
   void Pressure() {
     std::vector<BlockId> taken;
     const int want = Uniform(1, 8);
+    const size_t promised = cache_.NumAllocatable();
     for (int k = 0; k < want; ++k) {
       std::optional<BlockId> id = cache_.Allocate();
-      if (!id) break;
+      if (!id) {
+        EXPECT_EQ(taken.size(), promised);
+        break;
+      }
       taken.push_back(*id);
     }
+    cache_.Release(taken);
+  }
+
+  // NumAllocatable promises exactly how many blocks Allocate can hand out.
+  void DrainAll() {
+    const size_t promised = cache_.NumAllocatable();
+    std::vector<BlockId> taken;
+    while (std::optional<BlockId> id = cache_.Allocate()) taken.push_back(*id);
+    EXPECT_EQ(taken.size(), promised);
+    EXPECT_EQ(cache_.NumAllocatable(), 0u);
     cache_.Release(taken);
   }
 

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -398,6 +400,26 @@ TEST(PrefixCacheTest, StatsCountLookupsHitsMissesAndBlocks) {
   stats = cache.Stats();
   EXPECT_EQ(stats.evictions, 2);
   EXPECT_EQ(stats.blocks_cached + stats.blocks_free, 4);
+  ExpectNoLeak(cache);
+}
+
+TEST(PrefixCacheTest, StatsCanBeReadFromAnotherThread) {
+  PrefixCache cache(SmallConfig(16));
+  std::atomic<bool> done{false};
+  int64_t last_lookups = 0;
+  bool monotonic = true;
+  std::thread reader([&] {
+    while (!done.load()) {
+      CacheStats stats = cache.Stats();
+      monotonic = monotonic && stats.lookups >= last_lookups;
+      last_lookups = stats.lookups;
+    }
+  });
+  for (int i = 0; i < 500; ++i) Cache(cache, Range(i % 7, i % 7 + 10));
+  done.store(true);
+  reader.join();
+  EXPECT_TRUE(monotonic);
+  EXPECT_EQ(cache.Stats().lookups, 500);
   ExpectNoLeak(cache);
 }
 
