@@ -121,8 +121,8 @@ Digest PrefixCache::Commit(BlockId block, const std::optional<Digest>& parent_ke
 
   const Digest extras_digest = ExtrasDigest(extras);
   const bool full = block_tokens.size() == block_size;
-  const Digest key = BlockKey(parent_key.value_or(config_.root_fingerprint), extras_digest,
-                              block_tokens, full);
+  const Digest key =
+      BlockKey(parent_key.value_or(config_.root_fingerprint), extras_digest, block_tokens, full);
   if (!config_.enable_reuse) return key;
 
   if (std::optional<BlockId> twin = index_.Find(key)) {

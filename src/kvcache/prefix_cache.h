@@ -29,17 +29,17 @@ namespace reprise {
 
 // How long a committed block should stay cached once no sequence uses it.
 struct RetentionPolicy {
-  int priority = 35;         // 0..100; lower priorities are evicted first
-  double ttl_seconds = 0;    // > 0: evicted only after every block without a running TTL
-  bool pinned = false;       // never evicted (static task prompts); counts against the pool
+  int priority = 35;       // 0..100; lower priorities are evicted first
+  double ttl_seconds = 0;  // > 0: evicted only after every block without a running TTL
+  bool pinned = false;     // never evicted (static task prompts); counts against the pool
 };
 
 struct PrefixCacheConfig {
-  int64_t num_blocks = 0;    // see BlockPool::NumBlocksForBudget
-  int block_size = 16;       // token positions per block
-  size_t block_bytes = 0;    // KV bytes per block (all layers, K and V)
-  Digest root_fingerprint{}; // identity of everything that changes KV: weights, dtype, rope...
-  bool enable_reuse = true;  // false: plain paged storage, Match always misses
+  int64_t num_blocks = 0;     // see BlockPool::NumBlocksForBudget
+  int block_size = 16;        // token positions per block
+  size_t block_bytes = 0;     // KV bytes per block (all layers, K and V)
+  Digest root_fingerprint{};  // identity of everything that changes KV: weights, dtype, rope...
+  bool enable_reuse = true;   // false: plain paged storage, Match always misses
 };
 
 struct PrefixMatch {
@@ -132,10 +132,10 @@ class PrefixCache {
   struct BlockState {
     int32_t held_children = 0;  // indexed children that are held (see Held)
     int priority = 0;
-    double expiry = 0;          // TimeSource seconds; 0 = no TTL
-    uint64_t last_used = 0;     // recency stamp from tick_
+    double expiry = 0;       // TimeSource seconds; 0 = no TTL
+    uint64_t last_used = 0;  // recency stamp from tick_
     bool pinned = false;
-    bool duplicate = false;     // private copy of the indexed block keyed duplicate_key
+    bool duplicate = false;  // private copy of the indexed block keyed duplicate_key
     Digest duplicate_key{};
   };
 
@@ -163,7 +163,7 @@ class PrefixCache {
   EvictionQueue queue_;
   std::vector<BlockState> state_;  // [num_blocks]
   uint64_t tick_ = 0;
-  int64_t num_evictable_ = 0;      // indexed and not held
+  int64_t num_evictable_ = 0;  // indexed and not held
 
   std::atomic<int64_t> lookups_{0};
   std::atomic<int64_t> hit_tokens_{0};

@@ -25,8 +25,8 @@ std::span<const int32_t> PrefixIndex::Tokens(BlockId id) const {
           static_cast<size_t>(node(id).num_tokens)};
 }
 
-void PrefixIndex::Insert(BlockId id, const Digest& key, BlockId parent,
-                         const Digest& extras_digest, std::span<const int32_t> tokens) {
+void PrefixIndex::Insert(BlockId id, const Digest& key, BlockId parent, const Digest& extras_digest,
+                         std::span<const int32_t> tokens) {
   REPRISE_CHECK(id >= 0 && static_cast<size_t>(id) < nodes_.size(), "bad block id {}", id);
   REPRISE_CHECK(!tokens.empty() && tokens.size() <= static_cast<size_t>(block_size_),
                 "a block holds 1..{} tokens, got {}", block_size_, tokens.size());
@@ -36,8 +36,8 @@ void PrefixIndex::Insert(BlockId id, const Digest& key, BlockId parent,
     const Node& p = node(parent);
     REPRISE_CHECK(p.indexed && p.num_tokens == block_size_,
                   "parent {} of block {} must be an indexed full block", parent, id);
-    REPRISE_CHECK(p.extras == extras_digest, "block {} has other extra keys than its parent {}",
-                  id, parent);
+    REPRISE_CHECK(p.extras == extras_digest, "block {} has other extra keys than its parent {}", id,
+                  parent);
   }
   auto [it, inserted] = by_key_.emplace(key, id);
   REPRISE_CHECK(inserted, "key of block {} is already indexed (block {})", id, it->second);
@@ -104,8 +104,9 @@ int32_t PrefixIndex::NumTailChildren(BlockId parent, const Digest& extras_digest
   return list == nullptr ? 0 : list->tails;
 }
 
-std::pair<BlockId, size_t> PrefixIndex::LongestPartialMatch(
-    BlockId parent, const Digest& extras_digest, std::span<const int32_t> tokens) const {
+std::pair<BlockId, size_t> PrefixIndex::LongestPartialMatch(BlockId parent,
+                                                            const Digest& extras_digest,
+                                                            std::span<const int32_t> tokens) const {
   size_t limit = std::min(tokens.size(), static_cast<size_t>(block_size_));
   BlockId best = kNoBlock;
   size_t best_length = 0;

@@ -78,8 +78,8 @@ class PrefixIndex {
   const Children* ChildrenOf(BlockId parent, const Digest& extras_digest) const;
 
   int block_size_;
-  std::vector<Node> nodes_;     // [num_blocks]
-  std::vector<int32_t> tokens_; // [num_blocks][block_size]; the first num_tokens are valid
+  std::vector<Node> nodes_;      // [num_blocks]
+  std::vector<int32_t> tokens_;  // [num_blocks][block_size]; the first num_tokens are valid
   std::unordered_map<Digest, BlockId, DigestHash> by_key_;  // every indexed block
   // First blocks have no parent node: their lists hang here, one per extras digest (an entry
   // exists only while its list is not empty).

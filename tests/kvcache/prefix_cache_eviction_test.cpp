@@ -19,8 +19,8 @@ using Ids = std::vector<BlockId>;
 
 // A one-block prompt (4 tokens) computed and committed; the block stays held.
 BlockId Hold(PrefixCache& cache, int32_t first_token, const RetentionPolicy& policy = {}) {
-  std::optional<testing::Request> request = RunPrompt(cache, Range(first_token, first_token + 4),
-                                                      {}, policy);
+  std::optional<testing::Request> request =
+      RunPrompt(cache, Range(first_token, first_token + 4), {}, policy);
   EXPECT_TRUE(request && request->table.size() == 1);
   return request ? request->table[0] : kNoBlock;
 }
@@ -87,11 +87,11 @@ TEST(PrefixCacheEvictionTest, ParentWaitsForItsChildEvenWhenOlder) {
   cache.Commit(x[1], k0, std::span(prompt).subspan(4, 4), {});
   EXPECT_EQ(Ids({cache.IsIndexed(0), cache.IsIndexed(1), cache.IsIndexed(2), cache.IsIndexed(3)}),
             (Ids{1, 0, 0, 1}));
-  cache.Release(x);                     // block 0: least recently used, but y holds its child
-  BlockId other = Hold(cache, 100);     // reuses freed block 1
+  cache.Release(x);                  // block 0: least recently used, but y holds its child
+  BlockId other = Hold(cache, 100);  // reuses freed block 1
   EXPECT_EQ(other, 1);
   cache.Release(Ids{other});
-  cache.Release(y);                     // block 3 most recent; block 2 freed
+  cache.Release(y);  // block 3 most recent; block 2 freed
   // Free blocks 2, 4, 5 first; then leaves by recency (1, 3); block 0 only once it is a leaf.
   EXPECT_EQ(AllocateAll(cache), (Ids{2, 4, 5, 1, 3, 0}));
   (void)k1;
@@ -142,7 +142,7 @@ TEST(PrefixCacheEvictionTest, ExpiredTtlIsAnOrdinaryBlockAgain) {
   Hold(cache, 10, {35, 0, false});
   Hold(cache, 20, {35, 0, false});
   cache.Release(Ids{0, 1, 2});
-  now = 100;  // expired exactly now
+  now = 100;                                      // expired exactly now
   EXPECT_EQ(AllocateAll(cache), (Ids{0, 2, 1}));  // priority 0 first again
 }
 

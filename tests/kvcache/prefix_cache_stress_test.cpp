@@ -24,9 +24,9 @@ struct Sequence {
   std::vector<int32_t> tokens;
   CacheKeyExtras extras;
   RetentionPolicy policy;
-  std::vector<BlockId> table;          // held
-  size_t computed = 0;                 // positions [0, computed) hold valid KV
-  std::optional<Digest> parent_key;    // for the next Commit
+  std::vector<BlockId> table;        // held
+  size_t computed = 0;               // positions [0, computed) hold valid KV
+  std::optional<Digest> parent_key;  // for the next Commit
   bool commit_tail = true;
 };
 
@@ -98,8 +98,8 @@ class Traffic {
     Sequence seq;
     const int kind = Uniform(0, 3);
     if (kind == 0 && !history_.empty()) {  // next chat turn
-      const auto& [old_tokens, old_extras] = history_[static_cast<size_t>(
-          Uniform(0, static_cast<int>(history_.size()) - 1))];
+      const auto& [old_tokens, old_extras] =
+          history_[static_cast<size_t>(Uniform(0, static_cast<int>(history_.size()) - 1))];
       seq.tokens = testing::Concat(old_tokens, RandomTokens(Uniform(1, 8)));
       seq.extras = old_extras;
     } else if (kind == 1) {  // a shared system prompt, then the user's part
@@ -153,8 +153,8 @@ class Traffic {
     const bool tail_done = chunk_end == len && !block_full;
     if (block_full || (tail_done && seq.commit_tail)) {
       std::span<const int32_t> block_tokens(seq.tokens.data() + begin, chunk_end - begin);
-      seq.parent_key = cache_.Commit(seq.table[b], seq.parent_key, block_tokens, seq.extras,
-                                     seq.policy);
+      seq.parent_key =
+          cache_.Commit(seq.table[b], seq.parent_key, block_tokens, seq.extras, seq.policy);
     }
   }
 
@@ -176,8 +176,8 @@ class Traffic {
     std::vector<int32_t> tokens;
     CacheKeyExtras extras;
     if (!history_.empty() && Uniform(0, 1) == 0) {
-      const auto& entry = history_[static_cast<size_t>(
-          Uniform(0, static_cast<int>(history_.size()) - 1))];
+      const auto& entry =
+          history_[static_cast<size_t>(Uniform(0, static_cast<int>(history_.size()) - 1))];
       tokens = entry.first;
       extras = entry.second;
     } else {

@@ -292,7 +292,7 @@ TEST(PrefixCacheTest, MisuseIsCheckedWithoutCorruptingState) {
   EXPECT_THROW(cache.Commit(block, std::nullopt, tokens, {}), InternalError);  // twice
   BlockId child = *cache.Allocate();
   EXPECT_THROW(cache.Commit(child, key, tokens, {}), InternalError);  // under a tail
-  EXPECT_THROW(cache.Release(Ids{3}), InternalError);                  // not held
+  EXPECT_THROW(cache.Release(Ids{3}), InternalError);                 // not held
   EXPECT_NO_THROW(cache.CheckInvariants());
   cache.Release(Ids{block, child});
   ExpectNoLeak(cache);
@@ -368,8 +368,8 @@ TEST(PrefixCacheTest, PinnedByPolicyAndThroughADuplicate) {
 
 TEST(PrefixCacheTest, ClearUnpinnedDropsWhatEvictionCanReach) {
   PrefixCache cache(SmallConfig(8));
-  Cache(cache, Range(0, 8));                       // 0, 1: dropped
-  Ids pinned = Cache(cache, Range(100, 104));      // 2: pinned
+  Cache(cache, Range(0, 8));                   // 0, 1: dropped
+  Ids pinned = Cache(cache, Range(100, 104));  // 2: pinned
   cache.Pin(pinned);
   std::optional<testing::Request> running = RunPrompt(cache, Range(200, 208));  // 3, 4: held
   ASSERT_TRUE(running);
@@ -384,7 +384,7 @@ TEST(PrefixCacheTest, ClearUnpinnedDropsWhatEvictionCanReach) {
 
 TEST(PrefixCacheTest, StatsCountLookupsHitsMissesAndBlocks) {
   PrefixCache cache(SmallConfig(4));
-  Cache(cache, Range(0, 8));                                 // queried 7, hit 0
+  Cache(cache, Range(0, 8));                                                 // queried 7, hit 0
   std::optional<testing::Request> request = RunPrompt(cache, Range(0, 12));  // queried 11, hit 8
   ASSERT_TRUE(request);
   CacheStats stats = cache.Stats();
