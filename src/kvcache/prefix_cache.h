@@ -95,7 +95,9 @@ class PrefixCache {
   // Returns the block's key, to chain the next Commit. The block must not change afterwards.
   // The block stays private (freed on release) when an identical block is indexed already (that
   // one gets `policy` merged in, as in Match, and is pinned if policy.pinned), when the parent
-  // is no longer cached, or when reuse is disabled. Tails have no children.
+  // is no longer cached, when it is a tail whose tokens a longer sibling already holds, or when
+  // reuse is disabled. Tails have no children; committing a block frees the unreferenced
+  // sibling tails it covers.
   Digest Commit(BlockId block, const std::optional<Digest>& parent_key,
                 std::span<const int32_t> block_tokens, const CacheKeyExtras& extras,
                 const RetentionPolicy& policy = {});
@@ -105,7 +107,7 @@ class PrefixCache {
   void Release(std::span<const BlockId> blocks);
 
   // Pins the indexed blocks (or, for a private duplicate, the indexed block with its key);
-  // returns how many got pinned. Pinned blocks are never evicted, nor their ancestors.
+  // returns how many are now pinned (private blocks are skipped). Pinned blocks are never evicted, nor their ancestors.
   size_t Pin(std::span<const BlockId> blocks);
   size_t Unpin(std::span<const BlockId> blocks);
   // Admin: evicts every block eviction can reach, ignoring TTLs; returns how many.
