@@ -107,7 +107,8 @@ class PrefixCache {
   void Release(std::span<const BlockId> blocks);
 
   // Pins the indexed blocks (or, for a private duplicate, the indexed block with its key);
-  // returns how many are now pinned (private blocks are skipped). Pinned blocks are never evicted, nor their ancestors.
+  // returns how many are now pinned (private blocks are skipped). Pinned blocks are never evicted,
+  // nor their ancestors.
   size_t Pin(std::span<const BlockId> blocks);
   size_t Unpin(std::span<const BlockId> blocks);
   // Admin: evicts every block eviction can reach, ignoring TTLs; returns how many.
