@@ -25,7 +25,8 @@ Digest ExtrasDigest(const CacheKeyExtras& extras) {
 Digest BlockKey(const Digest& parent_key, const Digest& extras_digest,
                 std::span<const int32_t> tokens, bool full) {
   Sha256 hasher;
-  hasher.Update(full ? std::string_view("reprise.kv.full.v1") : std::string_view("reprise.kv.tail.v1"));
+  hasher.Update(full ? std::string_view("reprise.kv.full.v1")
+                     : std::string_view("reprise.kv.tail.v1"));
   hasher.Update(parent_key.data(), parent_key.size());
   hasher.Update(extras_digest.data(), extras_digest.size());
   UpdateLength(hasher, tokens.size());

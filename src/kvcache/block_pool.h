@@ -52,10 +52,10 @@ class BlockPool {
   size_t Offset(BlockId id) const { return Checked(id) * block_bytes_; }
 
   size_t block_bytes_;
-  AlignedBuffer<uint8_t> memory_;     // [num_blocks][block_bytes]
-  std::vector<int32_t> ref_count_;    // [num_blocks]
-  std::vector<uint8_t> is_free_;      // [num_blocks] 1 while on free_
-  std::vector<BlockId> free_;         // stack, capacity num_blocks; top = back()
+  AlignedBuffer<uint8_t> memory_;   // [num_blocks][block_bytes]
+  std::vector<int32_t> ref_count_;  // [num_blocks]
+  std::vector<uint8_t> is_free_;    // [num_blocks] 1 while on free_
+  std::vector<BlockId> free_;       // stack, capacity num_blocks; top = back()
 };
 
 }  // namespace reprise

@@ -53,8 +53,8 @@ class EvictionQueue {
   void Expire();
 
   TimeSource now_;
-  IndexedHeap<OrderKey> order_;      // every queued block
-  IndexedHeap<ExpiryKey> running_;   // the queued blocks whose TTL still runs
+  IndexedHeap<OrderKey> order_;     // every queued block
+  IndexedHeap<ExpiryKey> running_;  // the queued blocks whose TTL still runs
 };
 
 }  // namespace reprise

@@ -98,8 +98,8 @@ class IndexedHeap {
     }
   }
 
-  std::vector<Entry> heap_;        // heap order, capacity num_blocks
-  std::vector<size_t> position_;   // [num_blocks] index into heap_, kAbsent when not in it
+  std::vector<Entry> heap_;       // heap order, capacity num_blocks
+  std::vector<size_t> position_;  // [num_blocks] index into heap_, kAbsent when not in it
 };
 
 }  // namespace reprise

@@ -121,8 +121,8 @@ Digest PrefixCache::Commit(BlockId block, const std::optional<Digest>& parent_ke
 
   const Digest extras_digest = ExtrasDigest(extras);
   const bool full = block_tokens.size() == block_size;
-  const Digest key = BlockKey(parent_key.value_or(config_.root_fingerprint), extras_digest,
-                              block_tokens, full);
+  const Digest key =
+      BlockKey(parent_key.value_or(config_.root_fingerprint), extras_digest, block_tokens, full);
   if (!config_.enable_reuse) return key;
 
   if (std::optional<BlockId> twin = index_.Find(key)) {
@@ -327,8 +327,12 @@ void PrefixCache::DropFromIndex(BlockId id) {
 }
 
 void PrefixCache::DropSupersededTails(BlockId id) {
+  const BlockId parent = index_.Parent(id);
+  const Digest& extras_digest = index_.Extras(id);
+  const int32_t own_tail = index_.IsPartial(id) ? 1 : 0;
+  if (index_.NumTailChildren(parent, extras_digest) == own_tail) return;  // no other tail
   std::span<const int32_t> tokens = index_.Tokens(id);
-  BlockId sibling = index_.FirstChild(index_.Parent(id), index_.Extras(id));
+  BlockId sibling = index_.FirstChild(parent, extras_digest);
   while (sibling != kNoBlock) {
     const BlockId next = index_.NextSibling(sibling);
     std::span<const int32_t> tail = index_.Tokens(sibling);

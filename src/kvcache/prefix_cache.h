@@ -2,6 +2,14 @@
 // caching: find the longest already-computed prefix of a prompt, register blocks as soon as they
 // are computed, keep released blocks as cache and evict them by retention policy when room is
 // needed. Called from one engine thread; Stats() may be read from any thread.
+//
+// Retention, in eviction order (only unreferenced, unpinned blocks are ever evicted):
+//   1. leaves before parents: a block goes only once no indexed block hangs below it, so a
+//      referenced or pinned block keeps all its ancestors;
+//   2. blocks whose TTL still runs go after every other evictable block, of any priority;
+//   3. then lower priority first;  4. then least recently used (released, matched, committed).
+// Reuse merges policies upwards: priority = max, expiry = the later one (Match and a duplicate
+// Commit both apply the request's policy; only Commit and Pin pin).
 #pragma once
 
 #include <atomic>
@@ -21,17 +29,17 @@ namespace reprise {
 
 // How long a committed block should stay cached once no sequence uses it.
 struct RetentionPolicy {
-  int priority = 35;         // 0..100; lower priorities are evicted first
-  double ttl_seconds = 0;    // > 0: evicted only after every block without a running TTL
-  bool pinned = false;       // never evicted (static task prompts); counts against the pool
+  int priority = 35;       // 0..100; lower priorities are evicted first
+  double ttl_seconds = 0;  // > 0: evicted only after every block without a running TTL
+  bool pinned = false;     // never evicted (static task prompts); counts against the pool
 };
 
 struct PrefixCacheConfig {
-  int64_t num_blocks = 0;    // see BlockPool::NumBlocksForBudget
-  int block_size = 16;       // token positions per block
-  size_t block_bytes = 0;    // KV bytes per block (all layers, K and V)
-  Digest root_fingerprint{}; // identity of everything that changes KV: weights, dtype, rope...
-  bool enable_reuse = true;  // false: plain paged storage, Match always misses
+  int64_t num_blocks = 0;     // see BlockPool::NumBlocksForBudget
+  int block_size = 16;        // token positions per block
+  size_t block_bytes = 0;     // KV bytes per block (all layers, K and V)
+  Digest root_fingerprint{};  // identity of everything that changes KV: weights, dtype, rope...
+  bool enable_reuse = true;   // false: plain paged storage, Match always misses
 };
 
 struct PrefixMatch {
@@ -87,7 +95,9 @@ class PrefixCache {
   // Returns the block's key, to chain the next Commit. The block must not change afterwards.
   // The block stays private (freed on release) when an identical block is indexed already (that
   // one gets `policy` merged in, as in Match, and is pinned if policy.pinned), when the parent
-  // is no longer cached, or when reuse is disabled. Tails have no children.
+  // is no longer cached, when it is a tail whose tokens a longer sibling already holds, or when
+  // reuse is disabled. Tails have no children; committing a block frees the unreferenced
+  // sibling tails it covers.
   Digest Commit(BlockId block, const std::optional<Digest>& parent_key,
                 std::span<const int32_t> block_tokens, const CacheKeyExtras& extras,
                 const RetentionPolicy& policy = {});
@@ -97,7 +107,8 @@ class PrefixCache {
   void Release(std::span<const BlockId> blocks);
 
   // Pins the indexed blocks (or, for a private duplicate, the indexed block with its key);
-  // returns how many got pinned. Pinned blocks are never evicted, nor their ancestors.
+  // returns how many are now pinned (private blocks are skipped). Pinned blocks are never evicted,
+  // nor their ancestors.
   size_t Pin(std::span<const BlockId> blocks);
   size_t Unpin(std::span<const BlockId> blocks);
   // Admin: evicts every block eviction can reach, ignoring TTLs; returns how many.
@@ -124,10 +135,10 @@ class PrefixCache {
   struct BlockState {
     int32_t held_children = 0;  // indexed children that are held (see Held)
     int priority = 0;
-    double expiry = 0;          // TimeSource seconds; 0 = no TTL
-    uint64_t last_used = 0;     // recency stamp from tick_
+    double expiry = 0;       // TimeSource seconds; 0 = no TTL
+    uint64_t last_used = 0;  // recency stamp from tick_
     bool pinned = false;
-    bool duplicate = false;     // private copy of the indexed block keyed duplicate_key
+    bool duplicate = false;  // private copy of the indexed block keyed duplicate_key
     Digest duplicate_key{};
   };
 
@@ -155,7 +166,7 @@ class PrefixCache {
   EvictionQueue queue_;
   std::vector<BlockState> state_;  // [num_blocks]
   uint64_t tick_ = 0;
-  int64_t num_evictable_ = 0;      // indexed and not held
+  int64_t num_evictable_ = 0;  // indexed and not held
 
   std::atomic<int64_t> lookups_{0};
   std::atomic<int64_t> hit_tokens_{0};

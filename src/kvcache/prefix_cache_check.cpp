@@ -64,8 +64,8 @@ void PrefixCache::CheckInvariants() const {
     // The key is what the content says.
     const BlockId parent = index_.Parent(id);
     const Digest& parent_key = parent == kNoBlock ? config_.root_fingerprint : index_.Key(parent);
-    REPRISE_CHECK(BlockKey(parent_key, index_.Extras(id), index_.Tokens(id), !index_.IsPartial(id)) ==
-                      index_.Key(id),
+    REPRISE_CHECK(BlockKey(parent_key, index_.Extras(id), index_.Tokens(id),
+                           !index_.IsPartial(id)) == index_.Key(id),
                   "key of block {} does not match its content", id);
     REPRISE_CHECK(index_.Find(index_.Key(id)) == id, "block {} is not found by its key", id);
   }

@@ -25,8 +25,8 @@ std::span<const int32_t> PrefixIndex::Tokens(BlockId id) const {
           static_cast<size_t>(node(id).num_tokens)};
 }
 
-void PrefixIndex::Insert(BlockId id, const Digest& key, BlockId parent,
-                         const Digest& extras_digest, std::span<const int32_t> tokens) {
+void PrefixIndex::Insert(BlockId id, const Digest& key, BlockId parent, const Digest& extras_digest,
+                         std::span<const int32_t> tokens) {
   REPRISE_CHECK(id >= 0 && static_cast<size_t>(id) < nodes_.size(), "bad block id {}", id);
   REPRISE_CHECK(!tokens.empty() && tokens.size() <= static_cast<size_t>(block_size_),
                 "a block holds 1..{} tokens, got {}", block_size_, tokens.size());
@@ -36,8 +36,8 @@ void PrefixIndex::Insert(BlockId id, const Digest& key, BlockId parent,
     const Node& p = node(parent);
     REPRISE_CHECK(p.indexed && p.num_tokens == block_size_,
                   "parent {} of block {} must be an indexed full block", parent, id);
-    REPRISE_CHECK(p.extras == extras_digest, "block {} has other extra keys than its parent {}",
-                  id, parent);
+    REPRISE_CHECK(p.extras == extras_digest, "block {} has other extra keys than its parent {}", id,
+                  parent);
   }
   auto [it, inserted] = by_key_.emplace(key, id);
   REPRISE_CHECK(inserted, "key of block {} is already indexed (block {})", id, it->second);
@@ -52,53 +52,61 @@ void PrefixIndex::Insert(BlockId id, const Digest& key, BlockId parent,
             tokens_.begin() + static_cast<ptrdiff_t>(id) * block_size_);
 
   // Link as the newest child.
-  BlockId head;
-  if (parent == kNoBlock) {
-    auto [head_it, fresh] = root_heads_.try_emplace(extras_digest, kNoBlock);
-    head = head_it->second;
-    head_it->second = id;
-  } else {
-    Node& p = node(parent);
-    head = p.first_child;
-    p.first_child = id;
-    ++p.num_children;
-  }
-  n.next_sibling = head;
-  if (head != kNoBlock) node(head).prev_sibling = id;
+  Children& list = parent == kNoBlock ? roots_[extras_digest] : node(parent).children;
+  n.next_sibling = list.head;
+  if (list.head != kNoBlock) node(list.head).prev_sibling = id;
+  list.head = id;
+  ++list.count;
+  if (tokens.size() < static_cast<size_t>(block_size_)) ++list.tails;
 }
 
 void PrefixIndex::Remove(BlockId id) {
   Node& n = node(id);
   REPRISE_CHECK(n.indexed, "block {} is not indexed", id);
-  REPRISE_CHECK(n.num_children == 0, "block {} still has {} children", id, n.num_children);
+  REPRISE_CHECK(n.children.count == 0, "block {} still has {} children", id, n.children.count);
   by_key_.erase(n.key);
+  auto root = roots_.end();
+  Children* list;
+  if (n.parent != kNoBlock) {
+    list = &node(n.parent).children;
+  } else {
+    root = roots_.find(n.extras);
+    REPRISE_CHECK(root != roots_.end(), "root list of block {} is missing", id);
+    list = &root->second;
+  }
   if (n.next_sibling != kNoBlock) node(n.next_sibling).prev_sibling = n.prev_sibling;
   if (n.prev_sibling != kNoBlock) {
     node(n.prev_sibling).next_sibling = n.next_sibling;
-  } else if (n.parent != kNoBlock) {
-    node(n.parent).first_child = n.next_sibling;
   } else {
-    auto head_it = root_heads_.find(n.extras);
-    REPRISE_CHECK(head_it != root_heads_.end() && head_it->second == id,
-                  "root list of block {} is broken", id);
-    if (n.next_sibling == kNoBlock) {
-      root_heads_.erase(head_it);
-    } else {
-      head_it->second = n.next_sibling;
-    }
+    REPRISE_CHECK(list->head == id, "sibling list of block {} is broken", id);
+    list->head = n.next_sibling;
   }
-  if (n.parent != kNoBlock) --node(n.parent).num_children;
+  --list->count;
+  if (n.num_tokens < block_size_) --list->tails;
+  if (root != roots_.end() && root->second.count == 0) roots_.erase(root);
   n = Node{};
 }
 
-BlockId PrefixIndex::FirstChild(BlockId parent, const Digest& extras_digest) const {
-  if (parent != kNoBlock) return node(parent).first_child;
-  auto it = root_heads_.find(extras_digest);
-  return it == root_heads_.end() ? kNoBlock : it->second;
+const PrefixIndex::Children* PrefixIndex::ChildrenOf(BlockId parent,
+                                                     const Digest& extras_digest) const {
+  if (parent != kNoBlock) return &node(parent).children;
+  auto it = roots_.find(extras_digest);
+  return it == roots_.end() ? nullptr : &it->second;
 }
 
-std::pair<BlockId, size_t> PrefixIndex::LongestPartialMatch(
-    BlockId parent, const Digest& extras_digest, std::span<const int32_t> tokens) const {
+BlockId PrefixIndex::FirstChild(BlockId parent, const Digest& extras_digest) const {
+  const Children* list = ChildrenOf(parent, extras_digest);
+  return list == nullptr ? kNoBlock : list->head;
+}
+
+int32_t PrefixIndex::NumTailChildren(BlockId parent, const Digest& extras_digest) const {
+  const Children* list = ChildrenOf(parent, extras_digest);
+  return list == nullptr ? 0 : list->tails;
+}
+
+std::pair<BlockId, size_t> PrefixIndex::LongestPartialMatch(BlockId parent,
+                                                            const Digest& extras_digest,
+                                                            std::span<const int32_t> tokens) const {
   size_t limit = std::min(tokens.size(), static_cast<size_t>(block_size_));
   BlockId best = kNoBlock;
   size_t best_length = 0;

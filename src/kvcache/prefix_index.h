@@ -40,13 +40,15 @@ class PrefixIndex {
   const Digest& Key(BlockId id) const { return node(id).key; }
   const Digest& Extras(BlockId id) const { return node(id).extras; }
   BlockId Parent(BlockId id) const { return node(id).parent; }
-  int32_t NumChildren(BlockId id) const { return node(id).num_children; }
+  int32_t NumChildren(BlockId id) const { return node(id).children.count; }
   std::span<const int32_t> Tokens(BlockId id) const;
 
   // Children of `parent` (kNoBlock: first blocks with these extras), newest first.
   // Usage: for (BlockId c = FirstChild(p, e); c != kNoBlock; c = NextSibling(c)) ...
   BlockId FirstChild(BlockId parent, const Digest& extras_digest) const;
   BlockId NextSibling(BlockId id) const { return node(id).next_sibling; }
+  // How many of those children are tails.
+  int32_t NumTailChildren(BlockId parent, const Digest& extras_digest) const;
 
   // The child of `parent` whose tokens share the longest common prefix with `tokens`
   // (at most block_size of them are compared). Returns {kNoBlock, 0} when no child shares even
@@ -55,27 +57,33 @@ class PrefixIndex {
                                                  std::span<const int32_t> tokens) const;
 
  private:
+  struct Children {
+    BlockId head = kNoBlock;  // newest; linked through next_sibling / prev_sibling
+    int32_t count = 0;
+    int32_t tails = 0;
+  };
   struct Node {
     Digest key{};
     Digest extras{};  // ExtrasDigest of the request that committed it
     BlockId parent = kNoBlock;
-    BlockId first_child = kNoBlock;
     BlockId prev_sibling = kNoBlock;
     BlockId next_sibling = kNoBlock;
-    int32_t num_children = 0;
+    Children children;
     int32_t num_tokens = 0;
     bool indexed = false;
   };
 
   const Node& node(BlockId id) const { return nodes_[static_cast<size_t>(id)]; }
   Node& node(BlockId id) { return nodes_[static_cast<size_t>(id)]; }
+  const Children* ChildrenOf(BlockId parent, const Digest& extras_digest) const;
 
   int block_size_;
-  std::vector<Node> nodes_;     // [num_blocks]
-  std::vector<int32_t> tokens_; // [num_blocks][block_size]; the first num_tokens are valid
+  std::vector<Node> nodes_;      // [num_blocks]
+  std::vector<int32_t> tokens_;  // [num_blocks][block_size]; the first num_tokens are valid
   std::unordered_map<Digest, BlockId, DigestHash> by_key_;  // every indexed block
-  // First blocks have no parent node: their sibling lists hang here, one per extras digest.
-  std::unordered_map<Digest, BlockId, DigestHash> root_heads_;
+  // First blocks have no parent node: their lists hang here, one per extras digest (an entry
+  // exists only while its list is not empty).
+  std::unordered_map<Digest, Children, DigestHash> roots_;
 };
 
 }  // namespace reprise

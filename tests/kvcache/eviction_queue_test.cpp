@@ -48,9 +48,9 @@ TEST(CacheEvictionQueueTest, RemoveAnywhere) {
 TEST(CacheEvictionQueueTest, RunningTtlGoesLastUntilItExpires) {
   double now = 100;
   EvictionQueue queue(8, [&now] { return now; });
-  queue.Add(0, 100, 0, 1);    // high priority, no TTL
-  queue.Add(1, 0, 110, 2);    // lowest priority but TTL runs until 110
-  queue.Add(2, 0, 105, 3);    // TTL until 105
+  queue.Add(0, 100, 0, 1);  // high priority, no TTL
+  queue.Add(1, 0, 110, 2);  // lowest priority but TTL runs until 110
+  queue.Add(2, 0, 105, 3);  // TTL until 105
   queue.Add(3, 35, 0, 4);
   // Every block without a running TTL goes first, whatever its priority.
   EXPECT_EQ(queue.PopVictim(), 3);

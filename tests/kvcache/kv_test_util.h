@@ -119,8 +119,8 @@ inline std::optional<Request> RunPrompt(PrefixCache& cache, std::span<const int3
       WriteSlot(cache, block, pos - begin, PositionValue(tokens, pos, extras));
     }
     if (end - begin == bs || commit_tail) {
-      parent_key = cache.Commit(block, parent_key, tokens.subspan(begin, end - begin), extras,
-                                policy);
+      parent_key =
+          cache.Commit(block, parent_key, tokens.subspan(begin, end - begin), extras, policy);
     }
   }
   return request;

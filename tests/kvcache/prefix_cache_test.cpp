@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -290,7 +292,7 @@ TEST(PrefixCacheTest, MisuseIsCheckedWithoutCorruptingState) {
   EXPECT_THROW(cache.Commit(block, std::nullopt, tokens, {}), InternalError);  // twice
   BlockId child = *cache.Allocate();
   EXPECT_THROW(cache.Commit(child, key, tokens, {}), InternalError);  // under a tail
-  EXPECT_THROW(cache.Release(Ids{3}), InternalError);                  // not held
+  EXPECT_THROW(cache.Release(Ids{3}), InternalError);                 // not held
   EXPECT_NO_THROW(cache.CheckInvariants());
   cache.Release(Ids{block, child});
   ExpectNoLeak(cache);
@@ -366,8 +368,8 @@ TEST(PrefixCacheTest, PinnedByPolicyAndThroughADuplicate) {
 
 TEST(PrefixCacheTest, ClearUnpinnedDropsWhatEvictionCanReach) {
   PrefixCache cache(SmallConfig(8));
-  Cache(cache, Range(0, 8));                       // 0, 1: dropped
-  Ids pinned = Cache(cache, Range(100, 104));      // 2: pinned
+  Cache(cache, Range(0, 8));                   // 0, 1: dropped
+  Ids pinned = Cache(cache, Range(100, 104));  // 2: pinned
   cache.Pin(pinned);
   std::optional<testing::Request> running = RunPrompt(cache, Range(200, 208));  // 3, 4: held
   ASSERT_TRUE(running);
@@ -382,7 +384,7 @@ TEST(PrefixCacheTest, ClearUnpinnedDropsWhatEvictionCanReach) {
 
 TEST(PrefixCacheTest, StatsCountLookupsHitsMissesAndBlocks) {
   PrefixCache cache(SmallConfig(4));
-  Cache(cache, Range(0, 8));                                 // queried 7, hit 0
+  Cache(cache, Range(0, 8));                                                 // queried 7, hit 0
   std::optional<testing::Request> request = RunPrompt(cache, Range(0, 12));  // queried 11, hit 8
   ASSERT_TRUE(request);
   CacheStats stats = cache.Stats();
@@ -398,6 +400,26 @@ TEST(PrefixCacheTest, StatsCountLookupsHitsMissesAndBlocks) {
   stats = cache.Stats();
   EXPECT_EQ(stats.evictions, 2);
   EXPECT_EQ(stats.blocks_cached + stats.blocks_free, 4);
+  ExpectNoLeak(cache);
+}
+
+TEST(PrefixCacheTest, StatsCanBeReadFromAnotherThread) {
+  PrefixCache cache(SmallConfig(16));
+  std::atomic<bool> done{false};
+  int64_t last_lookups = 0;
+  bool monotonic = true;
+  std::thread reader([&] {
+    while (!done.load()) {
+      CacheStats stats = cache.Stats();
+      monotonic = monotonic && stats.lookups >= last_lookups;
+      last_lookups = stats.lookups;
+    }
+  });
+  for (int i = 0; i < 500; ++i) Cache(cache, Range(i % 7, i % 7 + 10));
+  done.store(true);
+  reader.join();
+  EXPECT_TRUE(monotonic);
+  EXPECT_EQ(cache.Stats().lookups, 500);
   ExpectNoLeak(cache);
 }
 

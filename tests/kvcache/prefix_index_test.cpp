@@ -61,8 +61,8 @@ TEST_F(PrefixIndexTest, RejectsBadStructure) {
   index_.Insert(0, Key(0), kNoBlock, extras_, full);
   index_.Insert(1, Key(1), kNoBlock, extras_, tail);
   EXPECT_THROW(index_.Insert(2, Key(0), kNoBlock, extras_, full), InternalError);  // same key
-  EXPECT_THROW(index_.Insert(2, Key(2), 1, extras_, full), InternalError);  // under a tail
-  EXPECT_THROW(index_.Insert(2, Key(2), 0, salted_, full), InternalError);  // other extras
+  EXPECT_THROW(index_.Insert(2, Key(2), 1, extras_, full), InternalError);         // under a tail
+  EXPECT_THROW(index_.Insert(2, Key(2), 0, salted_, full), InternalError);         // other extras
   EXPECT_THROW(index_.Insert(2, Key(2), 0, extras_, {}), InternalError);
   EXPECT_THROW(index_.Insert(0, Key(9), kNoBlock, extras_, full), InternalError);  // twice
   EXPECT_EQ(index_.size(), 2u);
@@ -91,6 +91,7 @@ TEST_F(PrefixIndexTest, FirstBlocksAreListedPerExtras) {
   index_.Insert(1, Key(1), kNoBlock, salted_, full);
   index_.Insert(2, Key(2), kNoBlock, extras_, std::vector<int32_t>{1, 2});
   EXPECT_EQ(Children(index_, kNoBlock, extras_), (std::vector<BlockId>{2, 0}));
+  EXPECT_EQ(index_.NumTailChildren(kNoBlock, extras_), 1);
   EXPECT_EQ(Children(index_, kNoBlock, salted_), (std::vector<BlockId>{1}));
   EXPECT_EQ(Children(index_, kNoBlock, ExtrasDigest({"x", ""})), std::vector<BlockId>{});
   index_.Remove(2);
@@ -106,11 +107,12 @@ TEST_F(PrefixIndexTest, LongestPartialMatchComparesTokens) {
   index_.Insert(2, Key(2), 0, extras_, std::vector<int32_t>{5, 6, 9});     // tail
   index_.Insert(3, Key(3), 0, extras_, std::vector<int32_t>{7});           // tail
 
+  EXPECT_EQ(index_.NumChildren(0), 3);
+  EXPECT_EQ(index_.NumTailChildren(0, extras_), 2);
+  EXPECT_EQ(index_.NumTailChildren(kNoBlock, extras_), 0);
   using Result = std::pair<BlockId, size_t>;
-  EXPECT_EQ(index_.LongestPartialMatch(0, extras_, std::vector<int32_t>{5, 6, 7, 0}),
-            Result(1, 3));
-  EXPECT_EQ(index_.LongestPartialMatch(0, extras_, std::vector<int32_t>{5, 6, 9, 9}),
-            Result(2, 3));
+  EXPECT_EQ(index_.LongestPartialMatch(0, extras_, std::vector<int32_t>{5, 6, 7, 0}), Result(1, 3));
+  EXPECT_EQ(index_.LongestPartialMatch(0, extras_, std::vector<int32_t>{5, 6, 9, 9}), Result(2, 3));
   EXPECT_EQ(index_.LongestPartialMatch(0, extras_, std::vector<int32_t>{7, 7}), Result(3, 1));
   EXPECT_EQ(index_.LongestPartialMatch(0, extras_, std::vector<int32_t>{8}), Result(kNoBlock, 0));
   // Tie at two tokens: the newest child wins.
