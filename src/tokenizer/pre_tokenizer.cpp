@@ -31,7 +31,9 @@ bool IsS(uint32_t c) { return unicode::IsWhitespace(c); }
 bool IsAsciiDigit(uint32_t c) { return c >= '0' && c <= '9'; }
 bool IsAsciiLetter(uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 // [^\s\p{L}\p{N}]
-bool IsOther(uint32_t c) { return (ClassesOf(c) & (unicode::kWhitespace | unicode::kLetter | unicode::kNumber)) == 0; }
+bool IsOther(uint32_t c) {
+  return (ClassesOf(c) & (unicode::kWhitespace | unicode::kLetter | unicode::kNumber)) == 0;
+}
 
 // Length of the run of characters satisfying `pred` starting at `pos`.
 template <typename Pred>
@@ -146,7 +148,14 @@ template <bool kWithBacktick>
 size_t MatchPunctuationRun(Text text, size_t pos, size_t end) {
   return Run(text, pos, end, [](uint32_t c) {
     switch (c) {
-      case '$': case '+': case '<': case '=': case '>': case '^': case '~': case '|':
+      case '$':
+      case '+':
+      case '<':
+      case '=':
+      case '>':
+      case '^':
+      case '~':
+      case '|':
         return true;
       case '`':
         return kWithBacktick;
@@ -164,19 +173,32 @@ size_t MatchThreeAsciiDigits(Text text, size_t pos, size_t end) {
              : 0;
 }
 
-size_t MatchNumber(Text text, size_t pos, size_t) { return IsN(text[pos]) ? 1 : 0; }     // \p{N}
-size_t MatchNumberRun(Text text, size_t pos, size_t end) { return Run(text, pos, end, IsN); }  // \p{N}+
-size_t MatchNumberUpTo3(Text text, size_t pos, size_t end) {  // \p{N}{1,3}
+// \p{N}
+size_t MatchNumber(Text text, size_t pos, size_t) { return IsN(text[pos]) ? 1 : 0; }
+
+// \p{N}+
+size_t MatchNumberRun(Text text, size_t pos, size_t end) { return Run(text, pos, end, IsN); }
+
+// \p{N}{1,3}
+size_t MatchNumberUpTo3(Text text, size_t pos, size_t end) {
   return std::min<size_t>(3, Run(text, pos, end, IsN));
 }
-size_t MatchLineBreak(Text text, size_t pos, size_t) { return IsCrLf(text[pos]) ? 1 : 0; }  // [\r\n]
-size_t MatchSpaceLetters(Text text, size_t pos, size_t end) {  // \s?\p{L}+
+
+// [\r\n]
+size_t MatchLineBreak(Text text, size_t pos, size_t) { return IsCrLf(text[pos]) ? 1 : 0; }
+
+// \s?\p{L}+
+size_t MatchSpaceLetters(Text text, size_t pos, size_t end) {
   return OptionalThenRun(text, pos, end, IsS, IsL);
 }
-size_t MatchSpacePunctuation(Text text, size_t pos, size_t end) {  // \s?\p{P}+
+
+// \s?\p{P}+
+size_t MatchSpacePunctuation(Text text, size_t pos, size_t end) {
   return OptionalThenRun(text, pos, end, IsS, IsP);
 }
-size_t MatchWhitespaceAtEnd(Text text, size_t pos, size_t end) {  // \s+$
+
+// \s+$
+size_t MatchWhitespaceAtEnd(Text text, size_t pos, size_t end) {
   const size_t run = Run(text, pos, end, IsS);
   return (run > 0 && pos + run == end) ? run : 0;
 }
@@ -197,39 +219,49 @@ bool InRanges(const std::array<Range, N>& ranges, uint32_t c) {
 
 // [一-龥ࠀ-一가-퟿]+ (DeepSeek: CJK and other scripts kept apart from the rest)
 size_t MatchDeepseekCjk(Text text, size_t pos, size_t end) {
-  static constexpr std::array<Range, 3> kRanges = {{{0x4E00, 0x9FA5}, {0x0800, 0x4E00}, {0xAC00, 0xD7FF}}};
-  return Run(text, pos, end, [](uint32_t c) { return !IsNonAsciiWhitespace(c) && InRanges(kRanges, c); });
+  static constexpr std::array<Range, 3> kRanges = {
+      {{0x4E00, 0x9FA5}, {0x0800, 0x4E00}, {0xAC00, 0xD7FF}}};
+  return Run(text, pos, end,
+             [](uint32_t c) { return !IsNonAsciiWhitespace(c) && InRanges(kRanges, c); });
 }
 
 // \s?[A-Za-zµÀ-ÖØ-öø-ƺ...]+ : DeepSeek LLM's explicit list of cased letters.
 size_t MatchDeepseekLetters(Text text, size_t pos, size_t end) {
   static constexpr std::array<Range, 87> kRanges = {{
-      {0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA},
-      {0x1BC, 0x1BF}, {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x376},
-      {0x377, 0x377}, {0x37B, 0x37D}, {0x37F, 0x37F}, {0x386, 0x386}, {0x388, 0x38A},
-      {0x38C, 0x38C}, {0x38E, 0x3A1}, {0x3A3, 0x3F5}, {0x3F7, 0x481}, {0x48A, 0x52F},
-      {0x531, 0x556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
-      {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15},
-      {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59},
-      {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC},
-      {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB},
-      {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107},
-      {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
-      {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F},
-      {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2183}, {0x2184, 0x2184}, {0x2C00, 0x2C7B},
-      {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF2}, {0x2CF3, 0x2CF3}, {0xA640, 0xA66D},
-      {0xA680, 0xA69B}, {0xA722, 0xA76F}, {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF},
-      {0xFB00, 0xFB06}, {0xFB13, 0xFB17}, {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F},
-      {0x104B0, 0x104D3}, {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2},
-      {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+      {0x41, 0x5A},       {0x61, 0x7A},       {0xB5, 0xB5},       {0xC0, 0xD6},
+      {0xD8, 0xF6},       {0xF8, 0x1BA},      {0x1BC, 0x1BF},     {0x1C4, 0x293},
+      {0x295, 0x2AF},     {0x370, 0x373},     {0x376, 0x376},     {0x377, 0x377},
+      {0x37B, 0x37D},     {0x37F, 0x37F},     {0x386, 0x386},     {0x388, 0x38A},
+      {0x38C, 0x38C},     {0x38E, 0x3A1},     {0x3A3, 0x3F5},     {0x3F7, 0x481},
+      {0x48A, 0x52F},     {0x531, 0x556},     {0x10A0, 0x10C5},   {0x13A0, 0x13F5},
+      {0x13F8, 0x13FD},   {0x1C90, 0x1CBA},   {0x1CBD, 0x1CBF},   {0x1D00, 0x1D2B},
+      {0x1D6B, 0x1D77},   {0x1D79, 0x1D9A},   {0x1E00, 0x1F15},   {0x1F18, 0x1F1D},
+      {0x1F20, 0x1F45},   {0x1F48, 0x1F4D},   {0x1F50, 0x1F57},   {0x1F59, 0x1F59},
+      {0x1F5B, 0x1F5B},   {0x1F5D, 0x1F5D},   {0x1F5F, 0x1F7D},   {0x1F80, 0x1FB4},
+      {0x1FB6, 0x1FBC},   {0x1FBE, 0x1FBE},   {0x1FC2, 0x1FC4},   {0x1FC6, 0x1FCC},
+      {0x1FD0, 0x1FD3},   {0x1FD6, 0x1FDB},   {0x1FE0, 0x1FEC},   {0x1FF2, 0x1FF4},
+      {0x1FF6, 0x1FFC},   {0x2102, 0x2102},   {0x2107, 0x2107},   {0x210A, 0x2113},
+      {0x2115, 0x2115},   {0x2119, 0x211D},   {0x2124, 0x2124},   {0x2126, 0x2126},
+      {0x2128, 0x2128},   {0x212A, 0x212D},   {0x212F, 0x2134},   {0x2139, 0x2139},
+      {0x213C, 0x213F},   {0x2145, 0x2149},   {0x214E, 0x214E},   {0x2183, 0x2183},
+      {0x2184, 0x2184},   {0x2C00, 0x2C7B},   {0x2C7E, 0x2CE4},   {0x2CEB, 0x2CEE},
+      {0x2CF2, 0x2CF2},   {0x2CF3, 0x2CF3},   {0xA640, 0xA66D},   {0xA680, 0xA69B},
+      {0xA722, 0xA76F},   {0xA771, 0xA787},   {0xA78B, 0xA78E},   {0xAB70, 0xABBF},
+      {0xFB00, 0xFB06},   {0xFB13, 0xFB17},   {0xFF21, 0xFF3A},   {0xFF41, 0xFF5A},
+      {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB}, {0x10C80, 0x10CB2},
+      {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
   }};
   return OptionalThenRun(text, pos, end, IsS, [](uint32_t c) { return InRanges(kRanges, c); });
 }
 
 // \s?[!-/:-~！-／：-～‘-‟　-。]+ : DeepSeek LLM's ASCII and full-width punctuation.
 size_t MatchDeepseekPunctuation(Text text, size_t pos, size_t end) {
-  static constexpr std::array<Range, 6> kRanges = {
-      {{0x21, 0x2F}, {0x3A, 0x7E}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E}, {0x2018, 0x201F}, {0x3000, 0x3002}}};
+  static constexpr std::array<Range, 6> kRanges = {{{0x21, 0x2F},
+                                                    {0x3A, 0x7E},
+                                                    {0xFF01, 0xFF0F},
+                                                    {0xFF1A, 0xFF5E},
+                                                    {0x2018, 0x201F},
+                                                    {0x3000, 0x3002}}};
   return OptionalThenRun(text, pos, end, IsS, [](uint32_t c) {
     return !IsNonAsciiWhitespace(c) && InRanges(kRanges, c);
   });
@@ -237,7 +269,8 @@ size_t MatchDeepseekPunctuation(Text text, size_t pos, size_t end) {
 
 // [一-龥぀-ゟ゠-ヿ]+ (DeepSeek V3: Han, Hiragana, Katakana)
 size_t MatchDeepseek3Cjk(Text text, size_t pos, size_t end) {
-  static constexpr std::array<Range, 3> kRanges = {{{0x4E00, 0x9FA5}, {0x3040, 0x309F}, {0x30A0, 0x30FF}}};
+  static constexpr std::array<Range, 3> kRanges = {
+      {{0x4E00, 0x9FA5}, {0x3040, 0x309F}, {0x30A0, 0x30FF}}};
   return Run(text, pos, end, [](uint32_t c) { return InRanges(kRanges, c); });
 }
 
@@ -250,8 +283,12 @@ size_t MatchDeepseek3(Text text, size_t pos, size_t end) {
   if (ascii_punct && pos + 1 < end && IsAsciiLetter(text[pos + 1])) {
     return 1 + Run(text, pos + 1, end, IsAsciiLetter);
   }
-  const auto letter_or_mark = [](uint32_t x) { return (ClassesOf(x) & (unicode::kLetter | unicode::kMark)) != 0; };
-  const auto punct_or_symbol = [](uint32_t x) { return (ClassesOf(x) & (unicode::kPunctuation | unicode::kSymbol)) != 0; };
+  const auto letter_or_mark = [](uint32_t x) {
+    return (ClassesOf(x) & (unicode::kLetter | unicode::kMark)) != 0;
+  };
+  const auto punct_or_symbol = [](uint32_t x) {
+    return (ClassesOf(x) & (unicode::kPunctuation | unicode::kSymbol)) != 0;
+  };
   const auto prefix = [&](uint32_t x) { return !IsCrLf(x) && !IsL(x) && !punct_or_symbol(x); };
   if (size_t n = OptionalThenRun(text, pos, end, prefix, letter_or_mark)) {
     return n;
@@ -275,14 +312,27 @@ size_t MatchDeepseek3(Text text, size_t pos, size_t end) {
 size_t MatchBloom(Text text, size_t pos, size_t end) {
   const auto word_char = [](uint32_t c) {
     switch (c) {
-      case '(': case ')': case '|': case '.': case ',': case '!': case '?':
-      case 0x2026: case 0x3002: case 0xFF0C: case 0x3001: case 0x0964: case 0x06D4: case 0x060C:
+      case '(':
+      case ')':
+      case '|':
+      case '.':
+      case ',':
+      case '!':
+      case '?':
+      case 0x2026:
+      case 0x3002:
+      case 0xFF0C:
+      case 0x3001:
+      case 0x0964:
+      case 0x06D4:
+      case 0x060C:
         return false;
       default:
         return !IsS(c);
     }
   };
-  return OptionalThenRun(text, pos, end, [](uint32_t c) { return c == ' '; }, word_char);
+  return OptionalThenRun(
+      text, pos, end, [](uint32_t c) { return c == ' '; }, word_char);
 }
 
 // Applies one pass to every piece of `pieces` (lengths in code points).
@@ -322,8 +372,8 @@ std::span<const Matcher> PassesOf(PreTokenizerKind kind) {
   static constexpr std::array<Matcher, 1> kQwen2 = {MatchLlama3Style<1>};
   static constexpr std::array<Matcher, 1> kGpt2 = {MatchGpt2};
   static constexpr std::array<Matcher, 6> kDeepseekLlm = {
-      MatchLineBreak, MatchDeepseekLetters, MatchDeepseekPunctuation,
-      MatchWhitespaceAtEnd, MatchDeepseekCjk, MatchNumberRun};
+      MatchLineBreak,       MatchDeepseekLetters, MatchDeepseekPunctuation,
+      MatchWhitespaceAtEnd, MatchDeepseekCjk,     MatchNumberRun};
   static constexpr std::array<Matcher, 5> kDeepseekCoder = {
       MatchLineBreak, MatchSpaceLetters, MatchSpacePunctuation, MatchDeepseekCjk, MatchNumber};
   static constexpr std::array<Matcher, 3> kDeepseek3 = {MatchNumberUpTo3, MatchDeepseek3Cjk,
@@ -334,17 +384,28 @@ std::span<const Matcher> PassesOf(PreTokenizerKind kind) {
   static constexpr std::array<Matcher, 1> kBloom = {MatchBloom};
   static constexpr std::array<Matcher, 2> kViking = {MatchBloom, MatchNumber};
   switch (kind) {
-    case PreTokenizerKind::kDefault: return kDefault;
-    case PreTokenizerKind::kLlama3: return kLlama3;
-    case PreTokenizerKind::kQwen2: return kQwen2;
-    case PreTokenizerKind::kGpt2: return kGpt2;
-    case PreTokenizerKind::kDeepseekLlm: return kDeepseekLlm;
-    case PreTokenizerKind::kDeepseekCoder: return kDeepseekCoder;
-    case PreTokenizerKind::kDeepseek3: return kDeepseek3;
-    case PreTokenizerKind::kFalcon: return kFalcon;
-    case PreTokenizerKind::kStarcoder: return kStarcoder;
-    case PreTokenizerKind::kBloom: return kBloom;
-    case PreTokenizerKind::kViking: return kViking;
+    case PreTokenizerKind::kDefault:
+      return kDefault;
+    case PreTokenizerKind::kLlama3:
+      return kLlama3;
+    case PreTokenizerKind::kQwen2:
+      return kQwen2;
+    case PreTokenizerKind::kGpt2:
+      return kGpt2;
+    case PreTokenizerKind::kDeepseekLlm:
+      return kDeepseekLlm;
+    case PreTokenizerKind::kDeepseekCoder:
+      return kDeepseekCoder;
+    case PreTokenizerKind::kDeepseek3:
+      return kDeepseek3;
+    case PreTokenizerKind::kFalcon:
+      return kFalcon;
+    case PreTokenizerKind::kStarcoder:
+      return kStarcoder;
+    case PreTokenizerKind::kBloom:
+      return kBloom;
+    case PreTokenizerKind::kViking:
+      return kViking;
   }
   return kDefault;
 }

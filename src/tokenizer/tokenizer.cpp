@@ -147,7 +147,8 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
 void Tokenizer::EncodeText(std::string_view text, bool after_special,
                            std::vector<int32_t>& out) const {
   if (vocab_.type() == VocabType::kSpm) {
-    std::string escaped = (vocab_.add_space_prefix() && after_special) ? std::string(kSpmSpace) : "";
+    std::string escaped =
+        (vocab_.add_space_prefix() && after_special) ? std::string(kSpmSpace) : "";
     escaped += EscapeSpaces(text);
     EncodeSpm(vocab_, escaped, out);
     return;

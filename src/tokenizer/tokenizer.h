@@ -61,7 +61,7 @@ class Tokenizer {
   int32_t vocab_size() const { return vocab_.size(); }
   // The id of the token whose text is exactly `text` (token text as stored: "▁the", "Ġthe").
   std::optional<int32_t> FindToken(std::string_view text) const;
-  const std::string& model_name() const { return vocab_.model_name(); }  // "llama" or "gpt2"
+  const std::string& model_name() const { return vocab_.model_name(); }        // "llama" or "gpt2"
   const std::string& chat_template() const { return vocab_.chat_template(); }  // or ""
   const Vocab& vocab() const { return vocab_; }
 

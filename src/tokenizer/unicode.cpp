@@ -10,7 +10,7 @@ size_t Utf8SequenceLength(uint8_t lead) {
   // By the high four bits: 0xxx -> 1, 10xx (a stray continuation byte) -> 1, 110x -> 2,
   // 1110 -> 3, 1111 -> 4.
   static constexpr std::array<uint8_t, 16> kLengths = {1, 1, 1, 1, 1, 1, 1, 1,
-                                                        1, 1, 1, 1, 2, 2, 3, 4};
+                                                       1, 1, 1, 1, 2, 2, 3, 4};
   return kLengths[lead >> 4];
 }
 

@@ -1,11 +1,11 @@
 #include "tokenizer/vocab.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
@@ -26,13 +26,20 @@ enum TokenType : int64_t {
 
 uint32_t AttrOfType(int64_t type) {
   switch (type) {
-    case kTypeNormal: return kAttrNormal;
-    case kTypeUnknown: return kAttrUnknown;
-    case kTypeControl: return kAttrControl;
-    case kTypeUserDefined: return kAttrUserDefined;
-    case kTypeUnused: return kAttrUnused;
-    case kTypeByte: return kAttrByte;
-    default: return kAttrUndefined;
+    case kTypeNormal:
+      return kAttrNormal;
+    case kTypeUnknown:
+      return kAttrUnknown;
+    case kTypeControl:
+      return kAttrControl;
+    case kTypeUserDefined:
+      return kAttrUserDefined;
+    case kTypeUnused:
+      return kAttrUnused;
+    case kTypeByte:
+      return kAttrByte;
+    default:
+      return kAttrUndefined;
   }
 }
 
@@ -101,8 +108,8 @@ void Vocab::LoadSettings(const gguf::GgufFile& file, const std::string& pre_name
 void Vocab::LoadTokens(const gguf::GgufFile& file) {
   const gguf::ArrayValue& texts = file.GetArray("tokenizer.ggml.tokens");
   if (texts.strings.size() != texts.size() || texts.size() == 0) {
-    throw Error(fmt::format("{}: tokenizer.ggml.tokens must be a non-empty array of strings",
-                            file.path()));
+    throw Error(
+        fmt::format("{}: tokenizer.ggml.tokens must be a non-empty array of strings", file.path()));
   }
   const size_t n = texts.size();
   if (n > static_cast<size_t>(INT32_MAX)) {
@@ -143,8 +150,8 @@ void Vocab::LoadTokens(const gguf::GgufFile& file) {
 void Vocab::LoadMerges(const gguf::GgufFile& file) {
   const gguf::ArrayValue* merges = file.FindArray("tokenizer.ggml.merges");
   if (merges == nullptr || merges->strings.size() != merges->size()) {
-    throw Error(fmt::format("{}: a gpt2 tokenizer needs tokenizer.ggml.merges (strings)",
-                            file.path()));
+    throw Error(
+        fmt::format("{}: a gpt2 tokenizer needs tokenizer.ggml.merges (strings)", file.path()));
   }
   merge_ranks_.reserve(merges->size());
   for (size_t i = 0; i < merges->strings.size(); ++i) {
@@ -195,7 +202,9 @@ void Vocab::LoadSpecialIds(const gguf::GgufFile& file) {
 void Vocab::FindEndOfGeneration() {
   // llama.cpp recognises turn-ending tokens by their text; such tokens are made CONTROL (so they
   // are never matched in plain text with parse_special=false, and not printed).
-  const auto make_control = [&](int32_t id) { tokens_[static_cast<size_t>(id)].attr = kAttrControl; };
+  const auto make_control = [&](int32_t id) {
+    tokens_[static_cast<size_t>(id)].attr = kAttrControl;
+  };
   const auto ensure_control = [&](int32_t id) {
     if ((token(id).attr & kAttrControl) == 0) {
       spdlog::debug("token {} '{}' looks like a control token; marking it CONTROL", id,
@@ -206,7 +215,10 @@ void Vocab::FindEndOfGeneration() {
   for (int32_t id = 0; id < size() && eot_id_ < 0; ++id) {
     if (IsOneOf(token(id).text, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
                                  "<|endoftext|>", "<EOT>", "_<EOT>",
-                                 "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>"})) {
+                                 "<\xEF\xBD\x9C"
+                                 "end\xE2\x96\x81"
+                                 "of\xE2\x96\x81"
+                                 "sentence\xEF\xBD\x9C>"})) {
       eot_id_ = id;
       ensure_control(id);
     }
@@ -223,9 +235,9 @@ void Vocab::FindEndOfGeneration() {
                        "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>"})) {
       end_of_generation_.insert(id);
       ensure_control(id);
-    } else if (IsOneOf(text, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<|fim_repo|>",
-                              "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>",
-                              "<|file_sep|>"})) {
+    } else if (IsOneOf(text,
+                       {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<|fim_repo|>", "<|repo_name|>",
+                        "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>"})) {
       // fill-in-the-middle separators end a generation too
       end_of_generation_.insert(id);
       ensure_control(id);
@@ -251,8 +263,9 @@ void Vocab::BuildSpecialTokens(const gguf::GgufFile& file) {
   // Per-model attributes that GGUF does not carry (llama.cpp sets them by model name): Phi-3's
   // special tokens swallow the whitespace that follows them.
   std::string name = file.GetString("general.name", "");
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  std::transform(name.begin(), name.end(), name.begin(), [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  });
   if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
     const auto set_rstrip = [&](int32_t id, bool on) {
       uint32_t& attr = tokens_[static_cast<size_t>(id)].attr;

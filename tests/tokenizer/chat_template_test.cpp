@@ -40,7 +40,8 @@ TEST(TokenizerChatTemplate, Llama3MatchesTheModelTemplate) {
 TEST(TokenizerChatTemplate, Llama3PromptHasOneBos) {
   REPRISE_REQUIRE_FIXTURES();
   const Tokenizer& tokenizer = VocabTokenizer("llama-bpe");
-  const std::string prompt = ApplyChatTemplate(ChatTemplateKind::kLlama3, kSystemUser, true, tokenizer);
+  const std::string prompt =
+      ApplyChatTemplate(ChatTemplateKind::kLlama3, kSystemUser, true, tokenizer);
   const std::vector<int32_t> ids = EncodeChatPrompt(tokenizer, prompt);
   ASSERT_GE(ids.size(), 3u);
   EXPECT_EQ(ids[0], 128000);
@@ -66,7 +67,8 @@ TEST(TokenizerChatTemplate, QwenChatMLMatchesTheModelTemplate) {
   EXPECT_EQ(ApplyChatTemplate(*kind, {{"user", "Hi!"}}, false, tokenizer),
             "<|im_start|>user\nHi!<|im_end|>\n");
   // Qwen adds no BOS: the prompt starts with <|im_start|>.
-  const std::vector<int32_t> ids = EncodeChatPrompt(tokenizer, ApplyChatTemplate(*kind, kSystemUser, true, tokenizer));
+  const std::vector<int32_t> ids =
+      EncodeChatPrompt(tokenizer, ApplyChatTemplate(*kind, kSystemUser, true, tokenizer));
   EXPECT_EQ(ids.front(), *tokenizer.FindToken("<|im_start|>"));
   EXPECT_EQ(tokenizer.Decode(ids, {.unparse_special = true}),
             ApplyChatTemplate(*kind, kSystemUser, true, tokenizer));
@@ -79,7 +81,8 @@ TEST(TokenizerChatTemplate, Phi3MatchesTheModelTemplate) {
   ASSERT_EQ(kind, ChatTemplateKind::kPhi3);
   EXPECT_EQ(ApplyChatTemplate(*kind, {{"user", "Hi!"}}, true, tokenizer),
             "<s><|user|>\nHi!<|end|>\n<|assistant|>\n");
-  const std::vector<int32_t> ids = EncodeChatPrompt(tokenizer, "<s><|user|>\nHi!<|end|>\n<|assistant|>\n");
+  const std::vector<int32_t> ids =
+      EncodeChatPrompt(tokenizer, "<s><|user|>\nHi!<|end|>\n<|assistant|>\n");
   EXPECT_EQ(ids.front(), 1);
   EXPECT_EQ(ids[1], *tokenizer.FindToken("<|user|>"));
 }
@@ -87,10 +90,8 @@ TEST(TokenizerChatTemplate, Phi3MatchesTheModelTemplate) {
 TEST(TokenizerChatTemplate, Llama2AndMistralFormats) {
   REPRISE_REQUIRE_FIXTURES();
   const Tokenizer& tokenizer = VocabTokenizer("llama-spm");  // bos "<s>", eos "</s>"
-  const std::vector<ChatMessage> chat = {{"system", "Be brief."},
-                                         {"user", "Hi"},
-                                         {"assistant", "Hello"},
-                                         {"user", "Bye"}};
+  const std::vector<ChatMessage> chat = {
+      {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
   EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kLlama2Sys, chat, true, tokenizer),
             "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]Hello</s>[INST] Bye [/INST]");
   EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kLlama2SysBos, chat, true, tokenizer),
@@ -101,8 +102,9 @@ TEST(TokenizerChatTemplate, Llama2AndMistralFormats) {
             "<s>[INST] Be brief.\n\nHi[/INST] Hello</s>[INST] Bye[/INST]");
   EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kMistralV3Tekken, chat, true, tokenizer),
             "<s>[INST]Be brief.\n\nHi[/INST]Hello</s>[INST]Bye[/INST]");
-  EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kMistralV7, chat, true, tokenizer),
-            "<s>[SYSTEM_PROMPT] Be brief.[/SYSTEM_PROMPT][INST] Hi[/INST] Hello</s>[INST] Bye[/INST]");
+  EXPECT_EQ(
+      ApplyChatTemplate(ChatTemplateKind::kMistralV7, chat, true, tokenizer),
+      "<s>[SYSTEM_PROMPT] Be brief.[/SYSTEM_PROMPT][INST] Hi[/INST] Hello</s>[INST] Bye[/INST]");
   EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kGemma, chat, true, tokenizer),
             "<s><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello"
             "<end_of_turn>\n<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
@@ -122,24 +124,28 @@ TEST(TokenizerChatTemplate, DetectsFamiliesBySubstrings) {
   EXPECT_EQ(DetectChatTemplate(""), std::nullopt);
   EXPECT_EQ(DetectChatTemplate("{{ messages }}"), std::nullopt);
   EXPECT_EQ(DetectChatTemplate("{{ '<|im_start|>' + role }}"), ChatTemplateKind::kChatML);
-  EXPECT_EQ(DetectChatTemplate("{{ bos_token }}[INST] {{ content }} [/INST]"), ChatTemplateKind::kLlama2);
-  EXPECT_EQ(DetectChatTemplate("[INST] <<SYS>>\n{{ system }}\n<</SYS>>"), ChatTemplateKind::kLlama2Sys);
+  EXPECT_EQ(DetectChatTemplate("{{ bos_token }}[INST] {{ content }} [/INST]"),
+            ChatTemplateKind::kLlama2);
+  EXPECT_EQ(DetectChatTemplate("[INST] <<SYS>>\n{{ system }}\n<</SYS>>"),
+            ChatTemplateKind::kLlama2Sys);
   EXPECT_EQ(DetectChatTemplate("{{ bos_token + '[INST] ' + content.strip() }} <<SYS>>"),
             ChatTemplateKind::kLlama2SysStrip);
   EXPECT_EQ(DetectChatTemplate("[SYSTEM_PROMPT][INST]"), ChatTemplateKind::kMistralV7);
   EXPECT_EQ(DetectChatTemplate("[AVAILABLE_TOOLS] '[INST]' "), ChatTemplateKind::kMistralV3);
   EXPECT_EQ(DetectChatTemplate("[AVAILABLE_TOOLS] \"[INST]\""), ChatTemplateKind::kMistralV3Tekken);
   EXPECT_EQ(DetectChatTemplate("' [INST] ' + system_message"), ChatTemplateKind::kMistralV1);
-  EXPECT_EQ(DetectChatTemplate("<|user|>{{ content }}<|end|><|assistant|>"), ChatTemplateKind::kPhi3);
+  EXPECT_EQ(DetectChatTemplate("<|user|>{{ content }}<|end|><|assistant|>"),
+            ChatTemplateKind::kPhi3);
   EXPECT_EQ(DetectChatTemplate("<|user|>\n{{ content }}<|endoftext|>"), ChatTemplateKind::kZephyr);
   EXPECT_EQ(DetectChatTemplate("<start_of_turn>user"), ChatTemplateKind::kGemma);
-  EXPECT_EQ(DetectChatTemplate("<|start_header_id|>user<|end_header_id|>"), ChatTemplateKind::kLlama3);
+  EXPECT_EQ(DetectChatTemplate("<|start_header_id|>user<|end_header_id|>"),
+            ChatTemplateKind::kLlama3);
 }
 
 TEST(TokenizerChatTemplate, Names) {
-  for (const char* name : {"chatml", "llama2", "llama2-sys", "llama2-sys-bos", "llama2-sys-strip",
-                           "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "llama3",
-                           "phi3", "zephyr", "gemma"}) {
+  for (const char* name :
+       {"chatml", "llama2", "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "mistral-v1",
+        "mistral-v3", "mistral-v3-tekken", "mistral-v7", "llama3", "phi3", "zephyr", "gemma"}) {
     const auto kind = ParseChatTemplateName(name);
     ASSERT_TRUE(kind.has_value()) << name;
     EXPECT_EQ(ChatTemplateName(*kind), name);

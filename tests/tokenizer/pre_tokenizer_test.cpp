@@ -80,7 +80,9 @@ TEST(TokenizerPreTokenizer, EmptyText) {
 
 TEST(TokenizerUnicode, DecodeIsLossyLikeLlamaCpp) {
   EXPECT_EQ(unicode::DecodeUtf8("a\xC3\xA9"), (std::vector<uint32_t>{'a', 0xE9}));
-  EXPECT_EQ(unicode::DecodeUtf8("\xFF" "a"), (std::vector<uint32_t>{0xFFFD, 'a'}));
+  EXPECT_EQ(unicode::DecodeUtf8("\xFF"
+                                "a"),
+            (std::vector<uint32_t>{0xFFFD, 'a'}));
   EXPECT_EQ(unicode::DecodeUtf8("\xE2\x82"), (std::vector<uint32_t>{0xFFFD, 0xFFFD}));
 }
 
@@ -118,7 +120,7 @@ TEST(TokenizerUnicode, Gpt2ByteMappingIsABijection) {
     const uint32_t codepoint = unicode::ByteToCodepoint(static_cast<uint8_t>(byte));
     EXPECT_EQ(unicode::CodepointToByte(codepoint), byte);
   }
-  EXPECT_EQ(unicode::ByteToCodepoint(' '), 0x120u);  // 'Ġ'
+  EXPECT_EQ(unicode::ByteToCodepoint(' '), 0x120u);   // 'Ġ'
   EXPECT_EQ(unicode::ByteToCodepoint('\n'), 0x10Au);  // 'Ċ'
   EXPECT_EQ(unicode::ByteToCodepoint('a'), static_cast<uint32_t>('a'));
   EXPECT_EQ(unicode::CodepointToByte(0x4E2D), -1);

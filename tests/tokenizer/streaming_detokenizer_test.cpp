@@ -52,7 +52,9 @@ TEST(TokenizerStreaming, InvalidBytesBecomeReplacementCharacters) {
   EXPECT_EQ(stream.Push(*tokenizer.FindToken("<0x80>")), "\xEF\xBF\xBD");
   // A lead byte followed by a non-continuation byte.
   EXPECT_EQ(stream.Push(*tokenizer.FindToken("<0xC3>")), "");
-  EXPECT_EQ(stream.Push(*tokenizer.FindToken("<0x41>")), "\xEF\xBF\xBD" "A");
+  EXPECT_EQ(stream.Push(*tokenizer.FindToken("<0x41>")),
+            "\xEF\xBF\xBD"
+            "A");
 }
 
 TEST(TokenizerStreaming, ControlTokensPrintNothing) {

@@ -3,7 +3,6 @@
 #include "tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -35,7 +34,8 @@ TEST(TokenizerModels, TinyStoriesAddsBos) {
   EXPECT_EQ(ids.front(), tokenizer.bos_id());
   // Without BOS the SPM space prefix is dropped again on decoding; after a BOS it stays (as in
   // llama.cpp's detokenize).
-  EXPECT_EQ(tokenizer.Decode(tokenizer.Encode("Once upon a time", false, false)), "Once upon a time");
+  EXPECT_EQ(tokenizer.Decode(tokenizer.Encode("Once upon a time", false, false)),
+            "Once upon a time");
   EXPECT_EQ(tokenizer.Decode(ids), " Once upon a time");
   EXPECT_TRUE(tokenizer.IsEndOfGeneration(tokenizer.eos_id()));
 }
@@ -49,7 +49,8 @@ TEST(TokenizerModels, Stories260K) {
   // Characters outside the 512-token vocabulary fall back to byte tokens and come back intact.
   const std::string text = "Tom saw a dragon 🐉 near the café.";
   EXPECT_EQ(tokenizer.Decode(tokenizer.Encode(text, false, false)), text);
-  EXPECT_EQ(tokenizer.Decode(tokenizer.Encode(text, true, false), {.remove_special = true}), " " + text);
+  EXPECT_EQ(tokenizer.Decode(tokenizer.Encode(text, true, false), {.remove_special = true}),
+            " " + text);
 }
 
 TEST(TokenizerSpecial, ControlTokensOnlyWithParseSpecial) {
@@ -178,7 +179,11 @@ TEST(TokenizerEncode, InvalidUtf8BecomesReplacementCharacter) {
   REPRISE_REQUIRE_FIXTURES();
   const Tokenizer& tokenizer = VocabTokenizer("llama-bpe");
   // As llama.cpp: a byte that is not valid UTF-8 is read as U+FFFD.
-  EXPECT_EQ(tokenizer.Decode(tokenizer.Encode("a\xFF" "b", false, false)), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(tokenizer.Decode(tokenizer.Encode("a\xFF"
+                                              "b",
+                                              false, false)),
+            "a\xEF\xBF\xBD"
+            "b");
 }
 
 class TokenizerErrors : public ::testing::Test {
