@@ -88,10 +88,10 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
       k.widen(w.type, src, np * cols, panel);
       wp = panel;
     }
-    for (int64_t t = t_begin; t < t_end; t += k.token_tile) {
-      const int mt = static_cast<int>(std::min<int64_t>(k.token_tile, t_end - t));
-      for (int64_t r = 0; r < np; r += k.row_tile) {
-        const int nr = static_cast<int>(std::min<int64_t>(k.row_tile, np - r));
+    for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
+      const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
+      for (int64_t r = 0; r < np; r += k.float_row_tile) {
+        const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, np - r));
         k.float_tile(job.x + t * cols, cols, mt, wp + r * cols, cols, nr, cols,
                      job.y + t * w.rows + p + r, w.rows);
       }
@@ -126,10 +126,10 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
                        .min = has_min ? min : nullptr,
                        .cols = cols,
                        .zero_point = ZeroPoint(w.type)};
-    for (int64_t t = t_begin; t < t_end; t += k.token_tile) {
-      const int mt = static_cast<int>(std::min<int64_t>(k.token_tile, t_end - t));
-      for (int64_t r = 0; r < np; r += k.row_tile) {
-        const int nr = static_cast<int>(std::min<int64_t>(k.row_tile, np - r));
+    for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
+      const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
+      for (int64_t r = 0; r < np; r += k.quant_row_tile) {
+        const int nr = static_cast<int>(std::min<int64_t>(k.quant_row_tile, np - r));
         k.quant_tile(job.qx, t, mt, panel, r, nr, job.y + t * w.rows + p + r, w.rows);
       }
     }
@@ -174,7 +174,9 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   Job job{.kernels = &kernels, .w = &w, .x = x, .qx = {}, .tokens = tokens, .y = y,
           .panel_rows = 0};
   const bool quantized = IsQuantized(w.type);
-  const bool decode = tokens <= kernels.token_tile;
+  const int token_tile = quantized ? kernels.quant_token_tile : kernels.float_token_tile;
+  const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
+  const bool decode = tokens <= token_tile;
   // Decode streams weights once: a small panel stays in L1. Prefill reuses a panel for every
   // token tile: size it for L2.
   const int64_t budget = decode ? (24 << 10) : (192 << 10);
@@ -193,26 +195,26 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
       }
     });
     job.qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols};
-    job.panel_rows = PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, budget, kernels.row_tile);
+    job.panel_rows = PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, budget, row_tile);
   } else {
-    job.panel_rows = PanelRows(cols * 4, budget, kernels.row_tile);
+    job.panel_rows = PanelRows(cols * 4, budget, row_tile);
   }
   auto run = quantized ? RunQuantRange : RunFloatRange;
-  const int64_t row_tiles = (w.rows + kernels.row_tile - 1) / kernels.row_tile;
+  const int64_t row_tiles = (w.rows + row_tile - 1) / row_tile;
   if (row_tiles >= pool.num_threads() || decode) {
     pool.ParallelFor(
         static_cast<size_t>(w.rows),
         [&](size_t begin, size_t end) {
           run(job, static_cast<int64_t>(begin), static_cast<int64_t>(end), 0, tokens);
         },
-        static_cast<size_t>(kernels.row_tile));
+        static_cast<size_t>(row_tile));
   } else {
     pool.ParallelFor(
         static_cast<size_t>(tokens),
         [&](size_t begin, size_t end) {
           run(job, 0, w.rows, static_cast<int64_t>(begin), static_cast<int64_t>(end));
         },
-        static_cast<size_t>(kernels.token_tile));
+        static_cast<size_t>(token_tile));
   }
 }
 

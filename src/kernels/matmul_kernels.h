@@ -30,8 +30,11 @@ struct UnpackedRows {
 };
 
 struct TargetKernels {
-  int token_tile = 1;  // largest mt a tile function accepts
-  int row_tile = 1;    // largest nr
+  // Largest tile (mt tokens x nr rows) each tile function accepts.
+  int float_token_tile = 1;
+  int float_row_tile = 1;
+  int quant_token_tile = 1;
+  int quant_row_tile = 1;
 
   // y[t * y_stride + r] = sum_c x[t * x_stride + c] * w[r * w_stride + c], t < mt, r < nr.
   void (*float_tile)(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride,

@@ -63,8 +63,10 @@ void Widen(WeightType type, const void* src, int64_t n, float* dst) {
 
 const TargetKernels& ScalarKernels() {
   static const TargetKernels kernels = {
-      .token_tile = 4,
-      .row_tile = 4,
+      .float_token_tile = 4,
+      .float_row_tile = 4,
+      .quant_token_tile = 4,
+      .quant_row_tile = 4,
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .widen = Widen,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -169,6 +170,12 @@ TEST(KernelMatMulTest, ManyPanelsStayExact) {
       }
     }
   }
+}
+
+TEST(KernelCpuTargetTest, ScalarAlwaysAndBestSupported) {
+  EXPECT_TRUE(CpuTargetSupported(CpuTarget::kScalar));
+  EXPECT_TRUE(CpuTargetSupported(BestCpuTarget()));
+  for (CpuTarget t : SupportedTargets()) std::printf("supported target: %s\n", CpuTargetName(t).data());
 }
 
 TEST(KernelMatMulTest, DefaultTargetIsTheBest) {
