@@ -10,6 +10,17 @@ namespace {
 // Workers spin this many rounds before sleeping: a step of the engine issues kernels back to
 // back, and a futex wake-up per kernel would cost more than the smaller kernels themselves.
 constexpr int kSpinRounds = 20000;
+// Spinning yields the core every so often, so that an oversubscribed machine (more runnable
+// threads than cores) still lets the thread being waited for run.
+constexpr int kRoundsPerYield = 64;
+
+inline void Relax(int round) {
+  if (round % kRoundsPerYield == kRoundsPerYield - 1) {
+    std::this_thread::yield();
+  } else {
+    _mm_pause();
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -60,7 +71,7 @@ void ThreadPool::ParallelFor(size_t count, const RangeTask& task, size_t grain) 
   }
   if (sleepers_.load() > 0) wake_.notify_all();
   RunShare(0);
-  while (pending_.load(std::memory_order_acquire) > 0) _mm_pause();
+  for (int round = 0; pending_.load(std::memory_order_acquire) > 0; ++round) Relax(round);
 }
 
 void ThreadPool::WorkerLoop(int worker_index) {
@@ -68,7 +79,7 @@ void ThreadPool::WorkerLoop(int worker_index) {
   while (true) {
     uint64_t current = generation_.load(std::memory_order_acquire);
     for (int round = 0; current == seen && round < kSpinRounds; ++round) {
-      _mm_pause();
+      Relax(round);
       current = generation_.load(std::memory_order_acquire);
     }
     if (current == seen) {

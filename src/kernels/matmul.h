@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu_target.h"
 #include "kernels/weight_type.h"
 
 namespace reprise::kernels {
@@ -23,6 +24,16 @@ struct WeightView {
 //   x: [tokens][w.cols] f32, y: [tokens][w.rows] f32.
 // Threads split rows of w and tokens, never the reduction.
 void MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
+
+// MatMul on a named target (tests, benchmarks); the target must be supported by this CPU.
+// MatMul itself uses BestCpuTarget(). Quantized weight types quantize each activation row per
+// block of 32 to int8 (the same way on every target) and use integer dot products.
+void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens,
+                    float* y, ThreadPool& pool);
+
+// The plain reference for tests: each weight row dequantized to f32, products summed in double
+// in column order, no activation quantization. Slow.
+void MatMulReference(const WeightView& w, const float* x, int64_t tokens, float* y);
 
 // out[c] = w[row][c] as f32 (embedding lookup, tests). out: [w.cols]
 void DequantizeRow(const WeightView& w, int64_t row, float* out);

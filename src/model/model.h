@@ -44,6 +44,9 @@ class Model {
   void Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, ThreadPool& pool,
                float* logits);
 
+  // Sizes the scratch buffers up front so that no step allocates.
+  void Reserve(size_t max_tokens, size_t max_logit_rows) { EnsureScratch(max_tokens, max_logit_rows); }
+
  private:
   Model() = default;
   void BindWeights();

@@ -1,0 +1,107 @@
+// reprise::Engine, the public API, as a thin layer over EngineImpl.
+#include "reprise/engine.h"
+
+#include <future>
+
+#include "core/error.h"
+#include "engine/engine_impl.h"
+#include "tokenizer/chat_template.h"
+
+namespace reprise {
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<EngineImpl>(config)) {}
+Engine::~Engine() = default;
+
+std::vector<GenerationOutput> Engine::Generate(const std::vector<std::string>& prompts,
+                                               const SamplingParams& params) {
+  std::vector<GenerationRequest> requests;
+  for (const auto& prompt : prompts) {
+    GenerationRequest request;
+    request.prompt = prompt;
+    request.sampling = params;
+    requests.push_back(std::move(request));
+  }
+  return Generate(std::move(requests));
+}
+
+std::vector<GenerationOutput> Engine::Generate(std::vector<GenerationRequest> requests) {
+  std::vector<std::promise<GenerationOutput>> promises(requests.size());
+  std::vector<std::future<GenerationOutput>> futures;
+  for (auto& promise : promises) futures.push_back(promise.get_future());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    StreamCallbacks callbacks;
+    callbacks.on_finish = [&promises, i](const GenerationOutput& output) {
+      promises[i].set_value(output);
+    };
+    try {
+      impl_->Submit(std::move(requests[i]), std::move(callbacks));
+    } catch (...) {
+      // Requests already submitted still finish before the promises go away.
+      for (size_t j = 0; j < i; ++j) futures[j].wait();
+      throw;
+    }
+  }
+  std::vector<GenerationOutput> outputs;
+  for (auto& future : futures) outputs.push_back(future.get());
+  return outputs;
+}
+
+uint64_t Engine::Submit(GenerationRequest request, StreamCallbacks callbacks) {
+  return impl_->Submit(std::move(request), std::move(callbacks));
+}
+
+void Engine::Cancel(uint64_t request_id) { impl_->Cancel(request_id); }
+
+std::vector<int32_t> Engine::Tokenize(const std::string& text, bool add_special_tokens) const {
+  return add_special_tokens ? EncodeChatPrompt(impl_->tokenizer(), text)
+                            : impl_->tokenizer().Encode(text, false, true);
+}
+
+std::string Engine::Detokenize(const std::vector<int32_t>& tokens) const {
+  int32_t vocab = impl_->tokenizer().vocab_size();
+  for (int32_t token : tokens) {
+    if (token < 0 || token >= vocab) {
+      throw Error(fmt::format("token id {} is outside the vocabulary of {}", token, vocab));
+    }
+  }
+  return impl_->tokenizer().Decode(tokens);
+}
+
+std::string Engine::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
+                                      const std::string& template_name) const {
+  const Tokenizer& tokenizer = impl_->tokenizer();
+  std::optional<ChatTemplateKind> kind;
+  if (!template_name.empty()) {
+    kind = ParseChatTemplateName(template_name);
+    if (!kind) throw Error(fmt::format("unknown chat template '{}'", template_name));
+  } else {
+    kind = DetectChatTemplate(tokenizer.chat_template());
+    if (!kind) {
+      throw Error(tokenizer.chat_template().empty()
+                      ? "the model has no chat template; start the server with --chat-template "
+                        "(llama2, llama3, chatml, mistral)"
+                      : "the model's chat template is not one Reprise recognises; start the server "
+                        "with --chat-template (llama2, llama3, chatml, mistral)");
+    }
+  }
+  std::vector<reprise::ChatMessage> converted;
+  for (const auto& message : messages) converted.push_back({message.role, message.content});
+  return reprise::ApplyChatTemplate(*kind, converted, true, tokenizer);
+}
+
+ModelInfo Engine::Info() const { return impl_->Info(); }
+EngineStats Engine::Stats() const { return impl_->Stats(); }
+std::vector<TaskPromptInfo> Engine::TaskPrompts() const { return impl_->TaskPrompts(); }
+size_t Engine::ClearCache() { return impl_->ClearCache(); }
+
+}  // namespace reprise

@@ -1,0 +1,260 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace reprise {
+
+namespace {
+
+uint64_t Mix(uint64_t hash, uint64_t value) {
+  hash ^= value + 0x9e3779b97f4a7c15ull + (hash << 6) + (hash >> 2);
+  return hash * 0xff51afd7ed558ccdull;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, PrefixCache& cache)
+    : config_(config), cache_(cache) {
+  REPRISE_CHECK(config_.block_size > 0 && config_.max_batch_tokens > 0 && config_.max_running > 0,
+                "bad scheduler config");
+}
+
+void Scheduler::Add(std::unique_ptr<Sequence> sequence) { waiting_.push_back(std::move(sequence)); }
+
+uint64_t Scheduler::PrefixHash(Sequence& sequence, size_t block) {
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  while (sequence.prefix_hashes.size() <= block) {
+    size_t index = sequence.prefix_hashes.size();
+    uint64_t hash = index == 0 ? Mix(std::hash<std::string>{}(sequence.extras.cache_salt),
+                                     std::hash<std::string>{}(sequence.extras.extra))
+                               : sequence.prefix_hashes.back();
+    for (size_t p = index * block_size; p < (index + 1) * block_size; ++p) {
+      hash = Mix(hash, static_cast<uint32_t>(sequence.tokens[p]));
+    }
+    sequence.prefix_hashes.push_back(hash);
+  }
+  return sequence.prefix_hashes[block];
+}
+
+void Scheduler::AdoptMatch(Sequence& sequence, PrefixMatch match) {
+  ReleaseBlocks(sequence);
+  sequence.blocks = std::move(match.blocks);
+  sequence.num_computed = match.cached_tokens;
+  sequence.committed_blocks = match.cached_tokens / static_cast<size_t>(config_.block_size);
+  sequence.last_committed_key = match.last_full_key;
+}
+
+void Scheduler::Admit(Sequence& sequence) {
+  // One token is always left to compute: its logits give the next token.
+  size_t max_match = sequence.tokens.size() - 1;
+  PrefixMatch match = cache_.Match(sequence.tokens, max_match, sequence.extras, sequence.retention);
+  if (!sequence.admitted_once) {
+    sequence.admitted_once = true;
+    sequence.cached_tokens = std::min(match.cached_tokens, sequence.prompt_len);
+    stats_.prompt_tokens_queried += sequence.prompt_len;
+    stats_.prompt_tokens_hit += sequence.cached_tokens;
+  }
+  AdoptMatch(sequence, std::move(match));
+}
+
+void Scheduler::TryExtendMatch(Sequence& sequence) {
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  if (!config_.enable_reuse || sequence.num_computed % block_size != 0 ||
+      sequence.blocks.size() * block_size != sequence.num_computed) {
+    return;
+  }
+  PrefixMatch match =
+      cache_.Match(sequence.tokens, sequence.tokens.size() - 1, sequence.extras, sequence.retention);
+  if (match.cached_tokens <= sequence.num_computed) {
+    cache_.Release(match.blocks);
+    return;
+  }
+  if (sequence.generated == 0) {
+    size_t gained = std::min(match.cached_tokens, sequence.prompt_len) - sequence.cached_tokens;
+    sequence.cached_tokens += gained;
+    stats_.prompt_tokens_hit += gained;
+  }
+  AdoptMatch(sequence, std::move(match));
+}
+
+void Scheduler::CommitFullBlocks(Sequence& sequence) {
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  size_t full = sequence.num_computed / block_size;
+  while (sequence.committed_blocks < full) {
+    size_t index = sequence.committed_blocks;
+    std::span<const int32_t> block_tokens(sequence.tokens.data() + index * block_size, block_size);
+    sequence.last_committed_key = cache_.Commit(sequence.blocks[index], sequence.last_committed_key,
+                                                block_tokens, sequence.extras, sequence.retention);
+    ++sequence.committed_blocks;
+  }
+}
+
+void Scheduler::ReleaseBlocks(Sequence& sequence) {
+  if (!sequence.blocks.empty()) cache_.Release(sequence.blocks);
+  sequence.blocks.clear();
+  sequence.committed_blocks = 0;
+  sequence.last_committed_key.reset();
+  sequence.num_computed = 0;
+}
+
+void Scheduler::Preempt(Sequence& sequence) {
+  // Its computed full blocks stay in the index as cache: on re-admission it resumes mostly
+  // from there. Generated tokens are kept; they are recomputed, never re-sampled.
+  ++stats_.preemptions;
+  ReleaseBlocks(sequence);
+}
+
+bool Scheduler::PreemptNewest(const Sequence& keep,
+                              const std::unordered_set<Sequence*>& planned) {
+  for (size_t i = running_.size(); i-- > 0;) {
+    Sequence* victim = running_[i].get();
+    if (victim == &keep || planned.count(victim) != 0) continue;
+    Preempt(*victim);
+    waiting_.push_front(std::move(running_[i]));
+    running_.erase(running_.begin() + static_cast<ptrdiff_t>(i));
+    return true;
+  }
+  return false;
+}
+
+size_t Scheduler::EnsureBlocks(Sequence& sequence, size_t end,
+                               const std::unordered_set<Sequence*>& planned) {
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  size_t needed = (end + block_size - 1) / block_size;
+  while (sequence.blocks.size() < needed) {
+    std::optional<BlockId> block = cache_.Allocate();
+    if (!block && PreemptNewest(sequence, planned)) continue;
+    if (!block) break;
+    sequence.blocks.push_back(*block);
+  }
+  return std::min(end, sequence.blocks.size() * block_size);
+}
+
+StepPlan Scheduler::Schedule() {
+  StepPlan plan;
+  while (static_cast<int>(running_.size()) < config_.max_running && !waiting_.empty()) {
+    std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
+    waiting_.pop_front();
+    Admit(*sequence);
+    running_.push_back(std::move(sequence));
+  }
+
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  size_t budget = static_cast<size_t>(config_.max_batch_tokens);
+  std::unordered_set<Sequence*> planned;
+  std::unordered_set<uint64_t> in_flight;  // prefix hashes of blocks computed in this step
+
+  auto schedule = [&](Sequence& sequence, size_t count) {
+    size_t start = sequence.num_computed;
+    size_t end = EnsureBlocks(sequence, start + count, planned);
+    if (end <= start) return false;
+    planned.insert(&sequence);
+    plan.entries.push_back({&sequence, start, end - start, end == sequence.tokens.size()});
+    plan.num_tokens += end - start;
+    budget -= end - start;
+    for (size_t block = start / block_size; (block + 1) * block_size <= sequence.tokens.size() &&
+                                            block * block_size < end;
+         ++block) {
+      in_flight.insert(PrefixHash(sequence, block));
+    }
+    return true;
+  };
+
+  // Preemption removes sequences from running_ while we plan: walk a snapshot, and skip the
+  // ones that are no longer running.
+  std::vector<Sequence*> snapshot;
+  for (auto& sequence : running_) snapshot.push_back(sequence.get());
+  auto still_running = [&](Sequence* sequence) {
+    return std::any_of(running_.begin(), running_.end(),
+                       [&](const auto& owned) { return owned.get() == sequence; });
+  };
+
+  // Decode tokens first: they are one position each and hold a client waiting on every token.
+  for (Sequence* sequence : snapshot) {
+    if (budget == 0) break;
+    if (sequence->Remaining() == 1 && still_running(sequence)) schedule(*sequence, 1);
+  }
+  // Then prefill chunks, oldest request first. A chunk starts after the cached prefix.
+  for (Sequence* candidate : snapshot) {
+    if (budget == 0) break;
+    Sequence& sequence = *candidate;
+    if (sequence.Remaining() <= 1 || planned.count(&sequence) != 0 || !still_running(candidate)) {
+      continue;
+    }
+    TryExtendMatch(sequence);
+    size_t next_block = sequence.num_computed / block_size;
+    if (sequence.num_computed % block_size == 0 &&
+        (next_block + 1) * block_size <= sequence.tokens.size() &&
+        in_flight.count(PrefixHash(sequence, next_block)) != 0) {
+      continue;  // another request computes this very block now: reuse it next step instead
+    }
+    schedule(sequence, std::min(sequence.Remaining(), budget));
+  }
+
+  // A lone request that cannot get a single block can never run: the cache is too small.
+  if (plan.entries.empty() && !running_.empty()) {
+    for (size_t i = running_.size(); i-- > 0;) {
+      if (running_[i]->blocks.size() * block_size < running_[i]->tokens.size() &&
+          cache_.NumAllocatable() == 0) {
+        ReleaseBlocks(*running_[i]);
+        plan.failed.push_back(std::move(running_[i]));
+        running_.erase(running_.begin() + static_cast<ptrdiff_t>(i));
+        break;
+      }
+    }
+  }
+  return plan;
+}
+
+void Scheduler::Complete(const StepPlan& plan) {
+  for (const StepEntry& entry : plan.entries) {
+    Sequence& sequence = *entry.sequence;
+    sequence.num_computed = entry.start + entry.count;
+    CommitFullBlocks(sequence);
+  }
+}
+
+std::unique_ptr<Sequence> Scheduler::Remove(uint64_t id) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->id == id) {
+      std::unique_ptr<Sequence> sequence = std::move(*it);
+      waiting_.erase(it);
+      ReleaseBlocks(*sequence);
+      return sequence;
+    }
+  }
+  for (auto& sequence : running_) {
+    if (sequence->id == id) return Finish(sequence.get());
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Sequence> Scheduler::Finish(Sequence* sequence, bool pin) {
+  auto it = std::find_if(running_.begin(), running_.end(),
+                         [&](const auto& owned) { return owned.get() == sequence; });
+  REPRISE_CHECK(it != running_.end(), "finishing a sequence that is not running");
+  std::unique_ptr<Sequence> owned = std::move(*it);
+  running_.erase(it);
+
+  // Keep the partly filled last block too, so the next turn of a chat reuses every computed
+  // token, the answer included.
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  size_t full = owned->num_computed / block_size;
+  if (owned->num_computed % block_size != 0 && owned->committed_blocks == full &&
+      full < owned->blocks.size()) {
+    std::span<const int32_t> tail(owned->tokens.data() + full * block_size,
+                                  owned->num_computed - full * block_size);
+    cache_.Commit(owned->blocks[full], owned->last_committed_key, tail, owned->extras,
+                  owned->retention);
+  }
+  if (pin) {
+    size_t used = (owned->num_computed + block_size - 1) / block_size;
+    cache_.Pin(std::span<const BlockId>(owned->blocks.data(), used));
+  }
+  ReleaseBlocks(*owned);
+  return owned;
+}
+
+}  // namespace reprise

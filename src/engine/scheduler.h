@@ -1,0 +1,85 @@
+// Decides what each engine step computes: continuous batching under a token budget, decode
+// tokens first, then prefill chunks that start after each request's cached prefix. Knows the
+// prefix cache but not the model, so it is tested without one.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+#include "kvcache/prefix_cache.h"
+#include "engine/sequence.h"
+
+namespace reprise {
+
+struct SchedulerConfig {
+  int block_size = 16;
+  int max_batch_tokens = 512;
+  int max_running = 64;
+  bool enable_reuse = true;
+};
+
+// One sequence's share of a step: positions [start, start + count).
+struct StepEntry {
+  Sequence* sequence = nullptr;
+  size_t start = 0;
+  size_t count = 0;
+  bool wants_logits = false;  // the chunk reaches the end of the sequence's tokens
+};
+
+struct StepPlan {
+  std::vector<StepEntry> entries;
+  std::vector<std::unique_ptr<Sequence>> failed;  // can never fit: finish them with an error
+  size_t num_tokens = 0;
+};
+
+struct SchedulerStats {
+  uint64_t preemptions = 0;
+  uint64_t prompt_tokens_queried = 0;  // prompt tokens looked up at first admission
+  uint64_t prompt_tokens_hit = 0;      // of which found in cache
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, PrefixCache& cache);
+
+  void Add(std::unique_ptr<Sequence> sequence);
+  // Admits waiting sequences, then packs the step. Sequences stay owned by the scheduler.
+  StepPlan Schedule();
+  // Called after the forward pass: advances each entry's computed positions and commits the
+  // blocks that became full, so other requests can reuse them at once.
+  void Complete(const StepPlan& plan);
+  // Removes a sequence (finished or cancelled): commits its computed tail, releases its blocks.
+  // `pin` keeps its blocks forever (static task prompts).
+  std::unique_ptr<Sequence> Finish(Sequence* sequence, bool pin = false);
+  // Removes a sequence by id from waiting or running; nullptr when unknown.
+  std::unique_ptr<Sequence> Remove(uint64_t id);
+
+  bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  size_t num_running() const { return running_.size(); }
+  size_t num_waiting() const { return waiting_.size(); }
+  const SchedulerStats& stats() const { return stats_; }
+
+ private:
+  void Admit(Sequence& sequence);
+  void TryExtendMatch(Sequence& sequence);
+  void AdoptMatch(Sequence& sequence, PrefixMatch match);
+  void CommitFullBlocks(Sequence& sequence);
+  uint64_t PrefixHash(Sequence& sequence, size_t block);
+  // Makes sure blocks exist for positions [0, end); may preempt newer sequences not in the plan.
+  // Returns the end actually covered (>= sequence.num_computed).
+  size_t EnsureBlocks(Sequence& sequence, size_t end, const std::unordered_set<Sequence*>& planned);
+  bool PreemptNewest(const Sequence& keep, const std::unordered_set<Sequence*>& planned);
+  void Preempt(Sequence& sequence);
+  void ReleaseBlocks(Sequence& sequence);
+
+  SchedulerConfig config_;
+  PrefixCache& cache_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // admission order: oldest first
+  SchedulerStats stats_;
+};
+
+}  // namespace reprise

@@ -1,0 +1,59 @@
+// The engine's state for one request: its tokens, how many have K/V in its blocks, its block
+// table, and what it has produced so far.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/sha256.h"
+#include "kvcache/prefix_cache.h"
+#include "reprise/engine.h"
+#include "sampling/sampler.h"
+#include "tokenizer/streaming_detokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace reprise {
+
+struct Sequence {
+  uint64_t id = 0;
+  GenerationRequest request;
+  StreamCallbacks callbacks;
+  Clock::time_point submitted_at;
+
+  std::vector<int32_t> tokens;  // [prompt..., generated...]
+  size_t prompt_len = 0;
+  // Positions [0, num_computed) have K/V in `blocks`. The step that brings num_computed to
+  // tokens.size() yields the logits of the next token.
+  size_t num_computed = 0;
+  bool prefill_only = false;  // a static task prompt: compute, commit, pin, no sampling
+
+  std::vector<BlockId> blocks;  // block table: position p lives in blocks[p / block_size]
+  size_t committed_blocks = 0;  // leading full blocks registered in the prefix index
+  std::optional<Digest> last_committed_key;  // key of the last of them: the next one's parent
+  // Scheduling-only identity of each full block's prefix (a cheap rolling hash): lets the
+  // scheduler see that two sequences are about to compute the same block.
+  std::vector<uint64_t> prefix_hashes;
+
+  CacheKeyExtras extras;
+  RetentionPolicy retention;
+
+  bool admitted_once = false;
+  size_t cached_tokens = 0;  // reported reuse: prompt tokens whose KV came from cache
+
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<StreamingDetokenizer> detokenizer;
+  std::string text;         // output text so far (stop strings cut it)
+  size_t emitted_bytes = 0; // how much of `text` has been streamed
+  size_t generated = 0;
+  bool first_token_seen = false;
+  double ttft_seconds = 0;
+  std::vector<std::vector<float>> logits;
+
+  size_t Remaining() const { return tokens.size() - num_computed; }
+};
+
+}  // namespace reprise

@@ -1,0 +1,51 @@
+#include "kernels/cpu_target.h"
+
+namespace reprise::kernels {
+
+bool CpuTargetSupported(CpuTarget target) {
+  switch (target) {
+    case CpuTarget::kScalar:
+      return true;
+    case CpuTarget::kAvx2:
+#if defined(REPRISE_KERNELS_AVX2)
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+#else
+      return false;
+#endif
+    case CpuTarget::kAvx512:
+#if defined(REPRISE_KERNELS_AVX512)
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("f16c");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+CpuTarget BestCpuTarget() {
+  static const CpuTarget best = [] {
+    for (CpuTarget target : {CpuTarget::kAvx512, CpuTarget::kAvx2}) {
+      if (CpuTargetSupported(target)) return target;
+    }
+    return CpuTarget::kScalar;
+  }();
+  return best;
+}
+
+std::string_view CpuTargetName(CpuTarget target) {
+  switch (target) {
+    case CpuTarget::kScalar:
+      return "scalar";
+    case CpuTarget::kAvx2:
+      return "avx2";
+    case CpuTarget::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+}  // namespace reprise::kernels

@@ -1,0 +1,23 @@
+// The instruction sets the kernels are compiled for. The best one the CPU supports is picked once
+// at start-up; tests and benchmarks may name one explicitly.
+#pragma once
+
+#include <string_view>
+
+namespace reprise::kernels {
+
+enum class CpuTarget : int {
+  kScalar = 0,  // portable C++, always available
+  kAvx2 = 1,    // AVX2 + FMA + F16C
+  kAvx512 = 2,  // AVX-512 F/BW/VL/DQ + VNNI, FMA, F16C
+};
+
+// Whether this build has kernels for `target` and this CPU can run them.
+bool CpuTargetSupported(CpuTarget target);
+
+// The best supported target, detected once (cpuid) and then fixed for the process.
+CpuTarget BestCpuTarget();
+
+std::string_view CpuTargetName(CpuTarget target);
+
+}  // namespace reprise::kernels

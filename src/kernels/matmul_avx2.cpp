@@ -1,0 +1,217 @@
+// MatMul kernels for AVX2 + FMA + F16C. Compiled with those flags only for this file
+// (module.cmake); used only when cpu_target.cpp finds them on the CPU.
+//
+// Lane layout, the same for every tile size so that an output's bits never depend on it:
+//   float types: acc[8] += x[c..c+7] * w[c..c+7] for c = 0, 8, ... (a masked last chunk), then
+//                HorizontalSum.
+//   quantized:   per block of 32 codes, lane i holds the exact integer sum of products
+//                4i..4i+3 (maddubs on |w| and sign(x, w), then pairs);
+//                acc[8] += float(isum) * (w_scale * x_scale) of the lane's 16-group, then
+//                HorizontalSum(acc) + HorizontalSum(min_acc) for types with a min, where
+//                min_acc[8] += w_min[b..b+7] * x_sum[b..b+7] over blocks b.
+#include <array>
+#include <utility>
+
+#include "kernels/matmul_kernels.h"
+#include "kernels/simd.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+// A fixed reduction tree: 8 -> 4 -> 2 -> 1.
+inline float HorizontalSum(__m256 v) {
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
+  return _mm_cvtss_f32(one);
+}
+
+// All-ones in the first n of 8 lanes (n in 1..7).
+inline __m256i FirstLanes(int64_t n) {
+  const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), index);
+}
+
+template <int MT, int NR>
+void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int64_t cols,
+                float* y, int64_t y_stride) {
+  __m256 acc[MT][NR];
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
+  }
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    __m256 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = _mm256_loadu_ps(w + r * w_stride + c);
+    for (int t = 0; t < MT; ++t) {
+      __m256 xv = _mm256_loadu_ps(x + t * x_stride + c);
+      for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+  if (c < cols) {
+    const __m256i mask = FirstLanes(cols - c);
+    __m256 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = _mm256_maskload_ps(w + r * w_stride + c, mask);
+    for (int t = 0; t < MT; ++t) {
+      __m256 xv = _mm256_maskload_ps(x + t * x_stride + c, mask);
+      for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = HorizontalSum(acc[t][r]);
+  }
+}
+
+constexpr int kFloatTokenTile = 4;
+constexpr int kFloatRowTile = 3;
+
+using FloatTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*,
+                             int64_t);
+
+template <int MT, int... NRs>
+constexpr auto FloatRowVariants(std::integer_sequence<int, NRs...>) {
+  return std::array<FloatTileFn, sizeof...(NRs)>{&FloatTileT<MT, NRs + 1>...};
+}
+
+template <int... MTs>
+constexpr auto FloatVariants(std::integer_sequence<int, MTs...>) {
+  return std::array<std::array<FloatTileFn, kFloatRowTile>, sizeof...(MTs)>{
+      FloatRowVariants<MTs + 1>(std::make_integer_sequence<int, kFloatRowTile>())...};
+}
+
+void FloatTile(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride, int nr,
+               int64_t cols, float* y, int64_t y_stride) {
+  static constexpr auto kVariants =
+      FloatVariants(std::make_integer_sequence<int, kFloatTokenTile>());
+  kVariants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
+}
+
+// Two 16-group scales -> [s0 x4, s1 x4].
+inline __m256 ExpandGroupScales(const float* two) {
+  const __m256i index = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const __m128 pair = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(two)));
+  return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(pair), index);
+}
+
+template <int MT, int NR>
+void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, float* y,
+                int64_t y_stride) {
+  const int64_t cols = x.cols;
+  const int64_t groups = cols / 16;
+  const __m256i zero_bytes = _mm256_set1_epi8(static_cast<char>(w.zero_point));
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[MT][NR];
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
+  }
+  for (int64_t c = 0; c < cols; c += 32) {
+    const int64_t g = c / 16;
+    __m256i w_signed[NR], w_abs[NR];
+    __m256 ws[NR];
+    for (int r = 0; r < NR; ++r) {
+      const __m256i codes =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.q + (r0 + r) * cols + c));
+      w_signed[r] = _mm256_sub_epi8(codes, zero_bytes);
+      w_abs[r] = _mm256_abs_epi8(w_signed[r]);
+      ws[r] = ExpandGroupScales(w.scale + (r0 + r) * groups + g);
+    }
+    for (int t = 0; t < MT; ++t) {
+      const __m256i xv =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + (t0 + t) * cols + c));
+      const __m256 xd = ExpandGroupScales(x.d + (t0 + t) * groups + g);
+      for (int r = 0; r < NR; ++r) {
+        const __m256i pairs = _mm256_maddubs_epi16(w_abs[r], _mm256_sign_epi8(xv, w_signed[r]));
+        const __m256i isum = _mm256_madd_epi16(pairs, ones);
+        acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(ws[r], xd), acc[t][r]);
+      }
+    }
+  }
+  float sums[MT][NR];
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) sums[t][r] = HorizontalSum(acc[t][r]);
+  }
+  if (w.min != nullptr) {
+    const int64_t blocks = cols / 32;
+    for (int t = 0; t < MT; ++t) {
+      const float* xs = x.sum + (t0 + t) * blocks;
+      for (int r = 0; r < NR; ++r) {
+        const float* wm = w.min + (r0 + r) * blocks;
+        __m256 min_acc = _mm256_setzero_ps();
+        int64_t b = 0;
+        for (; b + 8 <= blocks; b += 8) {
+          min_acc = _mm256_fmadd_ps(_mm256_loadu_ps(wm + b), _mm256_loadu_ps(xs + b), min_acc);
+        }
+        if (b < blocks) {
+          const __m256i mask = FirstLanes(blocks - b);
+          min_acc = _mm256_fmadd_ps(_mm256_maskload_ps(wm + b, mask),
+                                    _mm256_maskload_ps(xs + b, mask), min_acc);
+        }
+        sums[t][r] += HorizontalSum(min_acc);
+      }
+    }
+  }
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = sums[t][r];
+  }
+}
+
+constexpr int kQuantTokenTile = 3;
+constexpr int kQuantRowTile = 2;
+
+using QuantTileFn = void (*)(const QuantizedRows&, int64_t, const UnpackedRows&, int64_t, float*,
+                             int64_t);
+
+template <int MT, int... NRs>
+constexpr auto QuantRowVariants(std::integer_sequence<int, NRs...>) {
+  return std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1>...};
+}
+
+template <int... MTs>
+constexpr auto QuantVariants(std::integer_sequence<int, MTs...>) {
+  return std::array<std::array<QuantTileFn, kQuantRowTile>, sizeof...(MTs)>{
+      QuantRowVariants<MTs + 1>(std::make_integer_sequence<int, kQuantRowTile>())...};
+}
+
+void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
+               int nr, float* y, int64_t y_stride) {
+  static constexpr auto kVariants =
+      QuantVariants(std::make_integer_sequence<int, kQuantTokenTile>());
+  kVariants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
+}
+
+void Widen(WeightType type, const void* src, int64_t n, float* dst) {
+  const uint16_t* bits = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  if (type == WeightType::kF16) {
+    for (; i + 8 <= n; i += 8) {
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                    reinterpret_cast<const __m128i*>(bits + i))));
+    }
+    for (; i < n; ++i) dst[i] = HalfToFloat(bits[i]);
+  } else {
+    for (; i + 8 <= n; i += 8) {
+      const __m256i wide =
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits + i)));
+      _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+    }
+    for (; i < n; ++i) dst[i] = Bfloat16ToFloat(bits[i]);
+  }
+}
+
+}  // namespace
+
+const TargetKernels& Avx2Kernels() {
+  static const TargetKernels kernels = {
+      .float_token_tile = kFloatTokenTile,
+      .float_row_tile = kFloatRowTile,
+      .quant_token_tile = kQuantTokenTile,
+      .quant_row_tile = kQuantRowTile,
+      .float_tile = FloatTile,
+      .quant_tile = QuantTile,
+      .widen = Widen,
+  };
+  return kernels;
+}
+
+}  // namespace reprise::kernels

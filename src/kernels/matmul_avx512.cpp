@@ -1,0 +1,227 @@
+// MatMul kernels for AVX-512 (F/BW/VL/DQ + VNNI, FMA, F16C). Compiled with those flags only for
+// this file (module.cmake); used only when cpu_target.cpp finds them on the CPU.
+//
+// Lane layout, the same for every tile size so that an output's bits never depend on it:
+//   float types: acc[16] += x[c..c+15] * w[c..c+15] for c = 0, 16, 32, ... (a masked last chunk),
+//                then HorizontalSum.
+//   quantized:   per chunk of 64 codes (two blocks of 32; a lone last block is a masked chunk),
+//                lane i holds the exact integer sum of the 4 products 4i..4i+3;
+//                acc[16] += float(isum) * (w_scale * x_scale) of the lane's 16-group,
+//                then HorizontalSum(acc) + HorizontalSum(min_acc) for types with a min, where
+//                min_acc[16] += w_min[b..b+15] * x_sum[b..b+15] over blocks b.
+#include "kernels/simd.h"
+
+#include <array>
+#include <utility>
+
+#include "kernels/matmul_kernels.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+// A fixed reduction tree: 16 -> 8 -> 4 -> 2 -> 1.
+inline float HorizontalSum(__m512 v) {
+  __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
+  return _mm_cvtss_f32(one);
+}
+
+template <int MT, int NR>
+void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int64_t cols,
+                float* y, int64_t y_stride) {
+  __m512 acc[MT][NR];
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_setzero_ps();
+  }
+  int64_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_ps(w + r * w_stride + c);
+    for (int t = 0; t < MT; ++t) {
+      __m512 xv = _mm512_loadu_ps(x + t * x_stride + c);
+      for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+  if (c < cols) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (cols - c)) - 1);
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = _mm512_maskz_loadu_ps(mask, w + r * w_stride + c);
+    for (int t = 0; t < MT; ++t) {
+      __m512 xv = _mm512_maskz_loadu_ps(mask, x + t * x_stride + c);
+      for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = HorizontalSum(acc[t][r]);
+  }
+}
+
+constexpr int kFloatTokenTile = 6;
+constexpr int kFloatRowTile = 4;
+
+using FloatTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*,
+                             int64_t);
+
+template <int MT, int... NRs>
+constexpr auto FloatRowVariants(std::integer_sequence<int, NRs...>) {
+  return std::array<FloatTileFn, sizeof...(NRs)>{&FloatTileT<MT, NRs + 1>...};
+}
+
+template <int... MTs>
+constexpr auto FloatVariants(std::integer_sequence<int, MTs...>) {
+  return std::array<std::array<FloatTileFn, kFloatRowTile>, sizeof...(MTs)>{
+      FloatRowVariants<MTs + 1>(std::make_integer_sequence<int, kFloatRowTile>())...};
+}
+
+void FloatTile(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride, int nr,
+               int64_t cols, float* y, int64_t y_stride) {
+  static constexpr auto kVariants =
+      FloatVariants(std::make_integer_sequence<int, kFloatTokenTile>());
+  kVariants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
+}
+
+// [s0 s1 s2 s3] -> [s0 x4, s1 x4, s2 x4, s3 x4]: the scale of each lane's 16-group.
+inline __m512 ExpandGroupScales(__m128 four) {
+  const __m512i index = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  return _mm512_permutexvar_ps(index, _mm512_castps128_ps512(four));
+}
+
+// One chunk of 64 codes (or the masked last 32) for every output of the tile.
+template <int MT, int NR, bool kZeroPoint>
+inline void QuantChunk(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0,
+                       int64_t c, __mmask64 code_mask, __mmask8 scale_mask, __m512i zero_bytes,
+                       __m512 (&acc)[MT][NR]) {
+  const int64_t cols = x.cols;
+  const int64_t groups = cols / 16;
+  const int64_t g = c / 16;
+  __m512i wv[NR];
+  __m512 ws[NR];
+  for (int r = 0; r < NR; ++r) {
+    wv[r] = _mm512_maskz_loadu_epi8(code_mask, w.q + (r0 + r) * cols + c);
+    ws[r] = ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, w.scale + (r0 + r) * groups + g));
+  }
+  for (int t = 0; t < MT; ++t) {
+    const __m512i xv = _mm512_maskz_loadu_epi8(code_mask, x.q + (t0 + t) * cols + c);
+    const __m512 xd = ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, x.d + (t0 + t) * groups + g));
+    // sum (w - z) * x = sum w * x - z * sum x: start each lane at -z * (its 4 x's).
+    __m512i start = _mm512_setzero_si512();
+    if constexpr (kZeroPoint) {
+      start = _mm512_sub_epi32(start, _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_bytes, xv));
+    }
+    for (int r = 0; r < NR; ++r) {
+      const __m512i isum = _mm512_dpbusd_epi32(start, wv[r], xv);
+      acc[t][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(ws[r], xd), acc[t][r]);
+    }
+  }
+}
+
+template <int MT, int NR, bool kZeroPoint>
+void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, float* y,
+                int64_t y_stride) {
+  const int64_t cols = x.cols;
+  const __m512i zero_bytes = _mm512_set1_epi8(static_cast<char>(w.zero_point));
+  __m512 acc[MT][NR];
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_setzero_ps();
+  }
+  int64_t c = 0;
+  for (; c + 64 <= cols; c += 64) {
+    QuantChunk<MT, NR, kZeroPoint>(x, t0, w, r0, c, ~__mmask64{0}, 0xF, zero_bytes, acc);
+  }
+  if (c < cols) {  // one block of 32 left
+    QuantChunk<MT, NR, kZeroPoint>(x, t0, w, r0, c, 0xFFFFFFFFull, 0x3, zero_bytes, acc);
+  }
+  float sums[MT][NR];
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) sums[t][r] = HorizontalSum(acc[t][r]);
+  }
+  if (w.min != nullptr) {
+    const int64_t blocks = cols / 32;
+    for (int t = 0; t < MT; ++t) {
+      const float* xs = x.sum + (t0 + t) * blocks;
+      for (int r = 0; r < NR; ++r) {
+        const float* wm = w.min + (r0 + r) * blocks;
+        __m512 min_acc = _mm512_setzero_ps();
+        int64_t b = 0;
+        for (; b + 16 <= blocks; b += 16) {
+          min_acc = _mm512_fmadd_ps(_mm512_loadu_ps(wm + b), _mm512_loadu_ps(xs + b), min_acc);
+        }
+        if (b < blocks) {
+          const __mmask16 mask = static_cast<__mmask16>((1u << (blocks - b)) - 1);
+          min_acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, wm + b),
+                                    _mm512_maskz_loadu_ps(mask, xs + b), min_acc);
+        }
+        sums[t][r] += HorizontalSum(min_acc);
+      }
+    }
+  }
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = sums[t][r];
+  }
+}
+
+constexpr int kQuantTokenTile = 4;
+constexpr int kQuantRowTile = 4;
+
+using QuantTileFn = void (*)(const QuantizedRows&, int64_t, const UnpackedRows&, int64_t, float*,
+                             int64_t);
+
+template <int MT, bool kZeroPoint, int... NRs>
+constexpr auto QuantRowVariants(std::integer_sequence<int, NRs...>) {
+  return std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1, kZeroPoint>...};
+}
+
+template <bool kZeroPoint, int... MTs>
+constexpr auto QuantVariants(std::integer_sequence<int, MTs...>) {
+  return std::array<std::array<QuantTileFn, kQuantRowTile>, sizeof...(MTs)>{
+      QuantRowVariants<MTs + 1, kZeroPoint>(std::make_integer_sequence<int, kQuantRowTile>())...};
+}
+
+void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
+               int nr, float* y, int64_t y_stride) {
+  static constexpr auto kWithZero =
+      QuantVariants<true>(std::make_integer_sequence<int, kQuantTokenTile>());
+  static constexpr auto kWithoutZero =
+      QuantVariants<false>(std::make_integer_sequence<int, kQuantTokenTile>());
+  const auto& variants = w.zero_point != 0 ? kWithZero : kWithoutZero;
+  variants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
+}
+
+void Widen(WeightType type, const void* src, int64_t n, float* dst) {
+  const uint16_t* bits = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  if (type == WeightType::kF16) {
+    for (; i + 16 <= n; i += 16) {
+      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                    reinterpret_cast<const __m256i*>(bits + i))));
+    }
+    for (; i < n; ++i) dst[i] = HalfToFloat(bits[i]);
+  } else {
+    for (; i + 16 <= n; i += 16) {
+      const __m512i wide = _mm512_cvtepu16_epi32(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i)));
+      _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
+    }
+    for (; i < n; ++i) dst[i] = Bfloat16ToFloat(bits[i]);
+  }
+}
+
+}  // namespace
+
+const TargetKernels& Avx512Kernels() {
+  static const TargetKernels kernels = {
+      .float_token_tile = kFloatTokenTile,
+      .float_row_tile = kFloatRowTile,
+      .quant_token_tile = kQuantTokenTile,
+      .quant_row_tile = kQuantRowTile,
+      .float_tile = FloatTile,
+      .quant_tile = QuantTile,
+      .widen = Widen,
+  };
+  return kernels;
+}
+
+}  // namespace reprise::kernels

@@ -1,0 +1,60 @@
+// The per-target inner kernels of MatMul (one table per CPU target) and the operand layouts they
+// share. Internal to kernels/; matmul.cpp drives them.
+//
+// Exactness: a tile function computes every output (t, r) of its tile with the same sequence of
+// operations whatever the tile's size (mt x nr), so an output's bits depend only on its own
+// activation row, its weight row and the target.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/weight_type.h"
+
+namespace reprise::kernels {
+
+// Activation rows quantized per block of 32 for the integer kernels.
+struct QuantizedRows {
+  const int8_t* q = nullptr;    // [tokens][cols]   values in [-127, 127]
+  const float* d = nullptr;     // [tokens][cols / 16] scale of each 16 (both of a block's equal)
+  const float* sum = nullptr;   // [tokens][cols / 32] d * sum of the block's q
+  int64_t cols = 0;
+};
+
+// Weight rows in the unpacked integer form (see unpacked.h).
+struct UnpackedRows {
+  const uint8_t* q = nullptr;     // [rows][cols]
+  const float* scale = nullptr;   // [rows][cols / 16]
+  const float* min = nullptr;     // [rows][cols / 32], or null for types without a min
+  int64_t cols = 0;
+  int zero_point = 0;
+};
+
+struct TargetKernels {
+  // Largest tile (mt tokens x nr rows) each tile function accepts.
+  int float_token_tile = 1;
+  int float_row_tile = 1;
+  int quant_token_tile = 1;
+  int quant_row_tile = 1;
+
+  // y[t * y_stride + r] = sum_c x[t * x_stride + c] * w[r * w_stride + c], t < mt, r < nr.
+  void (*float_tile)(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride,
+                     int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
+
+  // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr.
+  void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w,
+                     int64_t r0, int nr, float* y, int64_t y_stride) = nullptr;
+
+  // dst[i] = value of src[i] (F16 or BF16), exact.
+  void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
+};
+
+const TargetKernels& ScalarKernels();
+const TargetKernels& Avx2Kernels();
+const TargetKernels& Avx512Kernels();
+
+// Quantizes one activation row per block of 32: d = max|x| / 127, q = round_even(x * 127 / max|x|).
+// Shared by every target, so all targets see the same quantized activations.
+//   x: [cols], q: [cols], d: [cols / 16], sum: [cols / 32]
+void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, float* sum);
+
+}  // namespace reprise::kernels

@@ -1,0 +1,15 @@
+# Included from reprise_module(kernels): per-file flags for the SIMD targets.
+# Only the files of one target get that target's instructions; dispatch picks a target at run
+# time (cpu_target.cpp), so the library never needs -march=native.
+#
+# No contraction of a * b + c into FMA behind our back: where a kernel fuses, it says so with an
+# intrinsic, so an output's rounding is the same wherever the code is inlined.
+target_compile_options(reprise_kernels PRIVATE -ffp-contract=off)
+
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/matmul_avx512.cpp PROPERTIES
+      COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mfma;-mf16c")
+  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/matmul_avx2.cpp PROPERTIES
+      COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+  target_compile_definitions(reprise_kernels PRIVATE REPRISE_KERNELS_AVX512 REPRISE_KERNELS_AVX2)
+endif()

@@ -1,0 +1,146 @@
+// Paged attention, one KV head and its group of query heads at a time:
+//
+//   for each KV block of the sequence, in order:             (the fixed blocking)
+//     s[j] = scale * q . k[j]          j in the block's filled slots
+//     m'   = max(m, max_j s[j]);  c = exp(m - m')
+//     l    = l * c + sum_j exp(s[j] - m')
+//     acc  = acc * c + sum_j exp(s[j] - m') * v[j]
+//   out = acc / l
+//
+// Keys and values are always read back from the block storage, so a position has the same
+// (rounded) K and V whether it was computed in this step or came from cache.
+#include "kernels/paged_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+#include "kernels/weight_type.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+constexpr int kMaxBlockSize = 256;
+constexpr int kMaxGroup = 64;
+constexpr int kMaxHeadDim = 512;
+
+// Reads `n` elements of `type` starting at `src` as f32. dst: [n]
+void LoadRow(const uint8_t* src, KvType type, int n, float* dst) {
+  if (type == KvType::kF32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, src + 2 * i, sizeof(bits));
+    dst[i] = HalfToFloat(bits);
+  }
+}
+
+void StoreRow(const float* src, KvType type, int n, uint8_t* dst) {
+  if (type == KvType::kF32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    uint16_t bits = FloatToHalf(src[i]);
+    std::memcpy(dst + 2 * i, &bits, sizeof(bits));
+  }
+}
+
+// Dot product with a fixed order: 8 interleaved partial sums, then a fixed tree.
+float Dot(const float* a, const float* b, int n) {
+  float partial[8] = {};
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int lane = 0; lane < 8; ++lane) partial[lane] += a[i + lane] * b[i + lane];
+  }
+  for (; i < n; ++i) partial[i % 8] += a[i] * b[i];
+  float s4[4] = {partial[0] + partial[4], partial[1] + partial[5], partial[2] + partial[6],
+                 partial[3] + partial[7]};
+  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+}  // namespace
+
+size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+
+void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float* k,
+             const float* v) {
+  REPRISE_CHECK(slot >= 0 && slot < kv.block_size, "slot {} outside block of {}", slot,
+                kv.block_size);
+  REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && block >= 0, "bad layer {} or block {}", layer,
+                block);
+  const size_t row_bytes = static_cast<size_t>(kv.head_dim) * KvElementBytes(kv.type);
+  for (int h = 0; h < kv.n_kv_head; ++h) {
+    StoreRow(k + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
+             kv.Plane(block, layer, 0, h) + slot * row_bytes);
+    StoreRow(v + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
+             kv.Plane(block, layer, 1, h) + slot * row_bytes);
+  }
+}
+
+void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
+                    std::span<const int32_t> block_table, int num_positions, float scale,
+                    float* out) {
+  const int head_dim = kv.head_dim;
+  const int block_size = kv.block_size;
+  REPRISE_CHECK(group >= 1 && group <= kMaxGroup, "group {} outside [1, {}]", group, kMaxGroup);
+  REPRISE_CHECK(block_size >= 1 && block_size <= kMaxBlockSize, "block size {} unsupported",
+                block_size);
+  REPRISE_CHECK(head_dim >= 1 && head_dim <= kMaxHeadDim, "head_dim {} unsupported", head_dim);
+  REPRISE_CHECK(num_positions >= 0 &&
+                    static_cast<int64_t>(num_positions) <=
+                        static_cast<int64_t>(block_table.size()) * block_size,
+                "{} positions but the block table covers {}", num_positions,
+                block_table.size() * block_size);
+  std::fill(out, out + static_cast<int64_t>(group) * head_dim, 0.0f);  // acc: [group][head_dim]
+  if (num_positions == 0) return;
+
+  float running_max[kMaxGroup];
+  float running_sum[kMaxGroup];
+  std::fill(running_max, running_max + group, -std::numeric_limits<float>::infinity());
+  std::fill(running_sum, running_sum + group, 0.0f);
+  float row[kMaxHeadDim];        // [head_dim]
+  float scores[kMaxBlockSize];   // [block_size]
+  const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kv.type);
+
+  const int num_blocks = (num_positions + block_size - 1) / block_size;
+  for (int b = 0; b < num_blocks; ++b) {
+    const int filled = std::min(block_size, num_positions - b * block_size);
+    const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
+    const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
+    for (int g = 0; g < group; ++g) {
+      const float* qg = q + static_cast<int64_t>(g) * head_dim;
+      float* acc = out + static_cast<int64_t>(g) * head_dim;
+      float block_max = -std::numeric_limits<float>::infinity();
+      for (int j = 0; j < filled; ++j) {
+        LoadRow(k_plane + j * row_bytes, kv.type, head_dim, row);
+        scores[j] = scale * Dot(qg, row, head_dim);
+        block_max = std::max(block_max, scores[j]);
+      }
+      const float new_max = std::max(running_max[g], block_max);
+      const float correction = std::exp(running_max[g] - new_max);
+      float sum = running_sum[g] * correction;
+      for (int d = 0; d < head_dim; ++d) acc[d] *= correction;
+      for (int j = 0; j < filled; ++j) {
+        const float p = std::exp(scores[j] - new_max);
+        sum += p;
+        LoadRow(v_plane + j * row_bytes, kv.type, head_dim, row);
+        for (int d = 0; d < head_dim; ++d) acc[d] += p * row[d];
+      }
+      running_max[g] = new_max;
+      running_sum[g] = sum;
+    }
+  }
+  for (int g = 0; g < group; ++g) {
+    const float inverse = 1.0f / running_sum[g];
+    float* acc = out + static_cast<int64_t>(g) * head_dim;
+    for (int d = 0; d < head_dim; ++d) acc[d] *= inverse;
+  }
+}
+
+}  // namespace reprise::kernels

@@ -1,0 +1,37 @@
+#include "kvcache/block_key.h"
+
+#include <bit>
+
+namespace reprise {
+namespace {
+
+void UpdateLength(Sha256& hasher, uint64_t length) {
+  static_assert(std::endian::native == std::endian::little, "keys assume a little-endian host");
+  hasher.UpdateValue(length);
+}
+
+}  // namespace
+
+Digest ExtrasDigest(const CacheKeyExtras& extras) {
+  Sha256 hasher;
+  hasher.Update("reprise.kv.extras.v1");
+  UpdateLength(hasher, extras.cache_salt.size());
+  hasher.Update(extras.cache_salt);
+  UpdateLength(hasher, extras.extra.size());
+  hasher.Update(extras.extra);
+  return hasher.Finish();
+}
+
+Digest BlockKey(const Digest& parent_key, const Digest& extras_digest,
+                std::span<const int32_t> tokens, bool full) {
+  Sha256 hasher;
+  hasher.Update(full ? std::string_view("reprise.kv.full.v1")
+                     : std::string_view("reprise.kv.tail.v1"));
+  hasher.Update(parent_key.data(), parent_key.size());
+  hasher.Update(extras_digest.data(), extras_digest.size());
+  UpdateLength(hasher, tokens.size());
+  hasher.UpdateSpan(tokens);  // int32 little-endian (checked above)
+  return hasher.Finish();
+}
+
+}  // namespace reprise

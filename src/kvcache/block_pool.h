@@ -1,0 +1,61 @@
+// BlockPool: the KV memory of the cache (one allocation of fixed-size blocks), their reference
+// counts and the stack of empty blocks. It knows nothing of keys or eviction (see PrefixCache).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+
+namespace reprise {
+
+using BlockId = int32_t;
+inline constexpr BlockId kNoBlock = -1;
+
+class BlockPool {
+ public:
+  // All blocks start empty (on the free stack) with ref count 0; memory is zeroed once here.
+  BlockPool(int64_t num_blocks, size_t block_bytes);
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+  BlockPool(BlockPool&&) = default;
+  BlockPool& operator=(BlockPool&&) = default;
+
+  // How many blocks of `block_bytes` fit in `budget_bytes` (at most INT32_MAX, ids are int32).
+  static int64_t NumBlocksForBudget(size_t budget_bytes, size_t block_bytes);
+
+  int64_t num_blocks() const { return static_cast<int64_t>(ref_count_.size()); }
+  size_t block_bytes() const { return block_bytes_; }
+
+  // The block's bytes; the layout inside a block belongs to the model.
+  uint8_t* BlockData(BlockId id) { return memory_.data() + Offset(id); }
+  const uint8_t* BlockData(BlockId id) const { return memory_.data() + Offset(id); }
+  // Copies all block_bytes of `src` into `dst` (a named costly operation).
+  void CopyBlock(BlockId dst, BlockId src);
+
+  int32_t RefCount(BlockId id) const { return ref_count_[Checked(id)]; }
+  void AddRef(BlockId id) { ++ref_count_[Checked(id)]; }
+  // Returns the new count; dropping a reference that is not held is a programmer error.
+  int32_t DropRef(BlockId id);
+
+  // Empty blocks: ref count 0 and holding nothing anyone can find. Popped in a deterministic
+  // order: 0, 1, 2, ... at first, then the most recently pushed first.
+  std::optional<BlockId> PopFree();
+  void PushFree(BlockId id);
+  size_t NumFree() const { return free_.size(); }
+  bool IsFree(BlockId id) const { return is_free_[Checked(id)] != 0; }
+
+ private:
+  size_t Checked(BlockId id) const;
+  size_t Offset(BlockId id) const { return Checked(id) * block_bytes_; }
+
+  size_t block_bytes_;
+  AlignedBuffer<uint8_t> memory_;   // [num_blocks][block_bytes]
+  std::vector<int32_t> ref_count_;  // [num_blocks]
+  std::vector<uint8_t> is_free_;    // [num_blocks] 1 while on free_
+  std::vector<BlockId> free_;       // stack, capacity num_blocks; top = back()
+};
+
+}  // namespace reprise

@@ -1,0 +1,190 @@
+// Engine behaviour beyond exactness: memory pressure, cancellation, task prompts, validation.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "engine_test_support.h"
+
+namespace reprise {
+namespace {
+
+using testing::ExpectBitIdentical;
+using testing::Greedy;
+using testing::GreedyTokens;
+using testing::TestConfig;
+using testing::TinyModelPath;
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REPRISE_REQUIRE_FIXTURES();
+    model_ = TinyModelPath();
+  }
+  std::string model_;
+};
+
+TEST_F(EngineTest, TooSmallCacheStillFinishesEveryRequestExactlyWithoutLeaks) {
+  std::string table = testing::ReadTestData("long_table_prompt.txt");
+  std::vector<std::string> prompts;
+  // Distinct prompts of about 15 blocks each: 8 of them need three times the 40 blocks there are.
+  for (size_t i = 0; i < 8; ++i) prompts.push_back("Request " + std::to_string(i) + table.substr(i * 283, 700));
+
+  Engine roomy(TestConfig(model_, false));
+  std::vector<GenerationRequest> requests;
+  for (const auto& prompt : prompts) requests.push_back(Greedy(prompt, 12));
+  auto references = roomy.Generate(std::move(requests));
+
+  EngineConfig config = TestConfig(model_, true, 64);
+  // 2 layers x 2 KV heads x 16 dims x 2 (K, V) x 16 positions x 2 bytes = 4 KiB a block: 40 blocks
+  // hold a little more than two of these prompts at once.
+  config.kv_cache_memory_bytes = 40 * 4096;
+  Engine tight(config);
+  for (const auto& prompt : prompts) requests.push_back(Greedy(prompt, 12));
+  auto outputs = tight.Generate(std::move(requests));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(outputs[i].finish_reason, FinishReason::kLength) << outputs[i].error;
+    ExpectBitIdentical(references[i], outputs[i], "prompt " + std::to_string(i));
+  }
+  EngineStats stats = testing::WaitForIdle(tight);
+  EXPECT_EQ(stats.blocks_in_use, 0);
+  EXPECT_EQ(stats.blocks_in_use + stats.blocks_cached + stats.blocks_free, stats.blocks_total);
+  EXPECT_GT(stats.evictions, 0u);
+  EXPECT_GT(stats.preemptions, 0u);
+}
+
+TEST_F(EngineTest, CancelFreesBlocksAtOnce) {
+  Engine engine(TestConfig(model_, true));
+  std::promise<GenerationOutput> done;
+  std::atomic<int> tokens{0};
+  StreamCallbacks callbacks;
+  callbacks.on_token = [&](const TokenEvent&) { tokens.fetch_add(1); };
+  callbacks.on_finish = [&](const GenerationOutput& output) { done.set_value(output); };
+  uint64_t id = engine.Submit(Greedy("a long generation that will be cancelled", 1500), callbacks);
+  while (tokens.load() < 3) std::this_thread::yield();
+  engine.Cancel(id);
+  GenerationOutput output = done.get_future().get();
+  EXPECT_EQ(output.finish_reason, FinishReason::kCancelled);
+  EXPECT_LT(output.token_ids.size(), 1500u);
+  EXPECT_EQ(testing::WaitForIdle(engine).blocks_in_use, 0);
+}
+
+TEST_F(EngineTest, RejectsRequestsThatCanNeverRun) {
+  EngineConfig config = TestConfig(model_, true);
+  config.max_context = 64;
+  Engine engine(config);
+  std::string long_prompt(2000, 'x');
+  EXPECT_THROW(engine.Submit(Greedy(long_prompt), {}), Error);
+  GenerationRequest unknown_task = Greedy("hello");
+  unknown_task.cache.task_id = "nope";
+  EXPECT_THROW(engine.Submit(unknown_task, {}), Error);
+  EXPECT_THROW(engine.Submit(GreedyTokens({-5}), {}), Error);
+  GenerationRequest zero = Greedy("hello", 0);
+  EXPECT_THROW(engine.Submit(zero, {}), Error);
+}
+
+TEST_F(EngineTest, StopStringsCutTheTextAndEndWithStop) {
+  Engine engine(TestConfig(model_, true));
+  std::vector<GenerationRequest> requests;
+  requests.push_back(Greedy("Count: one two three", 24));
+  GenerationOutput free_run = engine.Generate(std::move(requests))[0];
+  ASSERT_GE(free_run.text.size(), 4u);
+  std::string stop = free_run.text.substr(free_run.text.size() / 2, 2);
+  GenerationRequest stopped = Greedy("Count: one two three", 24);
+  stopped.sampling.stop = {stop};
+  requests.push_back(stopped);
+  GenerationOutput output = engine.Generate(std::move(requests))[0];
+  EXPECT_EQ(output.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(output.text, free_run.text.substr(0, free_run.text.find(stop)));
+}
+
+TEST_F(EngineTest, StreamedTextEqualsFinalText) {
+  Engine engine(TestConfig(model_, true));
+  std::string streamed;
+  std::promise<GenerationOutput> done;
+  StreamCallbacks callbacks;
+  callbacks.on_token = [&](const TokenEvent& event) { streamed += event.text; };
+  callbacks.on_finish = [&](const GenerationOutput& output) { done.set_value(output); };
+  engine.Submit(Greedy("Stream this please", 20), callbacks);
+  GenerationOutput output = done.get_future().get();
+  EXPECT_EQ(streamed, output.text);
+}
+
+TEST_F(EngineTest, TaskPromptsArePinnedReusedAndExact) {
+  std::string system = "You are a helpful assistant that answers questions about tables. " +
+                       testing::ReadTestData("long_table_prompt.txt").substr(0, 600);
+  nlohmann::json tasks = nlohmann::json::array({{{"task_id", 1}, {"prompt", system}},
+                                                {{"task_id", "2"}, {"prompt", "Short task."}}});
+  EngineConfig config = TestConfig(model_, true, 64);
+  config.task_prompts_json = tasks.dump();
+  config.kv_cache_memory_bytes = 80 * 4096;  // room for the task prompts and a little more
+  Engine engine(config);
+  auto infos = engine.TaskPrompts();
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(infos[0].task_id, "1");
+  size_t task_tokens = engine.Tokenize(system, true).size();
+  EXPECT_EQ(infos[0].tokens, task_tokens);
+  EXPECT_GT(engine.Stats().blocks_pinned, 0);
+
+  auto with_task = [&](const std::string& prompt) {
+    GenerationRequest request = Greedy(prompt, 6);
+    request.cache.task_id = "1";
+    std::vector<GenerationRequest> requests;
+    requests.push_back(request);
+    return engine.Generate(std::move(requests))[0];
+  };
+  GenerationOutput first = with_task("hello, what's your name");
+  EXPECT_GE(first.cached_tokens, task_tokens);
+
+  // The same as sending the task prompt's tokens inline with reuse off.
+  std::vector<int32_t> inline_tokens = engine.Tokenize(system, true);
+  auto own = engine.Tokenize("hello, what's your name", false);
+  inline_tokens.insert(inline_tokens.end(), own.begin(), own.end());
+  Engine plain(TestConfig(model_, false));
+  std::vector<GenerationRequest> requests;
+  requests.push_back(GreedyTokens(inline_tokens, 6));
+  ExpectBitIdentical(plain.Generate(std::move(requests))[0], first, "task prompt vs inline");
+
+  // A flood of unrelated requests evicts everything else but not the task prompt.
+  std::string table = testing::ReadTestData("long_table_prompt.txt");
+  for (size_t i = 0; i < 12; ++i) {
+    requests.push_back(Greedy("Flood " + std::to_string(i) + table.substr(700 + i * 150, 1000), 2));
+  }
+  engine.Generate(std::move(requests));
+  EXPECT_GT(engine.Stats().evictions, 0u);
+  GenerationOutput after = with_task("a different question");
+  EXPECT_GE(after.cached_tokens, task_tokens);
+}
+
+TEST_F(EngineTest, BadTaskPromptsStopStartUpNamingTheEntry) {
+  auto message = [&](const std::string& json) {
+    EngineConfig config = TestConfig(model_, true);
+    config.task_prompts_json = json;
+    try {
+      Engine engine(config);
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message("not json").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(message(R"([{"prompt": "x"}])").find("entry 0 has no \"task_id\""), std::string::npos);
+  EXPECT_NE(message(R"([{"task_id": 1, "prompt": "a"}, {"task_id": 1, "prompt": "b"}])")
+                .find("duplicate task_id 1"),
+            std::string::npos);
+  EXPECT_NE(message(R"([{"task_id": 3, "prompt": ""}])").find("empty prompt"), std::string::npos);
+  EngineConfig config = TestConfig(model_, true);
+  config.task_prompts_json = nlohmann::json::array({{{"task_id", 1}, {"prompt", std::string(4000, 'y')}}}).dump();
+  config.kv_cache_memory_bytes = 8 * 4096;
+  try {
+    Engine engine(config);
+    FAIL() << "start-up should fail";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("raise --kv-cache-memory"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace reprise

@@ -1,0 +1,95 @@
+// Shared set-up for engine tests: a tiny random-weight model with a real vocabulary (written once
+// per test binary), engine configs, and bit-exact comparison of outputs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli/make_model.h"
+#include "reprise/engine.h"
+#include "test_support.h"
+
+namespace reprise::testing {
+
+// A "tiny"-shape model (2 layers, 64 wide, context 2048) with the Llama 3 vocabulary, in `type`.
+inline std::string TinyModelPath(kernels::WeightType type = kernels::WeightType::kF16) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("reprise_tiny_" + std::string(kernels::WeightTypeName(type)) + "_" +
+               std::to_string(::getpid()) + ".gguf");
+  if (!std::filesystem::exists(path)) {
+    cli::MakeModelOptions options;
+    options.shape = "tiny";
+    options.vocab_path = Fixture("vocab/ggml-vocab-llama-bpe.gguf");
+    options.type = type;
+    options.output_path = path.string();
+    options.threads = 2;
+    cli::MakeModel(options);
+  }
+  return path.string();
+}
+
+inline EngineConfig TestConfig(const std::string& model, bool reuse, int max_batch_tokens = 512,
+                               int threads = 1) {
+  EngineConfig config;
+  config.model_path = model;
+  config.enable_prefix_caching = reuse;
+  config.max_batch_tokens = max_batch_tokens;
+  config.num_threads = threads;
+  config.kv_cache_memory_bytes = size_t{64} << 20;
+  return config;
+}
+
+inline GenerationRequest Greedy(std::string prompt, int max_tokens = 8) {
+  GenerationRequest request;
+  request.prompt = std::move(prompt);
+  request.sampling.temperature = 0;
+  request.sampling.max_tokens = max_tokens;
+  request.sampling.ignore_eos = true;
+  request.record_logits = true;
+  return request;
+}
+
+inline GenerationRequest GreedyTokens(std::vector<int32_t> tokens, int max_tokens = 8) {
+  GenerationRequest request = Greedy("", max_tokens);
+  request.prompt_tokens = std::move(tokens);
+  return request;
+}
+
+// Same tokens and the same logits to the bit at every generated position.
+inline void ExpectBitIdentical(const GenerationOutput& expected, const GenerationOutput& actual,
+                               const std::string& what) {
+  ASSERT_EQ(expected.token_ids, actual.token_ids) << what;
+  ASSERT_EQ(expected.logits.size(), actual.logits.size()) << what;
+  for (size_t i = 0; i < expected.logits.size(); ++i) {
+    ASSERT_EQ(expected.logits[i].size(), actual.logits[i].size()) << what;
+    ASSERT_EQ(std::memcmp(expected.logits[i].data(), actual.logits[i].data(),
+                          expected.logits[i].size() * sizeof(float)),
+              0)
+        << what << ": logits of generated position " << i << " differ";
+  }
+}
+
+// The engine publishes statistics after each step; wait until no block is referenced.
+inline EngineStats WaitForIdle(const Engine& engine) {
+  EngineStats stats = engine.Stats();
+  for (int i = 0; i < 500 && (stats.blocks_in_use > 0 || stats.requests_running > 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    stats = engine.Stats();
+  }
+  return stats;
+}
+
+inline std::string ReadTestData(const std::string& name) {
+  std::ifstream in(std::string(REPRISE_SOURCE_DIR) + "/tests/data/" + name);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace reprise::testing

@@ -1,0 +1,124 @@
+// Reuse must not change answers: every generated position's logits are bit-identical with prefix
+// reuse on and off, whatever the chunking, batching and thread count.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <future>
+
+#include "engine_test_support.h"
+
+namespace reprise {
+namespace {
+
+using testing::ExpectBitIdentical;
+using testing::Greedy;
+using testing::GreedyTokens;
+using testing::TestConfig;
+using testing::TinyModelPath;
+
+GenerationOutput RunAlone(const std::string& model, GenerationRequest request) {
+  Engine engine(TestConfig(model, /*reuse=*/false));
+  std::vector<GenerationRequest> requests;
+  requests.push_back(std::move(request));
+  return engine.Generate(std::move(requests))[0];
+}
+
+class ExactnessTest : public ::testing::TestWithParam<kernels::WeightType> {
+ protected:
+  void SetUp() override {
+    REPRISE_REQUIRE_FIXTURES();
+    model_ = TinyModelPath(GetParam());
+  }
+  std::string model_;
+};
+
+TEST_P(ExactnessTest, LongTableThenTwoQuestions) {
+  std::string table = testing::ReadTestData("long_table_prompt.txt");
+  std::vector<std::string> questions = {
+      "Question: what is the age of John Doe? Your answer: The age of John Doe is ",
+      "Question: what is the age of Zack Blue? Your answer: The age of Zack Blue is "};
+  Engine engine(TestConfig(model_, /*reuse=*/true));
+  size_t table_tokens = engine.Tokenize(table, true).size();
+  for (size_t i = 0; i < questions.size(); ++i) {
+    std::vector<GenerationRequest> requests;
+    requests.push_back(Greedy(table + questions[i]));
+    GenerationOutput reused = engine.Generate(std::move(requests))[0];
+    GenerationOutput reference = RunAlone(model_, Greedy(table + questions[i]));
+    ExpectBitIdentical(reference, reused, "question " + std::to_string(i));
+    EXPECT_EQ(reference.cached_tokens, 0u);
+    if (i == 0) {
+      EXPECT_EQ(reused.cached_tokens, 0u);
+    } else {
+      // Everything up to where the two prompts' tokens part is reused, to the token.
+      auto first = engine.Tokenize(table + questions[0], true);
+      auto second = engine.Tokenize(table + questions[1], true);
+      size_t shared = 0;
+      while (shared < first.size() && shared < second.size() && first[shared] == second[shared]) ++shared;
+      EXPECT_GE(shared, table_tokens - 1);
+      EXPECT_EQ(reused.cached_tokens, shared);
+    }
+  }
+}
+
+TEST_P(ExactnessTest, FiveTurnChatReusesEveryComputedToken) {
+  Engine engine(TestConfig(model_, /*reuse=*/true));
+  std::vector<int32_t> conversation = engine.Tokenize("System: you answer briefly.\n", true);
+  for (int turn = 0; turn < 5; ++turn) {
+    auto user = engine.Tokenize("User: tell me about turn " + std::to_string(turn) + ".\nAssistant:", false);
+    size_t previous_computed = conversation.size();  // all but the last answer token have KV
+    conversation.insert(conversation.end(), user.begin(), user.end());
+    std::vector<GenerationRequest> requests;
+    requests.push_back(GreedyTokens(conversation, 6));
+    GenerationOutput reused = engine.Generate(std::move(requests))[0];
+    GenerationOutput reference = RunAlone(model_, GreedyTokens(conversation, 6));
+    ExpectBitIdentical(reference, reused, "turn " + std::to_string(turn));
+    if (turn > 0) {
+      EXPECT_EQ(reused.cached_tokens, previous_computed - 1) << "turn " << turn;
+    }
+    conversation.insert(conversation.end(), reused.token_ids.begin(), reused.token_ids.end());
+  }
+}
+
+struct BatchCase {
+  int max_batch_tokens;
+  int threads;
+};
+
+TEST_P(ExactnessTest, ConcurrentMixedLengthsAnyChunkingAndThreads) {
+  std::string table = testing::ReadTestData("long_table_prompt.txt");
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 8; ++i) {
+    // Mixed lengths; some share long prefixes, some share nothing.
+    size_t cut = 200 + static_cast<size_t>(i) * 370 % 2900;
+    prompts.push_back(i % 3 == 2 ? "Unrelated prompt number " + std::to_string(i)
+                                 : table.substr(0, cut) + " Q" + std::to_string(i));
+  }
+  std::vector<GenerationOutput> references;
+  for (const auto& prompt : prompts) references.push_back(RunAlone(model_, Greedy(prompt, 5)));
+
+  for (BatchCase batch : {BatchCase{1, 1}, BatchCase{7, 2}, BatchCase{64, 1}, BatchCase{64, 2}}) {
+    for (bool reuse : {true, false}) {
+      if (batch.max_batch_tokens == 1 && !reuse) continue;  // slow and adds nothing
+      Engine engine(TestConfig(model_, reuse, batch.max_batch_tokens, batch.threads));
+      std::vector<GenerationRequest> requests;
+      for (const auto& prompt : prompts) requests.push_back(Greedy(prompt, 5));
+      auto outputs = engine.Generate(std::move(requests));
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        ExpectBitIdentical(references[i], outputs[i],
+                           fmt::format("prompt {} chunk {} threads {} reuse {}", i,
+                                       batch.max_batch_tokens, batch.threads, reuse));
+      }
+      EXPECT_EQ(testing::WaitForIdle(engine).blocks_in_use, 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightTypes, ExactnessTest,
+                         ::testing::Values(kernels::WeightType::kF16, kernels::WeightType::kQ8_0),
+                         [](const auto& info) {
+                           return std::string(kernels::WeightTypeName(info.param));
+                         });
+
+}  // namespace
+}  // namespace reprise

@@ -1,0 +1,191 @@
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu_target.h"
+#include "test_util.h"
+
+namespace reprise::kernels {
+namespace {
+
+using testing::kAllTypes;
+using testing::RandomValues;
+using testing::TestWeights;
+
+std::vector<CpuTarget> SupportedTargets() {
+  std::vector<CpuTarget> targets;
+  for (CpuTarget t : {CpuTarget::kScalar, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+    if (CpuTargetSupported(t)) targets.push_back(t);
+  }
+  return targets;
+}
+
+// Columns for a type: an odd number of blocks where the type allows it.
+int64_t ColsFor(WeightType type) { return testing::IsKQuant(type) ? 768 : 96; }
+
+// sum_c |x[t][c] * w[r][c]|: the scale of rounding errors in y[t][r]. [tokens][rows]
+std::vector<double> Magnitudes(const WeightView& w, const std::vector<float>& x, int64_t tokens) {
+  std::vector<double> out(tokens * w.rows);
+  std::vector<float> row(w.cols);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    DequantizeRow(w, r, row.data());
+    for (int64_t t = 0; t < tokens; ++t) {
+      double sum = 0.0;
+      for (int64_t c = 0; c < w.cols; ++c) sum += std::fabs(x[t * w.cols + c] * double(row[c]));
+      out[t * w.rows + r] = sum;
+    }
+  }
+  return out;
+}
+
+std::vector<float> RunMatMul(CpuTarget target, const WeightView& w, const std::vector<float>& x,
+                       int64_t tokens, int threads) {
+  ThreadPool pool(threads);
+  std::vector<float> y(tokens * w.rows, std::nanf(""));
+  MatMulOnTarget(target, w, x.data(), tokens, y.data(), pool);
+  return y;
+}
+
+TEST(KernelMatMulTest, EveryTargetMatchesReference) {
+  const int64_t tokens = 7, rows = 37;
+  for (CpuTarget target : SupportedTargets()) {
+    for (WeightType type : kAllTypes) {
+      const int64_t cols = ColsFor(type);
+      TestWeights w(type, rows, cols, 100);
+      std::vector<float> x = RandomValues(tokens * cols, 200, 2.0f);
+      std::vector<float> reference(tokens * rows);
+      MatMulReference(w.view, x.data(), tokens, reference.data());
+      std::vector<double> magnitude = Magnitudes(w.view, x, tokens);
+      std::vector<float> y = RunMatMul(target, w.view, x, tokens, 2);
+      // Quantized types quantize activations to int8 per 32: a looser bound.
+      const double tolerance = (type == WeightType::kF32 || type == WeightType::kF16 ||
+                                type == WeightType::kBF16)
+                                   ? 1e-5
+                                   : 1e-2;
+      for (int64_t i = 0; i < tokens * rows; ++i) {
+        ASSERT_NEAR(y[i], reference[i], tolerance * magnitude[i] + 1e-6)
+            << CpuTargetName(target) << " " << WeightTypeName(type) << " index " << i;
+      }
+    }
+  }
+}
+
+// Targets compute the same quantities (same activation quantization) in different orders.
+TEST(KernelMatMulTest, SimdTargetsMatchScalarTarget) {
+  const int64_t tokens = 9, rows = 21;
+  for (CpuTarget target : SupportedTargets()) {
+    if (target == CpuTarget::kScalar) continue;
+    for (WeightType type : kAllTypes) {
+      for (int64_t cols : {ColsFor(type), int64_t{1024}}) {
+        TestWeights w(type, rows, cols, 101);
+        std::vector<float> x = RandomValues(tokens * cols, 201, 3.0f);
+        std::vector<double> magnitude = Magnitudes(w.view, x, tokens);
+        std::vector<float> scalar = RunMatMul(CpuTarget::kScalar, w.view, x, tokens, 1);
+        std::vector<float> y = RunMatMul(target, w.view, x, tokens, 2);
+        for (int64_t i = 0; i < tokens * rows; ++i) {
+          ASSERT_NEAR(y[i], scalar[i], 2e-6 * magnitude[i] + 1e-6)
+              << CpuTargetName(target) << " " << WeightTypeName(type) << " cols " << cols
+              << " index " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelMatMulTest, FloatColumnsWithTail) {
+  const int64_t tokens = 6, rows = 13, cols = 100;  // not a multiple of any vector width
+  for (CpuTarget target : SupportedTargets()) {
+    for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+      TestWeights w(type, rows, cols, 102);
+      std::vector<float> x = RandomValues(tokens * cols, 202);
+      std::vector<float> reference(tokens * rows);
+      MatMulReference(w.view, x.data(), tokens, reference.data());
+      std::vector<double> magnitude = Magnitudes(w.view, x, tokens);
+      std::vector<float> y = RunMatMul(target, w.view, x, tokens, 1);
+      for (int64_t i = 0; i < tokens * rows; ++i) {
+        ASSERT_NEAR(y[i], reference[i], 1e-5 * magnitude[i] + 1e-6)
+            << CpuTargetName(target) << " " << WeightTypeName(type);
+      }
+    }
+  }
+}
+
+// The exactness promise: a row's bits do not depend on the batch, its place in it, or the
+// thread count.
+TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
+  for (CpuTarget target : SupportedTargets()) {
+    for (WeightType type : kAllTypes) {
+      const int64_t cols = ColsFor(type);
+      for (int64_t rows : {int64_t{5}, int64_t{67}}) {
+        TestWeights w(type, rows, cols, 103);
+        std::vector<float> x = RandomValues(64 * cols, 203, 2.0f);
+        // Each token alone, one thread.
+        std::vector<float> alone(64 * rows);
+        {
+          ThreadPool pool(1);
+          for (int64_t t = 0; t < 64; ++t) {
+            MatMulOnTarget(target, w.view, x.data() + t * cols, 1, alone.data() + t * rows, pool);
+          }
+        }
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          for (int64_t batch : {1, 2, 3, 5, 8, 17, 64}) {
+            // Batches start at an offset so a token sits at a different place in each.
+            for (int64_t start : {int64_t{0}, int64_t{64} - batch}) {
+              std::vector<float> y(batch * rows);
+              MatMulOnTarget(target, w.view, x.data() + start * cols, batch, y.data(), pool);
+              ASSERT_EQ(std::memcmp(y.data(), alone.data() + start * rows,
+                                    y.size() * sizeof(float)),
+                        0)
+                  << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
+                  << " batch " << batch << " start " << start << " threads " << threads;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Large enough for several panels per thread in both the decode and the prefill layout.
+TEST(KernelMatMulTest, ManyPanelsStayExact) {
+  for (CpuTarget target : SupportedTargets()) {
+    for (WeightType type : {WeightType::kF16, WeightType::kQ4_0, WeightType::kQ4_K}) {
+      const int64_t cols = 2048, rows = 301, tokens = 13;
+      TestWeights w(type, rows, cols, 104);
+      std::vector<float> x = RandomValues(tokens * cols, 204);
+      std::vector<float> batch = RunMatMul(target, w.view, x, tokens, 3);
+      ThreadPool pool(2);
+      for (int64_t t = 0; t < tokens; ++t) {
+        std::vector<float> one(rows);
+        MatMulOnTarget(target, w.view, x.data() + t * cols, 1, one.data(), pool);
+        ASSERT_EQ(std::memcmp(one.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
+            << CpuTargetName(target) << " " << WeightTypeName(type) << " token " << t;
+      }
+    }
+  }
+}
+
+TEST(KernelCpuTargetTest, ScalarAlwaysAndBestSupported) {
+  EXPECT_TRUE(CpuTargetSupported(CpuTarget::kScalar));
+  EXPECT_TRUE(CpuTargetSupported(BestCpuTarget()));
+  for (CpuTarget t : SupportedTargets()) std::printf("supported target: %s\n", CpuTargetName(t).data());
+}
+
+TEST(KernelMatMulTest, DefaultTargetIsTheBest) {
+  TestWeights w(WeightType::kQ8_0, 8, 64, 105);
+  std::vector<float> x = RandomValues(3 * 64, 205);
+  ThreadPool pool(1);
+  std::vector<float> y(3 * 8);
+  MatMul(w.view, x.data(), 3, y.data(), pool);
+  EXPECT_EQ(y, RunMatMul(BestCpuTarget(), w.view, x, 3, 1));
+}
+
+}  // namespace
+}  // namespace reprise::kernels

@@ -1,0 +1,161 @@
+#include "kernels/paged_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/weight_type.h"
+#include "test_util.h"
+
+namespace reprise::kernels {
+namespace {
+
+using testing::RandomValues;
+
+// A small pool of blocks with the sequence's K/V stored through StoreKv.
+struct TestCache {
+  PagedKv kv;
+  std::vector<uint8_t> storage;  // [num_blocks][BlockBytes]
+
+  TestCache(KvType type, int num_blocks, int block_size, int n_layer = 2, int n_kv_head = 2,
+            int head_dim = 64) {
+    kv = PagedKv{.base = nullptr,
+                 .type = type,
+                 .n_layer = n_layer,
+                 .n_kv_head = n_kv_head,
+                 .head_dim = head_dim,
+                 .block_size = block_size};
+    storage.assign(kv.BlockBytes() * num_blocks, 0xAB);  // garbage in unused slots
+    kv.base = storage.data();
+  }
+
+  // Stores positions [0, n) of k, v: [n][n_kv_head][head_dim] for `layer` through `table`.
+  void Fill(int layer, const std::vector<int32_t>& table, const std::vector<float>& k,
+            const std::vector<float>& v, int n) {
+    const int64_t stride = static_cast<int64_t>(kv.n_kv_head) * kv.head_dim;
+    for (int p = 0; p < n; ++p) {
+      StoreKv(kv, layer, table[p / kv.block_size], p % kv.block_size, k.data() + p * stride,
+              v.data() + p * stride);
+    }
+  }
+};
+
+float Rounded(float value, KvType type) {
+  return type == KvType::kF16 ? HalfToFloat(FloatToHalf(value)) : value;
+}
+
+// Naive two-pass softmax attention in double over K/V rounded to the KV type.
+std::vector<float> NaiveAttention(const std::vector<float>& q, int group, int head_dim,
+                                  const std::vector<float>& k, const std::vector<float>& v,
+                                  int n_kv_head, int kv_head, int n, float scale, KvType type) {
+  std::vector<float> out(group * head_dim);
+  for (int g = 0; g < group; ++g) {
+    std::vector<double> scores(n);
+    double max = -1e300;
+    for (int p = 0; p < n; ++p) {
+      double s = 0.0;
+      for (int d = 0; d < head_dim; ++d) {
+        s += q[g * head_dim + d] *
+             double(Rounded(k[(p * n_kv_head + kv_head) * head_dim + d], type));
+      }
+      scores[p] = s * scale;
+      max = std::max(max, scores[p]);
+    }
+    double total = 0.0;
+    for (double& s : scores) total += (s = std::exp(s - max));
+    for (int d = 0; d < head_dim; ++d) {
+      double acc = 0.0;
+      for (int p = 0; p < n; ++p) {
+        acc += scores[p] * Rounded(v[(p * n_kv_head + kv_head) * head_dim + d], type);
+      }
+      out[g * head_dim + d] = static_cast<float>(acc / total);
+    }
+  }
+  return out;
+}
+
+TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
+  const int head_dim = 64, n_kv_head = 2, group = 4, block_size = 16;
+  for (KvType type : {KvType::kF32, KvType::kF16}) {
+    for (int n : {1, 15, 16, 17, 100}) {
+      TestCache cache(type, 12, block_size);
+      std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1};
+      std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 10, 2.0f);
+      std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 11);
+      cache.Fill(1, table, k, v, n);
+      std::vector<float> q = RandomValues(group * head_dim, 12, 2.0f);
+      const float scale = 1.0f / std::sqrt(float(head_dim));
+      for (int kv_head = 0; kv_head < n_kv_head; ++kv_head) {
+        std::vector<float> out(group * head_dim);
+        PagedAttention(cache.kv, 1, kv_head, q.data(), group, table, n, scale, out.data());
+        std::vector<float> expected =
+            NaiveAttention(q, group, head_dim, k, v, n_kv_head, kv_head, n, scale, type);
+        for (int i = 0; i < group * head_dim; ++i) {
+          ASSERT_NEAR(out[i], expected[i], 2e-5) << "n " << n << " head " << kv_head;
+        }
+      }
+    }
+  }
+}
+
+// The same positions stored in other blocks, with other garbage around, give the same bits.
+TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
+  const int head_dim = 64, n_kv_head = 2, group = 2, block_size = 16, n = 70;
+  for (KvType type : {KvType::kF32, KvType::kF16}) {
+    std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 20);
+    std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 21);
+    std::vector<float> q = RandomValues(group * head_dim, 22);
+    TestCache a(type, 10, block_size), b(type, 10, block_size);
+    std::vector<int32_t> table_a = {0, 1, 2, 3, 4}, table_b = {9, 3, 6, 0, 5};
+    a.Fill(0, table_a, k, v, n);
+    b.Fill(0, table_b, k, v, n);
+    std::vector<float> out_a(group * head_dim), out_b(group * head_dim);
+    PagedAttention(a.kv, 0, 1, q.data(), group, table_a, n, 0.125f, out_a.data());
+    PagedAttention(b.kv, 0, 1, q.data(), group, table_b, n, 0.125f, out_b.data());
+    EXPECT_EQ(std::memcmp(out_a.data(), out_b.data(), out_a.size() * sizeof(float)), 0);
+    // A head's result does not depend on the other heads of its group either.
+    std::vector<float> alone(head_dim);
+    PagedAttention(a.kv, 0, 1, q.data() + head_dim, 1, table_a, n, 0.125f, alone.data());
+    EXPECT_EQ(std::memcmp(alone.data(), out_a.data() + head_dim, head_dim * sizeof(float)), 0);
+  }
+}
+
+TEST(KernelPagedAttentionTest, F16CloseToF32) {
+  const int head_dim = 128, n_kv_head = 1, group = 1, block_size = 32, n = 200;
+  std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 30);
+  std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 31);
+  std::vector<float> q = RandomValues(group * head_dim, 32);
+  TestCache f32(KvType::kF32, 7, block_size, 1, 1, head_dim);
+  TestCache f16(KvType::kF16, 7, block_size, 1, 1, head_dim);
+  std::vector<int32_t> table = {6, 5, 4, 3, 2, 1, 0};
+  f32.Fill(0, table, k, v, n);
+  f16.Fill(0, table, k, v, n);
+  std::vector<float> out32(head_dim), out16(head_dim);
+  PagedAttention(f32.kv, 0, 0, q.data(), group, table, n, 0.09f, out32.data());
+  PagedAttention(f16.kv, 0, 0, q.data(), group, table, n, 0.09f, out16.data());
+  for (int d = 0; d < head_dim; ++d) EXPECT_NEAR(out16[d], out32[d], 2e-3);
+}
+
+TEST(KernelPagedAttentionTest, StoreKvRoundsToKvType) {
+  TestCache cache(KvType::kF16, 2, 4, 1, 1, 8);
+  std::vector<float> k = RandomValues(8, 40), v = RandomValues(8, 41);
+  StoreKv(cache.kv, 0, 1, 3, k.data(), v.data());
+  const uint16_t* stored = reinterpret_cast<const uint16_t*>(cache.kv.Plane(1, 0, 1, 0)) + 3 * 8;
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(stored[d], FloatToHalf(v[d]));
+  EXPECT_ANY_THROW(StoreKv(cache.kv, 0, 1, 4, k.data(), v.data()));
+}
+
+TEST(KernelPagedAttentionTest, SinglePositionReturnsItsValue) {
+  TestCache cache(KvType::kF32, 1, 16, 1, 1, 8);
+  std::vector<float> k = RandomValues(8, 50), v = RandomValues(8, 51), q = RandomValues(8, 52);
+  StoreKv(cache.kv, 0, 0, 0, k.data(), v.data());
+  std::vector<float> out(8);
+  std::vector<int32_t> table = {0};
+  PagedAttention(cache.kv, 0, 0, q.data(), 1, table, 1, 0.3f, out.data());
+  EXPECT_EQ(out, v);
+}
+
+}  // namespace
+}  // namespace reprise::kernels
