@@ -45,7 +45,8 @@ def test_prefix_caching():
     print("\nSecond query (with prefix caching):")
     send_request(model, messages_2)
 # The original repeats the last row 50 times. The fixture models have a 512-token context, which
-# 50 rows overflow, so tests may pass a smaller count; unset, it is the original 50.
+# 50 rows (about 1,600 tokens) overflow, so tests pass a smaller count (8 rows: about 410 tokens);
+# unset, it is the original 50.
 SEED_ROWS = int(os.environ.get("SEED_ROWS", "50"))
 if __name__ == "__main__":
     test_prefix_caching()

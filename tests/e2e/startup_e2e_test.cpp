@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -132,15 +133,37 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
     EXPECT_EQ(Get(server.port(), "/v1/cache/stats").json["blocks"]["pinned"],
               stats.json["blocks"]["pinned"]);
   }
+  const json no_task_request = {{"prompt", "hello, what's your name"},
+                                {"generate_config", {{"top_k", 1}, {"max_new_tokens", 100}}}};
   {
-    // MULTI_TASK_PROMPT_STR, and the call without task_id on a fresh server.
-    ServerProcess server(ServeArgs(), {{"MULTI_TASK_PROMPT_STR", kTaskPrompts}});
-    EXPECT_EQ(Get(server.port(), "/v1/tasks").json["data"].size(), 2u);
-    auto without_task = PostJson(server.port(), "/generate",
-                                 {{"prompt", "hello, what's your name"},
-                                  {"generate_config", {{"top_k", 1}, {"max_new_tokens", 100}}}});
+    // The call without task_id on a fresh server reuses nothing.
+    ServerProcess server(ServeArgs());
+    auto without_task = PostJson(server.port(), "/generate", no_task_request);
     ASSERT_EQ(without_task.status, 200) << without_task.body;
     EXPECT_EQ(without_task.json["aux_info"]["reuse_len"], 0);
+  }
+  {
+    // MULTI_TASK_PROMPT_STR. With the task prompts pinned, a request without task_id still
+    // reuses what it shares with them token by token (BOS and the leading space here): exactly
+    // the longest common prefix with a task prompt, and nothing more.
+    ServerProcess server(ServeArgs(), {{"MULTI_TASK_PROMPT_STR", kTaskPrompts}});
+    EXPECT_EQ(Get(server.port(), "/v1/tasks").json["data"].size(), 2u);
+    json request_tokens =
+        PostJson(server.port(), "/tokenize", {{"prompt", no_task_request["prompt"]}}).json["tokens"];
+    size_t expected = 0;
+    for (const json& task : json::parse(kTaskPrompts)) {
+      json task_tokens = PostJson(server.port(), "/tokenize", {{"prompt", task["prompt"]}}).json["tokens"];
+      size_t common = 0;
+      while (common < task_tokens.size() && common < request_tokens.size() &&
+             task_tokens[common] == request_tokens[common]) {
+        ++common;
+      }
+      expected = std::max(expected, common);
+    }
+    auto without_task = PostJson(server.port(), "/generate", no_task_request);
+    ASSERT_EQ(without_task.status, 200) << without_task.body;
+    EXPECT_EQ(without_task.json["aux_info"]["reuse_len"], expected);
+    EXPECT_LT(expected, task_tokens);
   }
   {
     ServerProcess server(ServeArgs(), {{"MULTI_TASK_PROMPT", file.string()}});
@@ -161,7 +184,7 @@ TEST(StartupE2eTest, SeedScriptRunsAgainstTheServer) {
   auto run = RunToExit({"python3", script},
                        {{"REPRISE_URL", "http://127.0.0.1:" + std::to_string(server.port())},
                         {"REPRISE_MODEL", "tiny"},
-                        {"SEED_ROWS", "12"}},
+                        {"SEED_ROWS", "8"}},
                        std::chrono::seconds(120));
   std::printf("%s\n", run.output.c_str());
   EXPECT_EQ(run.exit_code, 0) << run.output << "\nserver log:\n" << server.Log();
