@@ -75,6 +75,11 @@ class ServerE2eTest : public ::testing::Test {
     server_ = new ServerProcess(ServeArgs());
   }
   static void TearDownTestSuite() {
+    if (server_ != nullptr) {
+      std::string log = server_->Log();
+      int status = server_->Stop();
+      EXPECT_EQ(status, 0) << "the shared server did not stop cleanly; its log:\n" << log;
+    }
     delete server_;
     server_ = nullptr;
   }

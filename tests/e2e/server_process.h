@@ -155,7 +155,13 @@ class ServerProcess {
     }
   }
 
-  ~ServerProcess() { Stop(); }
+  ~ServerProcess() {
+    Stop();
+    if (std::getenv("REPRISE_KEEP_E2E_LOGS") == nullptr) {
+      std::error_code ignored;
+      std::filesystem::remove(log_path_, ignored);
+    }
+  }
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
@@ -181,10 +187,6 @@ class ServerProcess {
     if (stdout_fd_ >= 0) {
       ::close(stdout_fd_);
       stdout_fd_ = -1;
-    }
-    if (!log_path_.empty() && std::getenv("REPRISE_KEEP_E2E_LOGS") == nullptr) {
-      std::error_code ignored;
-      std::filesystem::remove(log_path_, ignored);
     }
     return exit_status_;
   }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "e2e/server_process.h"
 #include "http_test_client.h"
@@ -170,6 +171,25 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
     EXPECT_EQ(Get(server.port(), "/v1/tasks").json["data"].size(), 2u);
   }
   std::filesystem::remove(file);
+}
+
+// SIGTERM ends the server with status 0, also while a stream is open (and, in a sanitizer build,
+// with no leak or error reported at exit).
+TEST(StartupE2eTest, StopsCleanlyOnSigterm) {
+  REPRISE_REQUIRE_FIXTURES();
+  ServerProcess server(ServeArgs());
+  ASSERT_EQ(PostJson(server.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}})
+                .status,
+            200);
+  std::thread client([&] {
+    PostSse(server.port(), "/v1/completions",
+            {{"prompt", "Once"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::string log_before_stop = server.Log();
+  int status = server.Stop();
+  client.join();
+  EXPECT_EQ(status, 0) << log_before_stop;
 }
 
 // ../shared/seeds/000_*.txt, unchanged but for the URL, the model name and the row count (the
