@@ -58,7 +58,14 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   paged_kv_.head_dim = model_config.head_dim;
   paged_kv_.block_size = block_size;
   block_bytes_ = paged_kv_.BlockBytes();
-  size_t budget = config_.kv_cache_memory_bytes > 0 ? config_.kv_cache_memory_bytes : DefaultKvBudget();
+  size_t budget = config_.kv_cache_memory_bytes;
+  if (budget == 0) {
+    // No more than every running request at full context could use, plus as much again as
+    // cache for later requests.
+    size_t blocks_per_context = static_cast<size_t>(max_context_ + block_size - 1) / block_size + 1;
+    size_t useful = 2 * static_cast<size_t>(config_.max_running_requests) * blocks_per_context * block_bytes_;
+    budget = std::min(DefaultKvBudget(), useful);
+  }
   num_blocks_ = static_cast<int64_t>(budget / block_bytes_);
   if (num_blocks_ < 2) {
     throw Error(fmt::format("a KV cache of {} bytes holds fewer than 2 blocks of {} bytes", budget,
