@@ -118,7 +118,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
     const int64_t np = std::min(job.panel_rows, r_end - p);
     for (int64_t r = 0; r < np; ++r) {
       const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
-      UnpackBlocks(w.type, src, 0, blocks, q + r * cols, scale + r * (cols / kScaleGroup),
+      k.unpack(w.type, src, 0, blocks, q + r * cols, scale + r * (cols / kScaleGroup),
                    has_min ? min + r * (cols / kMinGroup) : nullptr);
     }
     UnpackedRows panel{.q = q,

@@ -210,6 +210,7 @@ const TargetKernels& Avx2Kernels() {
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .widen = Widen,
+      .unpack = UnpackBlocksAvx2,
   };
   return kernels;
 }

@@ -220,6 +220,7 @@ const TargetKernels& Avx512Kernels() {
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .widen = Widen,
+      .unpack = UnpackBlocksAvx2,
   };
   return kernels;
 }

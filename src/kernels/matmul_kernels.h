@@ -46,7 +46,15 @@ struct TargetKernels {
 
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
+
+  // UnpackBlocks (unpacked.h), or a faster equivalent with byte-identical output.
+  void (*unpack)(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
+                 uint8_t* q, float* scale, float* min) = nullptr;
 };
+
+// UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
+void UnpackBlocksAvx2(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
+                      uint8_t* q, float* scale, float* min);
 
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();

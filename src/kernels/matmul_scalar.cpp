@@ -1,5 +1,6 @@
 // The portable MatMul kernels: one output at a time, plain sums in column order.
 #include "kernels/matmul_kernels.h"
+#include "kernels/unpacked.h"
 
 namespace reprise::kernels {
 
@@ -70,6 +71,7 @@ const TargetKernels& ScalarKernels() {
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .widen = Widen,
+      .unpack = UnpackBlocks,
   };
   return kernels;
 }
