@@ -3,7 +3,8 @@
 //
 // Lane layout, the same for every tile size so that an output's bits never depend on it:
 //   float types: acc[16] += x[c..c+15] * w[c..c+15] for c = 0, 16, 32, ... (a masked last chunk),
-//                then HorizontalSum.
+//                then HorizontalSum; F16/BF16 weights are widened exactly, from a widened panel
+//                (prefill) or straight from the matrix (decode): the same arithmetic.
 //   quantized:   per chunk of 64 codes (two blocks of 32; a lone last block is a masked chunk),
 //                lane i holds the exact integer sum of the 4 products 4i..4i+3;
 //                acc[16] += float(isum) * (w_scale * x_scale) of the lane's 16-group,
@@ -29,9 +30,40 @@ inline float HorizontalSum(__m512 v) {
   return _mm_cvtss_f32(one);
 }
 
-template <int MT, int NR>
-void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int64_t cols,
-                float* y, int64_t y_stride) {
+// How a float tile reads 16 weights of each stored type as f32 (exact conversions; a masked
+// read gives +0 in the unread lanes, as a masked f32 read does).
+struct F32Weights {
+  using Element = float;
+  static __m512 Load(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 LoadMasked(__mmask16 mask, const float* p) { return _mm512_maskz_loadu_ps(mask, p); }
+};
+struct F16Weights {
+  using Element = uint16_t;
+  static __m512 Load(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 LoadMasked(__mmask16 mask, const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, p));
+  }
+};
+struct Bf16Weights {
+  using Element = uint16_t;
+  static __m512 Widen(__m256i bits) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+  static __m512 Load(const uint16_t* p) {
+    return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 LoadMasked(__mmask16 mask, const uint16_t* p) {
+    return Widen(_mm256_maskz_loadu_epi16(mask, p));
+  }
+};
+
+template <typename Weights, int MT, int NR>
+void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_stride,
+                int64_t cols, float* y, int64_t y_stride) {
+  using Element = typename Weights::Element;
+  const Element* w = static_cast<const Element*>(w_data);
   __m512 acc[MT][NR];
   for (int t = 0; t < MT; ++t) {
     for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_setzero_ps();
@@ -39,7 +71,7 @@ void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stri
   int64_t c = 0;
   for (; c + 16 <= cols; c += 16) {
     __m512 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_ps(w + r * w_stride + c);
+    for (int r = 0; r < NR; ++r) wv[r] = Weights::Load(w + r * w_stride + c);
     for (int t = 0; t < MT; ++t) {
       __m512 xv = _mm512_loadu_ps(x + t * x_stride + c);
       for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
@@ -48,7 +80,7 @@ void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stri
   if (c < cols) {
     const __mmask16 mask = static_cast<__mmask16>((1u << (cols - c)) - 1);
     __m512 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = _mm512_maskz_loadu_ps(mask, w + r * w_stride + c);
+    for (int r = 0; r < NR; ++r) wv[r] = Weights::LoadMasked(mask, w + r * w_stride + c);
     for (int t = 0; t < MT; ++t) {
       __m512 xv = _mm512_maskz_loadu_ps(mask, x + t * x_stride + c);
       for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
@@ -62,25 +94,28 @@ void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stri
 constexpr int kFloatTokenTile = 6;
 constexpr int kFloatRowTile = 4;
 
-using FloatTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*,
+using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*,
                              int64_t);
 
-template <int MT, int... NRs>
+template <typename Weights, int MT, int... NRs>
 constexpr auto FloatRowVariants(std::integer_sequence<int, NRs...>) {
-  return std::array<FloatTileFn, sizeof...(NRs)>{&FloatTileT<MT, NRs + 1>...};
+  return std::array<FloatTileFn, sizeof...(NRs)>{&FloatTileT<Weights, MT, NRs + 1>...};
 }
 
-template <int... MTs>
+template <typename Weights, int... MTs>
 constexpr auto FloatVariants(std::integer_sequence<int, MTs...>) {
   return std::array<std::array<FloatTileFn, kFloatRowTile>, sizeof...(MTs)>{
-      FloatRowVariants<MTs + 1>(std::make_integer_sequence<int, kFloatRowTile>())...};
+      FloatRowVariants<Weights, MTs + 1>(std::make_integer_sequence<int, kFloatRowTile>())...};
 }
 
-void FloatTile(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride, int nr,
-               int64_t cols, float* y, int64_t y_stride) {
-  static constexpr auto kVariants =
-      FloatVariants(std::make_integer_sequence<int, kFloatTokenTile>());
-  kVariants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
+void FloatTile(WeightType type, const float* x, int64_t x_stride, int mt, const void* w,
+               int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) {
+  using Tiles = std::make_integer_sequence<int, kFloatTokenTile>;
+  static constexpr auto kF32 = FloatVariants<F32Weights>(Tiles());
+  static constexpr auto kF16 = FloatVariants<F16Weights>(Tiles());
+  static constexpr auto kBf16 = FloatVariants<Bf16Weights>(Tiles());
+  const auto& variants = type == WeightType::kF16 ? kF16 : type == WeightType::kBF16 ? kBf16 : kF32;
+  variants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
 }
 
 // [s0 s1 s2 s3] -> [s0 x4, s1 x4, s2 x4, s3 x4]: the scale of each lane's 16-group.
@@ -190,17 +225,22 @@ void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w
   variants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
 }
 
+// Widening streams weights from memory once (decode); ask for them this far ahead.
+constexpr int kPrefetchBytes = 2048;
+
 void Widen(WeightType type, const void* src, int64_t n, float* dst) {
   const uint16_t* bits = static_cast<const uint16_t*>(src);
   int64_t i = 0;
   if (type == WeightType::kF16) {
     for (; i + 16 <= n; i += 16) {
+      _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
       _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
                                     reinterpret_cast<const __m256i*>(bits + i))));
     }
     for (; i < n; ++i) dst[i] = HalfToFloat(bits[i]);
   } else {
     for (; i + 16 <= n; i += 16) {
+      _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
       const __m512i wide = _mm512_cvtepu16_epi32(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i)));
       _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));

@@ -36,9 +36,11 @@ struct TargetKernels {
   int quant_token_tile = 1;
   int quant_row_tile = 1;
 
-  // y[t * y_stride + r] = sum_c x[t * x_stride + c] * w[r * w_stride + c], t < mt, r < nr.
-  void (*float_tile)(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride,
-                     int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
+  // y[t * y_stride + r] = sum_c x[t * x_stride + c] * w[r * w_stride + c], t < mt, r < nr;
+  // w holds elements of `type` (F32, F16 or BF16), w_stride counts elements. The result does not
+  // depend on `type` beyond the weights' values: widening is exact.
+  void (*float_tile)(WeightType type, const float* x, int64_t x_stride, int mt, const void* w,
+                     int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
 
   // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr.
   void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w,
