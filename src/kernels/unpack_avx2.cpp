@@ -78,6 +78,28 @@ void LegacyBlocks(WeightType type, const void* row, int64_t first, int64_t count
   (void)type;
 }
 
+// The 6-bit scales and mins of a Q4_K / Q5_K super-block (GetScaleMinK4 for all 8 at once):
+//   scale[16] = d * sc[j] for both 16-groups of sub-block j, min[8] = -(dmin * m[j]).
+inline void KScalesAndMins(const uint8_t* packed, float d, float dmin, float* scale, float* min) {
+  constexpr uint32_t kLow6 = 0x3F3F3F3Fu, kLow4 = 0x0F0F0F0Fu, kLow2 = 0x03030303u;
+  uint32_t words[4];  // after the shuffle: bytes 0-7 the scales, bytes 8-15 the mins
+  std::memcpy(words, packed, kKScaleBytes);
+  words[3] = ((words[2] >> 4) & kLow4) | (((words[1] >> 6) & kLow2) << 4);
+  const uint32_t low_mins = words[1] & kLow6;
+  words[1] = (words[2] & kLow4) | (((words[0] >> 6) & kLow2) << 4);
+  words[2] = low_mins;
+  words[0] &= kLow6;
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
+  const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(d), sc);
+  _mm256_storeu_ps(scale, _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3)));
+  _mm256_storeu_ps(scale + 8,
+                   _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)));
+  const __m256 offsets = _mm256_mul_ps(_mm256_set1_ps(dmin), mn);
+  _mm256_storeu_ps(min, _mm256_xor_ps(offsets, _mm256_set1_ps(-0.0f)));
+}
+
 template <bool kFifthBit>
 void KBlocksWithMins(const void* row, int64_t first, int64_t count, uint8_t* q, float* scale,
                      float* min) {
@@ -107,14 +129,8 @@ void KBlocksWithMins(const void* row, int64_t first, int64_t count, uint8_t* q, 
       Store32(out + 2 * pair * kQk, low);
       Store32(out + (2 * pair + 1) * kQk, high);
     }
-    float* s = scale + b * (kQkK / kScaleGroup);
-    float* m = min + b * (kQkK / kMinGroup);
-    for (int sub = 0; sub < 8; ++sub) {
-      uint8_t sc, mn;
-      GetScaleMinK4(sub, block.scales, &sc, &mn);
-      s[2 * sub] = s[2 * sub + 1] = d * static_cast<float>(sc);
-      m[sub] = -(dmin * static_cast<float>(mn));
-    }
+    KScalesAndMins(block.scales, d, dmin, scale + b * (kQkK / kScaleGroup),
+                   min + b * (kQkK / kMinGroup));
   }
 }
 
