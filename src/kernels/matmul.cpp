@@ -111,6 +111,23 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
   const bool has_min = HasMin(w.type);
+  const size_t row_bytes = RowBytes(w.type, cols);
+  if (job.decode && k.quant_tile_raw != nullptr && cols <= kMaxRawCols) {
+    // Decode: the tile unpacks each stretch of its rows just before using it.
+    const RawRows raw{.type = w.type,
+                      .data = static_cast<const uint8_t*>(w.data),
+                      .row_bytes = row_bytes,
+                      .zero_point = ZeroPoint(w.type),
+                      .has_min = has_min};
+    for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
+      const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
+      for (int64_t r = r_begin; r < r_end; r += k.quant_row_tile) {
+        const int nr = static_cast<int>(std::min<int64_t>(k.quant_row_tile, r_end - r));
+        k.quant_tile_raw(job.qx, t, mt, raw, r, nr, job.y + t * w.rows + r, w.rows);
+      }
+    }
+    return;
+  }
   const size_t q_bytes = RoundUp64(job.panel_rows * cols);
   const size_t scale_bytes = RoundUp64(job.panel_rows * (cols / kScaleGroup) * sizeof(float));
   const size_t min_bytes = RoundUp64(job.panel_rows * (cols / kMinGroup) * sizeof(float));
@@ -118,7 +135,6 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   uint8_t* q = scratch;                                               // [panel_rows][cols]
   float* scale = reinterpret_cast<float*>(scratch + q_bytes);         // [panel_rows][cols/16]
   float* min = reinterpret_cast<float*>(scratch + q_bytes + scale_bytes);  // [panel_rows][cols/32]
-  const size_t row_bytes = RowBytes(w.type, cols);
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(w.type));
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
     const int64_t np = std::min(job.panel_rows, r_end - p);

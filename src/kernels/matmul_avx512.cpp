@@ -12,6 +12,7 @@
 //                min_acc[16] += w_min[b..b+15] * x_sum[b..b+15] over blocks b.
 #include "kernels/simd.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -124,23 +125,81 @@ inline __m512 ExpandGroupScales(__m128 four) {
   return _mm512_permutexvar_ps(index, _mm512_castps128_ps512(four));
 }
 
-// One chunk of 64 codes (or the masked last 32) for every output of the tile.
-template <int MT, int NR, bool kZeroPoint>
-inline void QuantChunk(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0,
-                       int64_t c, __mmask64 code_mask, __mmask8 scale_mask, __m512i zero_bytes,
-                       __m512 (&acc)[MT][NR]) {
+// Where a quantized tile finds its rows' unpacked weights, one segment of up to kSegment
+// columns at a time (a multiple of every block size).
+constexpr int64_t kSegment = 512;
+
+// Rows already unpacked into a panel (prefill: unpacked once, reused by every token tile).
+template <int NR>
+struct PanelSource {
+  const UnpackedRows& w;
+  int64_t r0;
+  const uint8_t* q[NR];
+  const float* scale[NR];
+
+  void Segment(int64_t c, int64_t /*n*/) {
+    for (int r = 0; r < NR; ++r) {
+      q[r] = w.q + (r0 + r) * w.cols + c;
+      scale[r] = w.scale + (r0 + r) * (w.cols / 16) + c / 16;
+    }
+  }
+  const float* Mins(int r) const { return w.min + (r0 + r) * (w.cols / 32); }
+};
+
+// Rows still in their stored blocks (decode: each weight is used once). Each segment is
+// unpacked into L1 just before use, so memory reads overlap with the arithmetic; the codes
+// and scales are the same bytes a panel would hold.
+template <int NR>
+struct RawSource {
+  // The buffers are left uninitialised: each segment is written before it is read.
+  RawSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
+
+  const RawRows& raw;
+  int64_t r0;
+  const uint8_t* q[NR];
+  const float* scale[NR];
+  alignas(64) uint8_t codes[NR][kSegment];          // [NR][kSegment]
+  alignas(64) float scales[NR][kSegment / 16];      // [NR][kSegment / 16]
+  alignas(64) float mins[NR][kMaxRawCols / 32];     // [NR][cols / 32], whole rows
+
+  void Segment(int64_t c, int64_t n) {
+    const int64_t block = static_cast<int64_t>(BlockElements(raw.type));
+    const int64_t first_byte = c / block * static_cast<int64_t>(BlockBytes(raw.type));
+    const int64_t bytes = n / block * static_cast<int64_t>(BlockBytes(raw.type));
+    for (int r = 0; r < NR; ++r) {
+      // Ask for the same stretch of the next tile's rows: the rows are read side by side, so
+      // "ahead" is a tile of rows further, not further along this row.
+      const uint8_t* next = raw.data + (r0 + NR + r) * raw.row_bytes + first_byte;
+      for (int64_t line = 0; line < bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
+      }
+      UnpackBlocksAvx2NoPrefetch(raw.type, raw.data + (r0 + r) * raw.row_bytes, c / block, n / block,
+                       codes[r], scales[r], raw.has_min ? mins[r] + c / 32 : nullptr);
+      q[r] = codes[r];
+      scale[r] = scales[r];
+    }
+  }
+  const float* Mins(int r) const { return mins[r]; }
+};
+
+// One chunk of 64 codes (or the masked last 32) at column c for every output of the tile;
+// `offset` is c within the source's current segment.
+template <int MT, int NR, bool kZeroPoint, typename Source>
+inline void QuantChunk(const QuantizedRows& x, int64_t t0, const Source& w, int64_t c,
+                       int64_t offset, __mmask64 code_mask, __mmask8 scale_mask,
+                       __m512i zero_bytes, __m512 (&acc)[MT][NR]) {
   const int64_t cols = x.cols;
   const int64_t groups = cols / 16;
-  const int64_t g = c / 16;
   __m512i wv[NR];
   __m512 ws[NR];
   for (int r = 0; r < NR; ++r) {
-    wv[r] = _mm512_maskz_loadu_epi8(code_mask, w.q + (r0 + r) * cols + c);
-    ws[r] = ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, w.scale + (r0 + r) * groups + g));
+    wv[r] = _mm512_maskz_loadu_epi8(code_mask, w.q[r] + offset);
+    ws[r] = ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, w.scale[r] + offset / 16));
   }
   for (int t = 0; t < MT; ++t) {
     const __m512i xv = _mm512_maskz_loadu_epi8(code_mask, x.q + (t0 + t) * cols + c);
-    const __m512 xd = ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, x.d + (t0 + t) * groups + g));
+    const __m512 xd =
+        ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, x.d + (t0 + t) * groups + c / 16));
     // sum (w - z) * x = sum w * x - z * sum x: start each lane at -z * (its 4 x's).
     __m512i start = _mm512_setzero_si512();
     if constexpr (kZeroPoint) {
@@ -153,32 +212,38 @@ inline void QuantChunk(const QuantizedRows& x, int64_t t0, const UnpackedRows& w
   }
 }
 
-template <int MT, int NR, bool kZeroPoint>
-void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, float* y,
-                int64_t y_stride) {
+template <int MT, int NR, bool kZeroPoint, typename Source>
+void QuantTileCore(const QuantizedRows& x, int64_t t0, Source& w, bool has_min, int zero_point,
+                   float* y, int64_t y_stride) {
   const int64_t cols = x.cols;
-  const __m512i zero_bytes = _mm512_set1_epi8(static_cast<char>(w.zero_point));
+  const __m512i zero_bytes = _mm512_set1_epi8(static_cast<char>(zero_point));
   __m512 acc[MT][NR];
   for (int t = 0; t < MT; ++t) {
     for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_setzero_ps();
   }
-  int64_t c = 0;
-  for (; c + 64 <= cols; c += 64) {
-    QuantChunk<MT, NR, kZeroPoint>(x, t0, w, r0, c, ~__mmask64{0}, 0xF, zero_bytes, acc);
-  }
-  if (c < cols) {  // one block of 32 left
-    QuantChunk<MT, NR, kZeroPoint>(x, t0, w, r0, c, 0xFFFFFFFFull, 0x3, zero_bytes, acc);
+  for (int64_t segment = 0; segment < cols; segment += kSegment) {
+    const int64_t n = std::min(kSegment, cols - segment);
+    w.Segment(segment, n);
+    int64_t offset = 0;
+    for (; offset + 64 <= n; offset += 64) {
+      QuantChunk<MT, NR, kZeroPoint>(x, t0, w, segment + offset, offset, ~__mmask64{0}, 0xF,
+                                     zero_bytes, acc);
+    }
+    if (offset < n) {  // one block of 32 left (the row's last)
+      QuantChunk<MT, NR, kZeroPoint>(x, t0, w, segment + offset, offset, 0xFFFFFFFFull, 0x3,
+                                     zero_bytes, acc);
+    }
   }
   float sums[MT][NR];
   for (int t = 0; t < MT; ++t) {
     for (int r = 0; r < NR; ++r) sums[t][r] = HorizontalSum(acc[t][r]);
   }
-  if (w.min != nullptr) {
+  if (has_min) {
     const int64_t blocks = cols / 32;
     for (int t = 0; t < MT; ++t) {
       const float* xs = x.sum + (t0 + t) * blocks;
       for (int r = 0; r < NR; ++r) {
-        const float* wm = w.min + (r0 + r) * blocks;
+        const float* wm = w.Mins(r);
         __m512 min_acc = _mm512_setzero_ps();
         int64_t b = 0;
         for (; b + 16 <= blocks; b += 16) {
@@ -198,31 +263,57 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
   }
 }
 
+template <int MT, int NR, bool kZeroPoint>
+void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, float* y,
+                int64_t y_stride) {
+  PanelSource<NR> source{.w = w, .r0 = r0, .q = {}, .scale = {}};
+  QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.min != nullptr, w.zero_point, y, y_stride);
+}
+
+template <int MT, int NR, bool kZeroPoint>
+void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
+                   int64_t y_stride) {
+  RawSource<NR> source(w, r0);
+  QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
+}
+
 constexpr int kQuantTokenTile = 4;
 constexpr int kQuantRowTile = 4;
 
 using QuantTileFn = void (*)(const QuantizedRows&, int64_t, const UnpackedRows&, int64_t, float*,
                              int64_t);
+using QuantTileRawFn = void (*)(const QuantizedRows&, int64_t, const RawRows&, int64_t, float*,
+                                int64_t);
 
 template <int MT, bool kZeroPoint, int... NRs>
 constexpr auto QuantRowVariants(std::integer_sequence<int, NRs...>) {
-  return std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1, kZeroPoint>...};
+  return std::make_pair(
+      std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1, kZeroPoint>...},
+      std::array<QuantTileRawFn, sizeof...(NRs)>{&QuantTileRawT<MT, NRs + 1, kZeroPoint>...});
 }
 
 template <bool kZeroPoint, int... MTs>
 constexpr auto QuantVariants(std::integer_sequence<int, MTs...>) {
-  return std::array<std::array<QuantTileFn, kQuantRowTile>, sizeof...(MTs)>{
+  return std::array<decltype(QuantRowVariants<1, kZeroPoint>(
+                        std::make_integer_sequence<int, kQuantRowTile>())),
+                    sizeof...(MTs)>{
       QuantRowVariants<MTs + 1, kZeroPoint>(std::make_integer_sequence<int, kQuantRowTile>())...};
 }
 
+using Tokens = std::make_integer_sequence<int, kQuantTokenTile>;
+constexpr auto kQuantWithZero = QuantVariants<true>(Tokens());
+constexpr auto kQuantWithoutZero = QuantVariants<false>(Tokens());
+
 void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
                int nr, float* y, int64_t y_stride) {
-  static constexpr auto kWithZero =
-      QuantVariants<true>(std::make_integer_sequence<int, kQuantTokenTile>());
-  static constexpr auto kWithoutZero =
-      QuantVariants<false>(std::make_integer_sequence<int, kQuantTokenTile>());
-  const auto& variants = w.zero_point != 0 ? kWithZero : kWithoutZero;
-  variants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
+  const auto& variants = w.zero_point != 0 ? kQuantWithZero : kQuantWithoutZero;
+  variants[mt - 1].first[nr - 1](x, t0, w, r0, y, y_stride);
+}
+
+void QuantTileRaw(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
+                  int nr, float* y, int64_t y_stride) {
+  const auto& variants = w.zero_point != 0 ? kQuantWithZero : kQuantWithoutZero;
+  variants[mt - 1].second[nr - 1](x, t0, w, r0, y, y_stride);
 }
 
 // Widening streams weights from memory once (decode); ask for them this far ahead.
@@ -259,6 +350,7 @@ const TargetKernels& Avx512Kernels() {
       .quant_row_tile = kQuantRowTile,
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
+      .quant_tile_raw = QuantTileRaw,
       .widen = Widen,
       .unpack = UnpackBlocksAvx2,
   };

@@ -52,13 +52,13 @@ inline __m256i FifthBits(const uint8_t* qh_bytes) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-template <typename Block>
+template <typename Block, bool kPrefetch>
 void LegacyBlocks(WeightType type, const void* row, int64_t first, int64_t count, uint8_t* q,
                   float* scale, float* min) {
   const Block* blocks = static_cast<const Block*>(row) + first;
   for (int64_t b = 0; b < count; ++b) {
     const Block& block = blocks[b];
-    PrefetchAhead(&block, 1);
+    if constexpr (kPrefetch) PrefetchAhead(&block, 1);
     __m256i codes;
     if constexpr (std::is_same_v<Block, BlockQ8_0>) {
       codes = _mm256_xor_si256(Load32(reinterpret_cast<const uint8_t*>(block.qs)),
@@ -100,7 +100,7 @@ inline void KScalesAndMins(const uint8_t* packed, float d, float dmin, float* sc
   _mm256_storeu_ps(min, _mm256_xor_ps(offsets, _mm256_set1_ps(-0.0f)));
 }
 
-template <bool kFifthBit>
+template <bool kFifthBit, bool kPrefetch>
 void KBlocksWithMins(const void* row, int64_t first, int64_t count, uint8_t* q, float* scale,
                      float* min) {
   using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
@@ -109,7 +109,7 @@ void KBlocksWithMins(const void* row, int64_t first, int64_t count, uint8_t* q, 
   const __m256i one = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < count; ++b) {
     const Block& block = blocks[b];
-    PrefetchAhead(&block, 3);
+    if constexpr (kPrefetch) PrefetchAhead(&block, 3);
     const float d = Half(block.d);
     const float dmin = Half(block.dmin);
     uint8_t* out = q + b * kQkK;
@@ -134,13 +134,14 @@ void KBlocksWithMins(const void* row, int64_t first, int64_t count, uint8_t* q, 
   }
 }
 
+template <bool kPrefetch>
 void Q6KBlocks(const void* row, int64_t first, int64_t count, uint8_t* q, float* scale) {
   const BlockQ6_K* blocks = static_cast<const BlockQ6_K*>(row) + first;
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
   const __m256i two_bits = _mm256_set1_epi8(0x03);
   for (int64_t b = 0; b < count; ++b) {
     const BlockQ6_K& block = blocks[b];
-    PrefetchAhead(&block, 4);
+    if constexpr (kPrefetch) PrefetchAhead(&block, 4);
     for (int half = 0; half < 2; ++half) {
       const __m256i ql0 = Load32(block.ql + 64 * half);
       const __m256i ql1 = Load32(block.ql + 64 * half + 32);
@@ -165,30 +166,41 @@ void Q6KBlocks(const void* row, int64_t first, int64_t count, uint8_t* q, float*
   }
 }
 
+template <bool kPrefetch>
+void UnpackAny(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
+               uint8_t* q, float* scale, float* min) {
+  switch (type) {
+    case WeightType::kQ4_0:
+      return LegacyBlocks<BlockQ4_0, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ4_1:
+      return LegacyBlocks<BlockQ4_1, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ5_0:
+      return LegacyBlocks<BlockQ5_0, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ5_1:
+      return LegacyBlocks<BlockQ5_1, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ8_0:
+      return LegacyBlocks<BlockQ8_0, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ4_K:
+      return KBlocksWithMins<false, kPrefetch>(row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ5_K:
+      return KBlocksWithMins<true, kPrefetch>(row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ6_K:
+      return Q6KBlocks<kPrefetch>(row, first_block, num_blocks, q, scale);
+    default:
+      return UnpackBlocks(type, row, first_block, num_blocks, q, scale, min);
+  }
+}
+
 }  // namespace
 
 void UnpackBlocksAvx2(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
                       uint8_t* q, float* scale, float* min) {
-  switch (type) {
-    case WeightType::kQ4_0:
-      return LegacyBlocks<BlockQ4_0>(type, row, first_block, num_blocks, q, scale, min);
-    case WeightType::kQ4_1:
-      return LegacyBlocks<BlockQ4_1>(type, row, first_block, num_blocks, q, scale, min);
-    case WeightType::kQ5_0:
-      return LegacyBlocks<BlockQ5_0>(type, row, first_block, num_blocks, q, scale, min);
-    case WeightType::kQ5_1:
-      return LegacyBlocks<BlockQ5_1>(type, row, first_block, num_blocks, q, scale, min);
-    case WeightType::kQ8_0:
-      return LegacyBlocks<BlockQ8_0>(type, row, first_block, num_blocks, q, scale, min);
-    case WeightType::kQ4_K:
-      return KBlocksWithMins<false>(row, first_block, num_blocks, q, scale, min);
-    case WeightType::kQ5_K:
-      return KBlocksWithMins<true>(row, first_block, num_blocks, q, scale, min);
-    case WeightType::kQ6_K:
-      return Q6KBlocks(row, first_block, num_blocks, q, scale);
-    default:
-      return UnpackBlocks(type, row, first_block, num_blocks, q, scale, min);
-  }
+  UnpackAny<true>(type, row, first_block, num_blocks, q, scale, min);
+}
+
+void UnpackBlocksAvx2NoPrefetch(WeightType type, const void* row, int64_t first_block,
+                                int64_t num_blocks, uint8_t* q, float* scale, float* min) {
+  UnpackAny<false>(type, row, first_block, num_blocks, q, scale, min);
 }
 
 }  // namespace reprise::kernels
