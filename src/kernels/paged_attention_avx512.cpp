@@ -45,7 +45,9 @@ inline __mmask16 ChunkMask(int head_dim, int offset) {
   return static_cast<__mmask16>((1u << n) - 1);
 }
 
-constexpr int kGroupStep = 8;  // query heads whose dot products are accumulated together
+constexpr int kGroupStep = 4;     // query heads whose dot products are accumulated together
+constexpr int kValueHeads = 4;    // query heads x
+constexpr int kValueChunks = 4;   //   16-wide chunks of V accumulated in registers
 
 template <KvType kType>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
@@ -76,15 +78,18 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
     for (int j = 0; j < filled; ++j) {
       const uint8_t* k_row = k_plane + j * row_bytes;
       for (int g0 = 0; g0 < group; g0 += kGroupStep) {
+        // A constant number of heads keeps the accumulators in registers; heads past the group
+        // repeat its first one and are not stored.
         const int ng = std::min(kGroupStep, group - g0);
+        const float* q_rows[kGroupStep];
+        for (int g = 0; g < kGroupStep; ++g) q_rows[g] = q + (g0 + (g < ng ? g : 0)) * head_dim;
         __m512 acc[kGroupStep];
         for (int g = 0; g < kGroupStep; ++g) acc[g] = _mm512_setzero_ps();
         for (int d = 0; d < head_dim; d += 16) {
           const __mmask16 mask = ChunkMask(head_dim, d);
           const __m512 k = LoadRow<kType>(k_row, d, mask);
-          for (int g = 0; g < ng; ++g) {
-            const __m512 qv = _mm512_maskz_loadu_ps(mask, q + (g0 + g) * head_dim + d);
-            acc[g] = _mm512_fmadd_ps(qv, k, acc[g]);
+          for (int g = 0; g < kGroupStep; ++g) {
+            acc[g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, q_rows[g] + d), k, acc[g]);
           }
         }
         for (int g = 0; g < ng; ++g) scores[g0 + g][j] = scale * HorizontalSum(acc[g]);
@@ -110,16 +115,38 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
         _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
       }
     }
-    for (int j = 0; j < filled; ++j) {
-      const uint8_t* v_row = v_plane + j * row_bytes;
-      for (int d = 0; d < head_dim; d += 16) {
-        const __mmask16 mask = ChunkMask(head_dim, d);
-        const __m512 v = LoadRow<kType>(v_row, d, mask);
-        for (int g = 0; g < group; ++g) {
-          float* acc = out + static_cast<int64_t>(g) * head_dim + d;
-          _mm512_mask_storeu_ps(
-              acc, mask,
-              _mm512_fmadd_ps(_mm512_set1_ps(scores[g][j]), v, _mm512_maskz_loadu_ps(mask, acc)));
+    // acc[g][d] = fma(p[g][j], v[j][d], acc[g][d]) for j in order, with a tile of 4 heads x 64
+    // dimensions held in registers across the block's positions.
+    for (int g0 = 0; g0 < group; g0 += kValueHeads) {
+      const int ng = std::min(kValueHeads, group - g0);
+      for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
+        __mmask16 masks[kValueChunks];
+        for (int c = 0; c < kValueChunks; ++c) {
+          const int d = d0 + 16 * c;
+          masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
+        }
+        // Heads past the group repeat its first one and are not stored.
+        int rows[kValueHeads];
+        for (int g = 0; g < kValueHeads; ++g) rows[g] = g0 + (g < ng ? g : 0);
+        __m512 acc[kValueHeads][kValueChunks];
+        for (int g = 0; g < kValueHeads; ++g) {
+          for (int c = 0; c < kValueChunks; ++c) {
+            acc[g][c] = _mm512_maskz_loadu_ps(masks[c], out + rows[g] * head_dim + d0 + 16 * c);
+          }
+        }
+        for (int j = 0; j < filled; ++j) {
+          const uint8_t* v_row = v_plane + j * row_bytes;
+          __m512 p[kValueHeads];
+          for (int g = 0; g < kValueHeads; ++g) p[g] = _mm512_set1_ps(scores[rows[g]][j]);
+          for (int c = 0; c < kValueChunks; ++c) {
+            const __m512 v = LoadRow<kType>(v_row, d0 + 16 * c, masks[c]);
+            for (int g = 0; g < kValueHeads; ++g) acc[g][c] = _mm512_fmadd_ps(p[g], v, acc[g][c]);
+          }
+        }
+        for (int g = 0; g < ng; ++g) {
+          for (int c = 0; c < kValueChunks; ++c) {
+            _mm512_mask_storeu_ps(out + (g0 + g) * head_dim + d0 + 16 * c, masks[c], acc[g][c]);
+          }
         }
       }
     }
