@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/size_parser.h"
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "reprise/engine.h"
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "core/byte_size.h"
+
 #include "reprise/engine.h"
 
 namespace reprise::server {
@@ -72,11 +74,6 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env);
 
 // "1", "true", "yes", "on" / "0", "false", "no", "off", case-insensitive; anything else: nullopt.
 std::optional<bool> ParseBoolText(const std::string& text);
-// "2GiB", "512MiB", "64KiB", "1.5G" (binary units; K/M/G/T alone also binary), "1GB"/"500MB"
-// (decimal), or a plain byte count. Throws reprise::Error.
-size_t ParseByteSize(const std::string& text);
-// "2.00 GiB" and the like, for logs.
-std::string FormatByteSize(size_t bytes);
 
 // One line for the start-up log: "reuse_cache: true, block_size: 16, ...".
 std::string DescribeSettings(const ServerSettings& settings);

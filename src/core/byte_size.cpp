@@ -1,0 +1,73 @@
+#include "core/byte_size.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+
+namespace reprise {
+
+namespace {
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::string Trim(const std::string& text) {
+  size_t begin = 0;
+  size_t end = text.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  return text.substr(begin, end - begin);
+}
+
+}  // namespace
+
+size_t ParseByteSize(const std::string& text) {
+  std::string trimmed = Trim(text);
+  size_t split = 0;
+  while (split < trimmed.size() &&
+         (std::isdigit(static_cast<unsigned char>(trimmed[split])) || trimmed[split] == '.')) {
+    ++split;
+  }
+  std::string number = trimmed.substr(0, split);
+  std::string unit = Lower(Trim(trimmed.substr(split)));
+  auto bad = [&]() {
+    return Error(fmt::format("'{}' is not a memory size (examples: 2GiB, 512MiB, 1.5G, 1000000)",
+                             text));
+  };
+  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1) throw bad();
+  double multiplier = 0;
+  static const std::vector<std::pair<std::string, double>> kUnits = {
+      {"", 1.0},           {"b", 1.0},
+      {"k", 1024.0},       {"kib", 1024.0},       {"kb", 1e3},
+      {"m", 1048576.0},    {"mib", 1048576.0},    {"mb", 1e6},
+      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
+      {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12}};
+  for (const auto& [name, factor] : kUnits) {
+    if (unit == name) multiplier = factor;
+  }
+  if (multiplier == 0) throw bad();
+  double bytes = std::strtod(number.c_str(), nullptr) * multiplier;
+  if (!std::isfinite(bytes) || bytes >= 1.8e19) throw bad();
+  return static_cast<size_t>(std::llround(bytes));
+}
+
+std::string FormatByteSize(size_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, kUnits[unit]);
+}
+
+}  // namespace reprise
