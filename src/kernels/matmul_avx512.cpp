@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
 
 namespace reprise::kernels {
 
@@ -125,6 +127,86 @@ inline __m512 ExpandGroupScales(__m128 four) {
   return _mm512_permutexvar_ps(index, _mm512_castps128_ps512(four));
 }
 
+// UnpackBlocks for the legacy types, four blocks per step with 512-bit registers (byte-identical
+// to the scalar unpacker; KernelUnpackTest checks). Other types and leftovers go to the AVX2 one.
+template <typename Block>
+void LegacyBlocks512(WeightType type, const void* row, int64_t first, int64_t count, uint8_t* q,
+                     float* scale, float* min) {
+  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
+  constexpr bool kMin = std::is_same_v<Block, BlockQ4_1>;
+  const Block* blocks = static_cast<const Block*>(row) + first;
+  const __m512i low_mask = _mm512_set1_epi8(0x0F);
+  // 128-bit lanes [low0 high0 low1 high1] and [low2 high2 low3 high3] (qword indices into
+  // low = 0..7, high = 8..15).
+  const __m512i first_pair = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i second_pair = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m256i duplicate = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+  int64_t b = 0;
+  for (; b + 4 <= count; b += 4) {
+    const Block* p = blocks + b;
+    __m512i out0, out1;
+    if constexpr (kQ8) {
+      auto load = [](const Block& block) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
+      };
+      const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
+      out0 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load(p[0])), load(p[1]), 1),
+                              offset);
+      out1 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load(p[2])), load(p[3]), 1),
+                              offset);
+    } else {
+      auto load = [](const Block& block) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+      };
+      __m512i packed = _mm512_castsi128_si512(load(p[0]));
+      packed = _mm512_inserti32x4(packed, load(p[1]), 1);
+      packed = _mm512_inserti32x4(packed, load(p[2]), 2);
+      packed = _mm512_inserti32x4(packed, load(p[3]), 3);
+      const __m512i low = _mm512_and_si512(packed, low_mask);
+      const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_mask);
+      out0 = _mm512_permutex2var_epi64(low, first_pair, high);
+      out1 = _mm512_permutex2var_epi64(low, second_pair, high);
+    }
+    _mm512_storeu_si512(q + b * 32, out0);
+    _mm512_storeu_si512(q + b * 32 + 64, out1);
+    __m128i d = _mm_cvtsi32_si128(p[0].d);
+    d = _mm_insert_epi16(d, p[1].d, 1);
+    d = _mm_insert_epi16(d, p[2].d, 2);
+    d = _mm_insert_epi16(d, p[3].d, 3);
+    const __m128 d4 = _mm_cvtph_ps(d);
+    _mm256_storeu_ps(scale + 2 * b, _mm256_permutevar8x32_ps(_mm256_castps128_ps256(d4), duplicate));
+    if constexpr (kMin) {
+      __m128i m = _mm_cvtsi32_si128(p[0].m);
+      m = _mm_insert_epi16(m, p[1].m, 1);
+      m = _mm_insert_epi16(m, p[2].m, 2);
+      m = _mm_insert_epi16(m, p[3].m, 3);
+      _mm_storeu_ps(min + b, _mm_cvtph_ps(m));
+    }
+  }
+  if (b < count) {
+    UnpackBlocksAvx2NoPrefetch(type, row, first + b, count - b, q + b * 32, scale + 2 * b,
+                               min != nullptr ? min + b : nullptr);
+  }
+}
+
+}  // namespace
+
+void UnpackBlocksAvx512NoPrefetch(WeightType type, const void* row, int64_t first_block,
+                                  int64_t num_blocks, uint8_t* q, float* scale, float* min) {
+  switch (type) {
+    case WeightType::kQ4_0:
+      return LegacyBlocks512<BlockQ4_0>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ4_1:
+      return LegacyBlocks512<BlockQ4_1>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ8_0:
+      return LegacyBlocks512<BlockQ8_0>(type, row, first_block, num_blocks, q, scale, min);
+    default:
+      return UnpackBlocksAvx2NoPrefetch(type, row, first_block, num_blocks, q, scale, min);
+  }
+}
+
+namespace {
+
 // Where a quantized tile finds its rows' unpacked weights, one segment of up to kSegment
 // columns at a time (a multiple of every block size).
 constexpr int64_t kSegment = 512;
@@ -137,7 +219,8 @@ struct PanelSource {
   const uint8_t* q[NR];
   const float* scale[NR];
 
-  void Segment(int64_t c, int64_t /*n*/) {
+  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
+  void Use(int64_t c, int /*slot*/) {
     for (int r = 0; r < NR; ++r) {
       q[r] = w.q + (r0 + r) * w.cols + c;
       scale[r] = w.scale + (r0 + r) * (w.cols / 16) + c / 16;
@@ -147,8 +230,9 @@ struct PanelSource {
 };
 
 // Rows still in their stored blocks (decode: each weight is used once). Each segment is
-// unpacked into L1 just before use, so memory reads overlap with the arithmetic; the codes
-// and scales are the same bytes a panel would hold.
+// unpacked into L1 one segment ahead of its use (two slots), so memory reads overlap with the
+// arithmetic and the unpacker's stores have retired before the tile loads them; the codes and
+// scales are the same bytes a panel would hold.
 template <int NR>
 struct RawSource {
   // The buffers are left uninitialised: each segment is written before it is read.
@@ -158,11 +242,11 @@ struct RawSource {
   int64_t r0;
   const uint8_t* q[NR];
   const float* scale[NR];
-  alignas(64) uint8_t codes[NR][kSegment];          // [NR][kSegment]
-  alignas(64) float scales[NR][kSegment / 16];      // [NR][kSegment / 16]
-  alignas(64) float mins[NR][kMaxRawCols / 32];     // [NR][cols / 32], whole rows
+  alignas(64) uint8_t codes[2][NR][kSegment];      // [slot][NR][kSegment]
+  alignas(64) float scales[2][NR][kSegment / 16];  // [slot][NR][kSegment / 16]
+  alignas(64) float mins[NR][kMaxRawCols / 32];    // [NR][cols / 32], whole rows
 
-  void Segment(int64_t c, int64_t n) {
+  void Prepare(int64_t c, int64_t n, int slot) {
     const int64_t block = static_cast<int64_t>(BlockElements(raw.type));
     const int64_t first_byte = c / block * static_cast<int64_t>(BlockBytes(raw.type));
     const int64_t bytes = n / block * static_cast<int64_t>(BlockBytes(raw.type));
@@ -173,10 +257,15 @@ struct RawSource {
       for (int64_t line = 0; line < bytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
       }
-      UnpackBlocksAvx2NoPrefetch(raw.type, raw.data + (r0 + r) * raw.row_bytes, c / block, n / block,
-                       codes[r], scales[r], raw.has_min ? mins[r] + c / 32 : nullptr);
-      q[r] = codes[r];
-      scale[r] = scales[r];
+      UnpackBlocksAvx512NoPrefetch(raw.type, raw.data + (r0 + r) * raw.row_bytes, c / block,
+                                   n / block, codes[slot][r], scales[slot][r],
+                                   raw.has_min ? mins[r] + c / 32 : nullptr);
+    }
+  }
+  void Use(int64_t /*c*/, int slot) {
+    for (int r = 0; r < NR; ++r) {
+      q[r] = codes[slot][r];
+      scale[r] = scales[slot][r];
     }
   }
   const float* Mins(int r) const { return mins[r]; }
@@ -221,9 +310,12 @@ void QuantTileCore(const QuantizedRows& x, int64_t t0, Source& w, bool has_min, 
   for (int t = 0; t < MT; ++t) {
     for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_setzero_ps();
   }
-  for (int64_t segment = 0; segment < cols; segment += kSegment) {
+  w.Prepare(0, std::min(kSegment, cols), 0);
+  for (int64_t segment = 0, slot = 0; segment < cols; segment += kSegment, slot ^= 1) {
     const int64_t n = std::min(kSegment, cols - segment);
-    w.Segment(segment, n);
+    const int64_t next = segment + kSegment;
+    if (next < cols) w.Prepare(next, std::min(kSegment, cols - next), static_cast<int>(slot ^ 1));
+    w.Use(segment, static_cast<int>(slot));
     int64_t offset = 0;
     for (; offset + 64 <= n; offset += 64) {
       QuantChunk<MT, NR, kZeroPoint>(x, t0, w, segment + offset, offset, ~__mmask64{0}, 0xF,

@@ -79,6 +79,9 @@ void UnpackBlocksAvx2(WeightType type, const void* row, int64_t first_block, int
                       uint8_t* q, float* scale, float* min);
 void UnpackBlocksAvx2NoPrefetch(WeightType type, const void* row, int64_t first_block,
                                 int64_t num_blocks, uint8_t* q, float* scale, float* min);
+// As UnpackBlocksAvx2NoPrefetch, with AVX-512 for Q4_0, Q4_1 and Q8_0 (matmul_avx512.cpp).
+void UnpackBlocksAvx512NoPrefetch(WeightType type, const void* row, int64_t first_block,
+                                  int64_t num_blocks, uint8_t* q, float* scale, float* min);
 
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();
