@@ -8,12 +8,13 @@
 //
 // Every output is computed by one tile call over all of k, so the split into threads, panels and
 // tiles never changes its bits.
+#include "kernels/matmul.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
-#include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/unpacked.h"
 
@@ -60,16 +61,15 @@ int64_t PanelRows(int64_t bytes_per_row, int64_t budget, int row_tile) {
 struct Job {
   const TargetKernels* kernels;
   const WeightView* w;
-  const float* x;       // [tokens][cols] (float types)
-  QuantizedRows qx;     // quantized activations (quantized types)
+  const float* x;    // [tokens][cols] (float types)
+  QuantizedRows qx;  // quantized activations (quantized types)
   int64_t tokens;
-  float* y;             // [tokens][rows]
+  float* y;  // [tokens][rows]
   int64_t panel_rows;
-  bool decode;          // few tokens: weights are streamed once
+  bool decode;  // few tokens: weights are streamed once
 };
 
-void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin,
-                   int64_t t_end) {
+void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end) {
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
@@ -105,8 +105,7 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   }
 }
 
-void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin,
-                   int64_t t_end) {
+void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end) {
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
@@ -132,8 +131,8 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   const size_t scale_bytes = RoundUp64(job.panel_rows * (cols / kScaleGroup) * sizeof(float));
   const size_t min_bytes = RoundUp64(job.panel_rows * (cols / kMinGroup) * sizeof(float));
   uint8_t* scratch = ThreadScratch(Slot::kPanel, q_bytes + scale_bytes + min_bytes);
-  uint8_t* q = scratch;                                               // [panel_rows][cols]
-  float* scale = reinterpret_cast<float*>(scratch + q_bytes);         // [panel_rows][cols/16]
+  uint8_t* q = scratch;                                                    // [panel_rows][cols]
+  float* scale = reinterpret_cast<float*>(scratch + q_bytes);              // [panel_rows][cols/16]
   float* min = reinterpret_cast<float*>(scratch + q_bytes + scale_bytes);  // [panel_rows][cols/32]
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(w.type));
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
@@ -141,7 +140,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
     for (int64_t r = 0; r < np; ++r) {
       const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
       k.unpack(w.type, src, 0, blocks, q + r * cols, scale + r * (cols / kScaleGroup),
-                   has_min ? min + r * (cols / kMinGroup) : nullptr);
+               has_min ? min + r * (cols / kMinGroup) : nullptr);
     }
     UnpackedRows panel{.q = q,
                        .scale = scale,
@@ -178,8 +177,8 @@ void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, fl
   }
 }
 
-void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens,
-                    float* y, ThreadPool& pool) {
+void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens, float* y,
+                    ThreadPool& pool) {
   REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
                 CpuTargetName(target));
   REPRISE_CHECK(IsSupportedWeightType(static_cast<uint32_t>(w.type)), "unsupported weight type");
@@ -193,8 +192,14 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   }
   const TargetKernels& kernels = KernelsFor(target);
   const int64_t cols = w.cols;
-  Job job{.kernels = &kernels, .w = &w, .x = x, .qx = {}, .tokens = tokens, .y = y,
-          .panel_rows = 0, .decode = false};
+  Job job{.kernels = &kernels,
+          .w = &w,
+          .x = x,
+          .qx = {},
+          .tokens = tokens,
+          .y = y,
+          .panel_rows = 0,
+          .decode = false};
   const bool quantized = IsQuantized(w.type);
   const int token_tile = quantized ? kernels.quant_token_tile : kernels.float_token_tile;
   const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
@@ -208,9 +213,9 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
     const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
     uint8_t* scratch = ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes);
-    int8_t* q = reinterpret_cast<int8_t*>(scratch);                           // [tokens][cols]
-    float* d = reinterpret_cast<float*>(scratch + q_bytes);                   // [tokens][cols/16]
-    float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);       // [tokens][cols/32]
+    int8_t* q = reinterpret_cast<int8_t*>(scratch);                      // [tokens][cols]
+    float* d = reinterpret_cast<float*>(scratch + q_bytes);              // [tokens][cols/16]
+    float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);  // [tokens][cols/32]
     pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t) {
         QuantizeActivationRow(x + t * cols, cols, q + t * cols, d + t * (cols / 16),

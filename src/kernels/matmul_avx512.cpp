@@ -10,8 +10,6 @@
 //                acc[16] += float(isum) * (w_scale * x_scale) of the lane's 16-group,
 //                then HorizontalSum(acc) + HorizontalSum(min_acc) for types with a min, where
 //                min_acc[16] += w_min[b..b+15] * x_sum[b..b+15] over blocks b.
-#include "kernels/simd.h"
-
 #include <algorithm>
 #include <array>
 #include <type_traits>
@@ -19,6 +17,7 @@
 
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/simd.h"
 
 namespace reprise::kernels {
 
@@ -38,7 +37,9 @@ inline float HorizontalSum(__m512 v) {
 struct F32Weights {
   using Element = float;
   static __m512 Load(const float* p) { return _mm512_loadu_ps(p); }
-  static __m512 LoadMasked(__mmask16 mask, const float* p) { return _mm512_maskz_loadu_ps(mask, p); }
+  static __m512 LoadMasked(__mmask16 mask, const float* p) {
+    return _mm512_maskz_loadu_ps(mask, p);
+  }
 };
 struct F16Weights {
   using Element = uint16_t;
@@ -97,8 +98,7 @@ void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_
 constexpr int kFloatTokenTile = 6;
 constexpr int kFloatRowTile = 4;
 
-using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*,
-                             int64_t);
+using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*, int64_t);
 
 template <typename Weights, int MT, int... NRs>
 constexpr auto FloatRowVariants(std::integer_sequence<int, NRs...>) {
@@ -174,7 +174,8 @@ void LegacyBlocks512(WeightType type, const void* row, int64_t first, int64_t co
     d = _mm_insert_epi16(d, p[2].d, 2);
     d = _mm_insert_epi16(d, p[3].d, 3);
     const __m128 d4 = _mm_cvtph_ps(d);
-    _mm256_storeu_ps(scale + 2 * b, _mm256_permutevar8x32_ps(_mm256_castps128_ps256(d4), duplicate));
+    _mm256_storeu_ps(scale + 2 * b,
+                     _mm256_permutevar8x32_ps(_mm256_castps128_ps256(d4), duplicate));
     if constexpr (kMin) {
       __m128i m = _mm_cvtsi32_si128(p[0].m);
       m = _mm_insert_epi16(m, p[1].m, 1);
@@ -275,8 +276,8 @@ struct RawSource {
 // `offset` is c within the source's current segment.
 template <int MT, int NR, bool kZeroPoint, typename Source>
 inline void QuantChunk(const QuantizedRows& x, int64_t t0, const Source& w, int64_t c,
-                       int64_t offset, __mmask64 code_mask, __mmask8 scale_mask,
-                       __m512i zero_bytes, __m512 (&acc)[MT][NR]) {
+                       int64_t offset, __mmask64 code_mask, __mmask8 scale_mask, __m512i zero_bytes,
+                       __m512 (&acc)[MT][NR]) {
   const int64_t cols = x.cols;
   const int64_t groups = cols / 16;
   __m512i wv[NR];
@@ -402,8 +403,8 @@ void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w
   variants[mt - 1].first[nr - 1](x, t0, w, r0, y, y_stride);
 }
 
-void QuantTileRaw(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
-                  int nr, float* y, int64_t y_stride) {
+void QuantTileRaw(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0, int nr,
+                  float* y, int64_t y_stride) {
   const auto& variants = w.zero_point != 0 ? kQuantWithZero : kQuantWithoutZero;
   variants[mt - 1].second[nr - 1](x, t0, w, r0, y, y_stride);
 }
@@ -417,15 +418,15 @@ void Widen(WeightType type, const void* src, int64_t n, float* dst) {
   if (type == WeightType::kF16) {
     for (; i + 16 <= n; i += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
-      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                    reinterpret_cast<const __m256i*>(bits + i))));
+      _mm512_storeu_ps(
+          dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i))));
     }
     for (; i < n; ++i) dst[i] = HalfToFloat(bits[i]);
   } else {
     for (; i + 16 <= n; i += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
-      const __m512i wide = _mm512_cvtepu16_epi32(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i)));
+      const __m512i wide =
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i)));
       _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
     }
     for (; i < n; ++i) dst[i] = Bfloat16ToFloat(bits[i]);

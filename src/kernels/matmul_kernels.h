@@ -14,17 +14,17 @@ namespace reprise::kernels {
 
 // Activation rows quantized per block of 32 for the integer kernels.
 struct QuantizedRows {
-  const int8_t* q = nullptr;    // [tokens][cols]   values in [-127, 127]
-  const float* d = nullptr;     // [tokens][cols / 16] scale of each 16 (both of a block's equal)
-  const float* sum = nullptr;   // [tokens][cols / 32] d * sum of the block's q
+  const int8_t* q = nullptr;   // [tokens][cols]   values in [-127, 127]
+  const float* d = nullptr;    // [tokens][cols / 16] scale of each 16 (both of a block's equal)
+  const float* sum = nullptr;  // [tokens][cols / 32] d * sum of the block's q
   int64_t cols = 0;
 };
 
 // Weight rows in the unpacked integer form (see unpacked.h).
 struct UnpackedRows {
-  const uint8_t* q = nullptr;     // [rows][cols]
-  const float* scale = nullptr;   // [rows][cols / 16]
-  const float* min = nullptr;     // [rows][cols / 32], or null for types without a min
+  const uint8_t* q = nullptr;    // [rows][cols]
+  const float* scale = nullptr;  // [rows][cols / 16]
+  const float* min = nullptr;    // [rows][cols / 32], or null for types without a min
   int64_t cols = 0;
   int zero_point = 0;
 };
@@ -56,13 +56,13 @@ struct TargetKernels {
                      int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
 
   // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr.
-  void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w,
-                     int64_t r0, int nr, float* y, int64_t y_stride) = nullptr;
+  void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
+                     int nr, float* y, int64_t y_stride) = nullptr;
 
   // As quant_tile, reading rows r0 .. r0 + nr - 1 of `w` in their stored blocks; gives the same
   // bits as quant_tile on the same rows unpacked. Optional (null: the driver unpacks a panel).
-  void (*quant_tile_raw)(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w,
-                         int64_t r0, int nr, float* y, int64_t y_stride) = nullptr;
+  void (*quant_tile_raw)(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
+                         int nr, float* y, int64_t y_stride) = nullptr;
 
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;

@@ -45,9 +45,9 @@ inline __mmask16 ChunkMask(int head_dim, int offset) {
   return static_cast<__mmask16>((1u << n) - 1);
 }
 
-constexpr int kGroupStep = 4;     // query heads whose dot products are accumulated together
-constexpr int kValueHeads = 4;    // query heads x
-constexpr int kValueChunks = 4;   //   16-wide chunks of V accumulated in registers
+constexpr int kGroupStep = 4;    // query heads whose dot products are accumulated together
+constexpr int kValueHeads = 4;   // query heads x
+constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
 template <KvType kType>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
@@ -112,7 +112,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
       const __m512 c = _mm512_set1_ps(correction);
       for (int d = 0; d < head_dim; d += 16) {
         const __mmask16 mask = ChunkMask(head_dim, d);
-        _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
+        _mm512_mask_storeu_ps(acc + d, mask,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
       }
     }
     // acc[g][d] = fma(p[g][j], v[j][d], acc[g][d]) for j in order, with a tile of 4 heads x 64
@@ -156,7 +157,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
     float* acc = out + static_cast<int64_t>(g) * head_dim;
     for (int d = 0; d < head_dim; d += 16) {
       const __mmask16 mask = ChunkMask(head_dim, d);
-      _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), inverse));
+      _mm512_mask_storeu_ps(acc + d, mask,
+                            _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), inverse));
     }
   }
 }

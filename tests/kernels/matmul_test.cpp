@@ -45,7 +45,7 @@ std::vector<double> Magnitudes(const WeightView& w, const std::vector<float>& x,
 }
 
 std::vector<float> RunMatMul(CpuTarget target, const WeightView& w, const std::vector<float>& x,
-                       int64_t tokens, int threads) {
+                             int64_t tokens, int threads) {
   ThreadPool pool(threads);
   std::vector<float> y(tokens * w.rows, std::nanf(""));
   MatMulOnTarget(target, w, x.data(), tokens, y.data(), pool);
@@ -64,10 +64,10 @@ TEST(KernelMatMulTest, EveryTargetMatchesReference) {
       std::vector<double> magnitude = Magnitudes(w.view, x, tokens);
       std::vector<float> y = RunMatMul(target, w.view, x, tokens, 2);
       // Quantized types quantize activations to int8 per 32: a looser bound.
-      const double tolerance = (type == WeightType::kF32 || type == WeightType::kF16 ||
-                                type == WeightType::kBF16)
-                                   ? 1e-5
-                                   : 1e-2;
+      const double tolerance =
+          (type == WeightType::kF32 || type == WeightType::kF16 || type == WeightType::kBF16)
+              ? 1e-5
+              : 1e-2;
       for (int64_t i = 0; i < tokens * rows; ++i) {
         ASSERT_NEAR(y[i], reference[i], tolerance * magnitude[i] + 1e-6)
             << CpuTargetName(target) << " " << WeightTypeName(type) << " index " << i;
@@ -141,9 +141,8 @@ TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
             for (int64_t start : {int64_t{0}, int64_t{64} - batch}) {
               std::vector<float> y(batch * rows);
               MatMulOnTarget(target, w.view, x.data() + start * cols, batch, y.data(), pool);
-              ASSERT_EQ(std::memcmp(y.data(), alone.data() + start * rows,
-                                    y.size() * sizeof(float)),
-                        0)
+              ASSERT_EQ(
+                  std::memcmp(y.data(), alone.data() + start * rows, y.size() * sizeof(float)), 0)
                   << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
                   << " batch " << batch << " start " << start << " threads " << threads;
             }
@@ -176,7 +175,8 @@ TEST(KernelMatMulTest, ManyPanelsStayExact) {
 TEST(KernelCpuTargetTest, ScalarAlwaysAndBestSupported) {
   EXPECT_TRUE(CpuTargetSupported(CpuTarget::kScalar));
   EXPECT_TRUE(CpuTargetSupported(BestCpuTarget()));
-  for (CpuTarget t : SupportedTargets()) std::printf("supported target: %s\n", CpuTargetName(t).data());
+  for (CpuTarget t : SupportedTargets())
+    std::printf("supported target: %s\n", CpuTargetName(t).data());
 }
 
 TEST(KernelMatMulTest, DefaultTargetIsTheBest) {
