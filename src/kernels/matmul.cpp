@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
@@ -34,6 +35,10 @@ uint8_t* ThreadScratch(Slot slot, size_t bytes) {
 }
 
 size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Row stride (in floats) of packed f32 rows: one cache line more than a multiple of 16, so that
+// rows 4 KiB apart do not compete for the same L1 sets.
+int64_t PaddedStride(int64_t cols) { return (cols + 15) / 16 * 16 + 16; }
 
 const TargetKernels& KernelsFor(CpuTarget target) {
   switch (target) {
@@ -61,7 +66,8 @@ int64_t PanelRows(int64_t bytes_per_row, int64_t budget, int row_tile) {
 struct Job {
   const TargetKernels* kernels;
   const WeightView* w;
-  const float* x;    // [tokens][cols] (float types)
+  const float* x;  // [tokens][x_stride] (float types)
+  int64_t x_stride;
   QuantizedRows qx;  // quantized activations (quantized types)
   int64_t tokens;
   float* y;  // [tokens][rows]
@@ -73,33 +79,42 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
-  // Decode reads F16/BF16 weights straight from the matrix (each is used once); prefill widens
-  // a panel once and reuses it for every token tile. Widening is exact: same bits either way.
-  const bool widen = w.type != WeightType::kF32 && !job.decode;
-  float* panel = nullptr;  // [panel_rows][cols]
-  if (widen) {
-    panel = reinterpret_cast<float*>(
-        ThreadScratch(Slot::kPanel, job.panel_rows * cols * sizeof(float)));
-  }
   const size_t row_bytes = RowBytes(w.type, cols);
+  if (job.decode) {
+    // Each weight is used once: read rows straight from the matrix (F16/BF16 widened in the
+    // tile). Widening is exact, so this gives the bits the prefill panel gives.
+    for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
+      const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
+      for (int64_t r = r_begin; r < r_end; r += k.float_row_tile) {
+        const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, r_end - r));
+        k.float_tile(w.type, job.x + t * job.x_stride, job.x_stride, mt,
+                     static_cast<const uint8_t*>(w.data) + r * row_bytes, cols, nr, cols,
+                     job.y + t * w.rows + r, w.rows);
+      }
+    }
+    return;
+  }
+  // Prefill: widen (or copy) a panel of rows once and reuse it for every token tile. Rows are
+  // padded (PaddedStride) so that a tile's rows do not all fall into the same L1 sets.
+  const int64_t stride = PaddedStride(cols);
+  float* panel = reinterpret_cast<float*>(  // [panel_rows][stride]
+      ThreadScratch(Slot::kPanel, job.panel_rows * stride * sizeof(float)));
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
     const int64_t np = std::min(job.panel_rows, r_end - p);
-    const uint8_t* src = static_cast<const uint8_t*>(w.data) + p * row_bytes;
-    const void* wp = src;
-    WeightType type = w.type;
-    if (widen) {
-      k.widen(w.type, src, np * cols, panel);
-      wp = panel;
-      type = WeightType::kF32;
+    for (int64_t r = 0; r < np; ++r) {
+      const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
+      if (w.type == WeightType::kF32) {
+        std::memcpy(panel + r * stride, src, cols * sizeof(float));
+      } else {
+        k.widen(w.type, src, cols, panel + r * stride);
+      }
     }
-    const size_t element_bytes = type == WeightType::kF32 ? 4 : 2;
     for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
       for (int64_t r = 0; r < np; r += k.float_row_tile) {
         const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, np - r));
-        k.float_tile(type, job.x + t * cols, cols, mt,
-                     static_cast<const uint8_t*>(wp) + r * cols * element_bytes, cols, nr, cols,
-                     job.y + t * w.rows + p + r, w.rows);
+        k.float_tile(WeightType::kF32, job.x + t * job.x_stride, job.x_stride, mt,
+                     panel + r * stride, stride, nr, cols, job.y + t * w.rows + p + r, w.rows);
       }
     }
   }
@@ -195,6 +210,7 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   Job job{.kernels = &kernels,
           .w = &w,
           .x = x,
+          .x_stride = w.cols,
           .qx = {},
           .tokens = tokens,
           .y = y,
@@ -225,7 +241,20 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     job.qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols};
     job.panel_rows = PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, budget, row_tile);
   } else {
-    job.panel_rows = PanelRows(cols * 4, budget, row_tile);
+    job.panel_rows = PanelRows(PaddedStride(cols) * 4, budget, row_tile);
+    if (!decode) {
+      // Activations in padded rows too (see PaddedStride); copying them costs tokens * cols.
+      const int64_t stride = PaddedStride(cols);
+      float* padded = reinterpret_cast<float*>(  // [tokens][stride]
+          ThreadScratch(Slot::kActivations, tokens * stride * sizeof(float)));
+      pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
+        for (size_t t = begin; t < end; ++t) {
+          std::memcpy(padded + t * stride, x + t * cols, cols * sizeof(float));
+        }
+      });
+      job.x = padded;
+      job.x_stride = stride;
+    }
   }
   auto run = quantized ? RunQuantRange : RunFloatRange;
   const int64_t row_tiles = (w.rows + row_tile - 1) / row_tile;
