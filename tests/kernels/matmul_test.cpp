@@ -99,7 +99,7 @@ TEST(KernelMatMulTest, SimdTargetsMatchScalarTarget) {
 }
 
 TEST(KernelMatMulTest, FloatColumnsWithTail) {
-  const int64_t tokens = 6, rows = 13, cols = 100;  // not a multiple of any vector width
+  const int64_t tokens = 19, rows = 13, cols = 100;  // not a multiple of any vector width
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
       TestWeights w(type, rows, cols, 102);
@@ -148,6 +148,24 @@ TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+TEST(KernelMatMulTest, FloatTailRowsStayExact) {
+  const int64_t rows = 13, cols = 100;
+  for (CpuTarget target : SupportedTargets()) {
+    for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+      TestWeights w(type, rows, cols, 106);
+      std::vector<float> x = RandomValues(19 * cols, 206);
+      std::vector<float> batch = RunMatMul(target, w.view, x, 19, 2);
+      ThreadPool pool(1);
+      for (int64_t t = 0; t < 19; ++t) {
+        std::vector<float> one(rows);
+        MatMulOnTarget(target, w.view, x.data() + t * cols, 1, one.data(), pool);
+        ASSERT_EQ(std::memcmp(one.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
+            << CpuTargetName(target) << " " << WeightTypeName(type) << " token " << t;
       }
     }
   }
