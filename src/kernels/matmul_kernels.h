@@ -87,7 +87,8 @@ const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();
 const TargetKernels& Avx512Kernels();
 
-// Quantizes one activation row per block of 32: d = max|x| / 127, q = round_even(x * 127 / max|x|).
+// Quantizes one activation row per block of 32: d = max|x| / 127, q = round_even(x * 127 / max|x|)
+// (q = 0 when max|x| <= 1e-30).
 // Shared by every target, so all targets see the same quantized activations.
 //   x: [cols], q: [cols], d: [cols / 16], sum: [cols / 32]
 void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, float* sum);

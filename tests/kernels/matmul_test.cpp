@@ -197,6 +197,21 @@ TEST(KernelCpuTargetTest, ScalarAlwaysAndBestSupported) {
     std::printf("supported target: %s\n", CpuTargetName(t).data());
 }
 
+TEST(KernelMatMulTest, TinyAndZeroActivationBlocks) {
+  TestWeights w(WeightType::kQ4_0, 4, 96, 107);
+  std::vector<float> x(96, 0.0f);
+  for (int i = 32; i < 64; ++i) x[i] = 1e-40f;  // denormals
+  x[70] = 1.0f;
+  for (CpuTarget target : SupportedTargets()) {
+    std::vector<float> y = RunMatMul(target, w.view, x, 1, 1);
+    std::vector<float> row(96);
+    for (int64_t r = 0; r < 4; ++r) {
+      DequantizeRow(w.view, r, row.data());
+      EXPECT_NEAR(y[r], row[70], 1e-6) << CpuTargetName(target);
+    }
+  }
+}
+
 TEST(KernelMatMulTest, DefaultTargetIsTheBest) {
   TestWeights w(WeightType::kQ8_0, 8, 64, 105);
   std::vector<float> x = RandomValues(3 * 64, 205);
