@@ -1,13 +1,17 @@
-// MatMul's driver: quantizes activations, unpacks panels of weight rows into a per-thread
-// buffer once, and walks them in tiles with the target's kernels.
+// MatMul's driver: prepares activations, then walks the weight matrix in tiles with the target's
+// kernels (matmul_kernels.h).
 //
+//   quantized types: activations -> int8 per block of 32 (QuantizeActivationRow, all targets)
 //   for each thread's range of rows (or of tokens, when rows are too few to share):
-//     for each panel of `panel_rows` rows:      unpack / widen once (L2-sized)
-//       for each tile of token_tile tokens:
-//         for each tile of row_tile rows:       tile kernel over the whole reduction
+//     decode (tokens <= one token tile): tiles read rows in place (float types widen in
+//       registers; quantized tiles unpack 512 columns at a time, or a small panel on targets
+//       without a raw tile)
+//     prefill: for each panel of `panel_rows` rows (~192 KiB, L2): unpack / widen once into
+//       padded rows, then for each tile of tokens, for each tile of rows: the tile kernel
 //
-// Every output is computed by one tile call over all of k, so the split into threads, panels and
-// tiles never changes its bits.
+// Every output is computed by one tile call over the whole reduction, with an operation sequence
+// that does not depend on the tile's size or on where its weights were read from, so the split
+// into threads, panels, tiles and the decode/prefill choice never changes its bits.
 #include "kernels/matmul.h"
 
 #include <algorithm>
