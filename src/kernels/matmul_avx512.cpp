@@ -12,6 +12,7 @@
 //                min_acc[16] += w_min[b..b+15] * x_sum[b..b+15] over blocks b.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -221,11 +222,17 @@ struct PanelSource {
   const float* scale[NR];
 
   void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
-  void Use(int64_t c, int /*slot*/) {
+  void Use(int64_t c, int64_t /*n*/, int /*slot*/) {
     for (int r = 0; r < NR; ++r) {
       q[r] = w.q + (r0 + r) * w.cols + c;
       scale[r] = w.scale + (r0 + r) * (w.cols / 16) + c / 16;
     }
+  }
+  __m512i Codes(int r, int64_t offset, __mmask64 mask) const {
+    return _mm512_maskz_loadu_epi8(mask, q[r] + offset);
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 mask) const {
+    return ExpandGroupScales(_mm_maskz_loadu_ps(mask, scale[r] + offset / 16));
   }
   const float* Mins(int r) const { return w.min + (r0 + r) * (w.cols / 32); }
 };
@@ -263,11 +270,91 @@ struct RawSource {
                                    raw.has_min ? mins[r] + c / 32 : nullptr);
     }
   }
-  void Use(int64_t /*c*/, int slot) {
+  void Use(int64_t /*c*/, int64_t /*n*/, int slot) {
     for (int r = 0; r < NR; ++r) {
       q[r] = codes[slot][r];
       scale[r] = scales[slot][r];
     }
+  }
+  __m512i Codes(int r, int64_t offset, __mmask64 mask) const {
+    return _mm512_maskz_loadu_epi8(mask, q[r] + offset);
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 mask) const {
+    return ExpandGroupScales(_mm_maskz_loadu_ps(mask, scale[r] + offset / 16));
+  }
+  const float* Mins(int r) const { return mins[r]; }
+};
+
+// The 16 group scales of a Q4_K / Q5_K super-block, [d sc0, d sc0, d sc1, d sc1, ...], and its 8
+// mins -(dmin m_j) written to `mins`: the arithmetic of UnpackBlocks, so the same values.
+inline __m512 KGroupScales(const uint8_t* packed, uint16_t d_bits, uint16_t dmin_bits,
+                           float* mins) {
+  constexpr uint32_t kLow6 = 0x3F3F3F3Fu, kLow4 = 0x0F0F0F0Fu, kLow2 = 0x03030303u;
+  uint32_t words[4];  // after the shuffle: bytes 0-7 the scales, bytes 8-15 the mins
+  std::memcpy(words, packed, kKScaleBytes);
+  words[3] = ((words[2] >> 4) & kLow4) | (((words[1] >> 6) & kLow2) << 4);
+  const uint32_t low_mins = words[1] & kLow6;
+  words[1] = (words[2] & kLow4) | (((words[0] >> 6) & kLow2) << 4);
+  words[2] = low_mins;
+  words[0] &= kLow6;
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
+  const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d_bits)), sc);
+  const __m256 offsets = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin_bits)), mn);
+  _mm256_storeu_ps(mins, _mm256_xor_ps(offsets, _mm256_set1_ps(-0.0f)));
+  const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(scaled));
+}
+
+// Q4_K rows read straight from their blocks (decode): codes are split from the packed nibbles
+// in registers and scales kept in registers per super-block, with no unpacked copy. Same codes
+// and scales as UnpackBlocks produces, so the same bits as the other sources.
+template <int NR>
+struct Q4KSource {
+  Q4KSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
+
+  static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
+  const RawRows& raw;
+  int64_t r0;
+  const BlockQ4_K* blocks[NR];              // the current segment's first super-block per row
+  __m512 group_scales[NR][kPerSegment];     // [row][super-block of the segment]
+  alignas(64) float mins[NR][kMaxRawCols / 32];  // [NR][cols / 32], whole rows
+
+  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
+  void Use(int64_t c, int64_t n, int /*slot*/) {
+    const int64_t bytes = n / kQkK * static_cast<int64_t>(sizeof(BlockQ4_K));
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
+      blocks[r] = reinterpret_cast<const BlockQ4_K*>(row) + c / kQkK;
+      const uint8_t* next = row + NR * raw.row_bytes + c / kQkK * sizeof(BlockQ4_K);
+      for (int64_t line = 0; line < bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
+      }
+      for (int b = 0; b < kPerSegment; ++b) {
+        if (b * kQkK < n) {
+          const BlockQ4_K& block = blocks[r][b];
+          group_scales[r][b] =
+              KGroupScales(block.scales, block.d, block.dmin, mins[r] + (c + b * kQkK) / 32);
+        }
+      }
+    }
+  }
+  __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q4_K rows are whole chunks*/) const {
+    const uint8_t* packed = blocks[r][offset / kQkK].qs + (offset % kQkK) / 64 * 32;
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed));
+    const __m256i low_mask = _mm256_set1_epi8(0x0F);
+    const __m256i low = _mm256_and_si256(bytes, low_mask);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
+    // Chunk q of a super-block covers its groups 4q .. 4q + 3.
+    const int quarter = static_cast<int>((offset % kQkK) / 64);
+    const __m512i index = _mm512_add_epi32(
+        _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+        _mm512_set1_epi32(4 * quarter));
+    return _mm512_permutexvar_ps(index, group_scales[r][offset / kQkK]);
   }
   const float* Mins(int r) const { return mins[r]; }
 };
@@ -283,8 +370,8 @@ inline void QuantChunk(const QuantizedRows& x, int64_t t0, const Source& w, int6
   __m512i wv[NR];
   __m512 ws[NR];
   for (int r = 0; r < NR; ++r) {
-    wv[r] = _mm512_maskz_loadu_epi8(code_mask, w.q[r] + offset);
-    ws[r] = ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, w.scale[r] + offset / 16));
+    wv[r] = w.Codes(r, offset, code_mask);
+    ws[r] = w.Scales(r, offset, scale_mask);
   }
   for (int t = 0; t < MT; ++t) {
     const __m512i xv = _mm512_maskz_loadu_epi8(code_mask, x.q + (t0 + t) * cols + c);
@@ -316,7 +403,7 @@ void QuantTileCore(const QuantizedRows& x, int64_t t0, Source& w, bool has_min, 
     const int64_t n = std::min(kSegment, cols - segment);
     const int64_t next = segment + kSegment;
     if (next < cols) w.Prepare(next, std::min(kSegment, cols - next), static_cast<int>(slot ^ 1));
-    w.Use(segment, static_cast<int>(slot));
+    w.Use(segment, n, static_cast<int>(slot));
     int64_t offset = 0;
     for (; offset + 64 <= n; offset += 64) {
       QuantChunk<MT, NR, kZeroPoint>(x, t0, w, segment + offset, offset, ~__mmask64{0}, 0xF,
@@ -366,6 +453,11 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
 template <int MT, int NR, bool kZeroPoint>
 void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
                    int64_t y_stride) {
+  if (w.type == WeightType::kQ4_K) {
+    Q4KSource<NR> source(w, r0);
+    QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
+    return;
+  }
   RawSource<NR> source(w, r0);
   QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
 }
