@@ -317,8 +317,8 @@ struct Q4KSource {
   static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
   const RawRows& raw;
   int64_t r0;
-  const BlockQ4_K* blocks[NR];              // the current segment's first super-block per row
-  __m512 group_scales[NR][kPerSegment];     // [row][super-block of the segment]
+  const BlockQ4_K* blocks[NR];                   // the current segment's first super-block per row
+  __m512 group_scales[NR][kPerSegment];          // [row][super-block of the segment]
   alignas(64) float mins[NR][kMaxRawCols / 32];  // [NR][cols / 32], whole rows
 
   void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
@@ -351,9 +351,9 @@ struct Q4KSource {
   __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
     // Chunk q of a super-block covers its groups 4q .. 4q + 3.
     const int quarter = static_cast<int>((offset % kQkK) / 64);
-    const __m512i index = _mm512_add_epi32(
-        _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-        _mm512_set1_epi32(4 * quarter));
+    const __m512i index =
+        _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                         _mm512_set1_epi32(4 * quarter));
     return _mm512_permutexvar_ps(index, group_scales[r][offset / kQkK]);
   }
   const float* Mins(int r) const { return mins[r]; }
@@ -361,6 +361,69 @@ struct Q4KSource {
 
 // One chunk of 64 codes (or the masked last 32) at column c for every output of the tile;
 // `offset` is c within the source's current segment.
+// Q6_K rows read straight from their blocks (decode), like Q4KSource: the 6-bit codes of a
+// chunk are assembled in registers from ql and qh, and each super-block's 16 scales
+// d * scales[i] are kept in a register. Same values as UnpackBlocks.
+template <int NR>
+struct Q6KSource {
+  Q6KSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
+
+  static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
+  const RawRows& raw;
+  int64_t r0;
+  const BlockQ6_K* blocks[NR];           // the current segment's first super-block per row
+  __m512 group_scales[NR][kPerSegment];  // [row][super-block of the segment]
+
+  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
+  void Use(int64_t c, int64_t n, int /*slot*/) {
+    const int64_t bytes = n / kQkK * static_cast<int64_t>(sizeof(BlockQ6_K));
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
+      blocks[r] = reinterpret_cast<const BlockQ6_K*>(row) + c / kQkK;
+      const uint8_t* next = row + NR * raw.row_bytes + c / kQkK * sizeof(BlockQ6_K);
+      for (int64_t line = 0; line < bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
+      }
+      for (int b = 0; b < kPerSegment; ++b) {
+        if (b * kQkK < n) {
+          const BlockQ6_K& block = blocks[r][b];
+          const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales))));
+          group_scales[r][b] = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(block.d)), sc);
+        }
+      }
+    }
+  }
+  __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q6_K rows are whole chunks*/) const {
+    // A chunk is quarters (0, 1) or (2, 3) of one half: low or high nibbles of ql[0..31] and
+    // ql[32..63], with bit pairs (0, 2) or (4, 6) of qh[0..31].
+    const BlockQ6_K& block = blocks[r][offset / kQkK];
+    const int within = static_cast<int>(offset % kQkK);
+    const int half = within / 128;
+    const int shift = (within % 128) / 64 * 4;
+    const uint8_t* ql = block.ql + 64 * half;
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half));
+    const __m512i low = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32)), 1);
+    const __m512i high =
+        _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+    const __m512i low_bits =
+        _mm512_and_si512(_mm512_srli_epi16(low, shift), _mm512_set1_epi8(0x0F));
+    const __m512i high_bits =
+        _mm512_and_si512(_mm512_srli_epi16(high, shift), _mm512_set1_epi8(0x03));
+    return _mm512_or_si512(low_bits, _mm512_slli_epi16(high_bits, 4));
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
+    const int quarter = static_cast<int>((offset % kQkK) / 64);
+    const __m512i index =
+        _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                         _mm512_set1_epi32(4 * quarter));
+    return _mm512_permutexvar_ps(index, group_scales[r][offset / kQkK]);
+  }
+  const float* Mins(int /*r*/) const { return nullptr; }  // Q6_K has no mins
+};
+
 template <int MT, int NR, bool kZeroPoint, typename Source>
 inline void QuantChunk(const QuantizedRows& x, int64_t t0, const Source& w, int64_t c,
                        int64_t offset, __mmask64 code_mask, __mmask8 scale_mask, __m512i zero_bytes,
@@ -455,6 +518,11 @@ void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t
                    int64_t y_stride) {
   if (w.type == WeightType::kQ4_K) {
     Q4KSource<NR> source(w, r0);
+    QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
+    return;
+  }
+  if (w.type == WeightType::kQ6_K) {
+    Q6KSource<NR> source(w, r0);
     QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
     return;
   }
