@@ -1,19 +1,25 @@
-// MatMul's driver: quantizes activations, unpacks panels of weight rows into a per-thread
-// buffer once, and walks them in tiles with the target's kernels.
+// MatMul's driver: prepares activations, then walks the weight matrix in tiles with the target's
+// kernels (matmul_kernels.h).
 //
+//   quantized types: activations -> int8 per block of 32 (QuantizeActivationRow, all targets)
 //   for each thread's range of rows (or of tokens, when rows are too few to share):
-//     for each panel of `panel_rows` rows:      unpack / widen once (L2-sized)
-//       for each tile of token_tile tokens:
-//         for each tile of row_tile rows:       tile kernel over the whole reduction
+//     decode (tokens <= one token tile): tiles read rows in place (float types widen in
+//       registers; quantized tiles unpack 512 columns at a time, or a small panel on targets
+//       without a raw tile)
+//     prefill: for each panel of `panel_rows` rows (~192 KiB, L2): unpack / widen once into
+//       padded rows, then for each tile of tokens, for each tile of rows: the tile kernel
 //
-// Every output is computed by one tile call over all of k, so the split into threads, panels and
-// tiles never changes its bits.
+// Every output is computed by one tile call over the whole reduction, with an operation sequence
+// that does not depend on the tile's size or on where its weights were read from, so the split
+// into threads, panels, tiles and the decode/prefill choice never changes its bits.
+#include "kernels/matmul.h"
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
-#include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/unpacked.h"
 
@@ -33,6 +39,10 @@ uint8_t* ThreadScratch(Slot slot, size_t bytes) {
 }
 
 size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Row stride (in floats) of packed f32 rows: one cache line more than a multiple of 16, so that
+// rows 4 KiB apart do not compete for the same L1 sets.
+int64_t PaddedStride(int64_t cols) { return (cols + 15) / 16 * 16 + 16; }
 
 const TargetKernels& KernelsFor(CpuTarget target) {
   switch (target) {
@@ -60,53 +70,61 @@ int64_t PanelRows(int64_t bytes_per_row, int64_t budget, int row_tile) {
 struct Job {
   const TargetKernels* kernels;
   const WeightView* w;
-  const float* x;       // [tokens][cols] (float types)
-  QuantizedRows qx;     // quantized activations (quantized types)
+  const float* x;  // [tokens][x_stride] (float types)
+  int64_t x_stride;
+  QuantizedRows qx;  // quantized activations (quantized types)
   int64_t tokens;
-  float* y;             // [tokens][rows]
+  float* y;  // [tokens][rows]
   int64_t panel_rows;
-  bool decode;          // few tokens: weights are streamed once
+  bool decode;  // few tokens: weights are streamed once
 };
 
-void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin,
-                   int64_t t_end) {
+void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end) {
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
-  // Decode reads F16/BF16 weights straight from the matrix (each is used once); prefill widens
-  // a panel once and reuses it for every token tile. Widening is exact: same bits either way.
-  const bool widen = w.type != WeightType::kF32 && !job.decode;
-  float* panel = nullptr;  // [panel_rows][cols]
-  if (widen) {
-    panel = reinterpret_cast<float*>(
-        ThreadScratch(Slot::kPanel, job.panel_rows * cols * sizeof(float)));
-  }
   const size_t row_bytes = RowBytes(w.type, cols);
+  if (job.decode) {
+    // Each weight is used once: read rows straight from the matrix (F16/BF16 widened in the
+    // tile). Widening is exact, so this gives the bits the prefill panel gives.
+    for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
+      const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
+      for (int64_t r = r_begin; r < r_end; r += k.float_row_tile) {
+        const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, r_end - r));
+        k.float_tile(w.type, job.x + t * job.x_stride, job.x_stride, mt,
+                     static_cast<const uint8_t*>(w.data) + r * row_bytes, cols, nr, cols,
+                     job.y + t * w.rows + r, w.rows);
+      }
+    }
+    return;
+  }
+  // Prefill: widen (or copy) a panel of rows once and reuse it for every token tile. Rows are
+  // padded (PaddedStride) so that a tile's rows do not all fall into the same L1 sets.
+  const int64_t stride = PaddedStride(cols);
+  float* panel = reinterpret_cast<float*>(  // [panel_rows][stride]
+      ThreadScratch(Slot::kPanel, job.panel_rows * stride * sizeof(float)));
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
     const int64_t np = std::min(job.panel_rows, r_end - p);
-    const uint8_t* src = static_cast<const uint8_t*>(w.data) + p * row_bytes;
-    const void* wp = src;
-    WeightType type = w.type;
-    if (widen) {
-      k.widen(w.type, src, np * cols, panel);
-      wp = panel;
-      type = WeightType::kF32;
+    for (int64_t r = 0; r < np; ++r) {
+      const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
+      if (w.type == WeightType::kF32) {
+        std::memcpy(panel + r * stride, src, cols * sizeof(float));
+      } else {
+        k.widen(w.type, src, cols, panel + r * stride);
+      }
     }
-    const size_t element_bytes = type == WeightType::kF32 ? 4 : 2;
     for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
       for (int64_t r = 0; r < np; r += k.float_row_tile) {
         const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, np - r));
-        k.float_tile(type, job.x + t * cols, cols, mt,
-                     static_cast<const uint8_t*>(wp) + r * cols * element_bytes, cols, nr, cols,
-                     job.y + t * w.rows + p + r, w.rows);
+        k.float_tile(WeightType::kF32, job.x + t * job.x_stride, job.x_stride, mt,
+                     panel + r * stride, stride, nr, cols, job.y + t * w.rows + p + r, w.rows);
       }
     }
   }
 }
 
-void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin,
-                   int64_t t_end) {
+void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end) {
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
@@ -132,8 +150,8 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   const size_t scale_bytes = RoundUp64(job.panel_rows * (cols / kScaleGroup) * sizeof(float));
   const size_t min_bytes = RoundUp64(job.panel_rows * (cols / kMinGroup) * sizeof(float));
   uint8_t* scratch = ThreadScratch(Slot::kPanel, q_bytes + scale_bytes + min_bytes);
-  uint8_t* q = scratch;                                               // [panel_rows][cols]
-  float* scale = reinterpret_cast<float*>(scratch + q_bytes);         // [panel_rows][cols/16]
+  uint8_t* q = scratch;                                                    // [panel_rows][cols]
+  float* scale = reinterpret_cast<float*>(scratch + q_bytes);              // [panel_rows][cols/16]
   float* min = reinterpret_cast<float*>(scratch + q_bytes + scale_bytes);  // [panel_rows][cols/32]
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(w.type));
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
@@ -141,7 +159,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
     for (int64_t r = 0; r < np; ++r) {
       const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
       k.unpack(w.type, src, 0, blocks, q + r * cols, scale + r * (cols / kScaleGroup),
-                   has_min ? min + r * (cols / kMinGroup) : nullptr);
+               has_min ? min + r * (cols / kMinGroup) : nullptr);
     }
     UnpackedRows panel{.q = q,
                        .scale = scale,
@@ -161,15 +179,21 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
 }  // namespace
 
 void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, float* sum) {
+  // Round to nearest even without a libm call: for |v| <= 2^22, adding 1.5 * 2^23 leaves
+  // exactly the integer part in the mantissa (the current rounding mode is round-to-even), and
+  // subtracting it again is exact. Same result as std::nearbyint, and it vectorises.
+  constexpr float kRoundingMagic = 12582912.0f;
   for (int64_t b = 0; b < cols / 32; ++b) {
     const float* xb = x + b * 32;
     float amax = 0.0f;
     for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(xb[e]));
     const float scale = amax / 127.0f;
-    const float inverse = amax != 0.0f ? 127.0f / amax : 0.0f;
+    // Blocks of (near-)denormals quantize to zero: 127 / amax would overflow.
+    const float inverse = amax > 1e-30f ? 127.0f / amax : 0.0f;
     int32_t total = 0;
     for (int e = 0; e < 32; ++e) {
-      const int value = static_cast<int>(std::nearbyint(xb[e] * inverse));
+      const float rounded = (xb[e] * inverse + kRoundingMagic) - kRoundingMagic;
+      const int value = static_cast<int>(rounded);
       q[b * 32 + e] = static_cast<int8_t>(value);
       total += value;
     }
@@ -178,8 +202,8 @@ void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, fl
   }
 }
 
-void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens,
-                    float* y, ThreadPool& pool) {
+void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens, float* y,
+                    ThreadPool& pool) {
   REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
                 CpuTargetName(target));
   REPRISE_CHECK(IsSupportedWeightType(static_cast<uint32_t>(w.type)), "unsupported weight type");
@@ -193,8 +217,15 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   }
   const TargetKernels& kernels = KernelsFor(target);
   const int64_t cols = w.cols;
-  Job job{.kernels = &kernels, .w = &w, .x = x, .qx = {}, .tokens = tokens, .y = y,
-          .panel_rows = 0, .decode = false};
+  Job job{.kernels = &kernels,
+          .w = &w,
+          .x = x,
+          .x_stride = w.cols,
+          .qx = {},
+          .tokens = tokens,
+          .y = y,
+          .panel_rows = 0,
+          .decode = false};
   const bool quantized = IsQuantized(w.type);
   const int token_tile = quantized ? kernels.quant_token_tile : kernels.float_token_tile;
   const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
@@ -208,9 +239,9 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
     const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
     uint8_t* scratch = ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes);
-    int8_t* q = reinterpret_cast<int8_t*>(scratch);                           // [tokens][cols]
-    float* d = reinterpret_cast<float*>(scratch + q_bytes);                   // [tokens][cols/16]
-    float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);       // [tokens][cols/32]
+    int8_t* q = reinterpret_cast<int8_t*>(scratch);                      // [tokens][cols]
+    float* d = reinterpret_cast<float*>(scratch + q_bytes);              // [tokens][cols/16]
+    float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);  // [tokens][cols/32]
     pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t) {
         QuantizeActivationRow(x + t * cols, cols, q + t * cols, d + t * (cols / 16),
@@ -220,7 +251,20 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     job.qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols};
     job.panel_rows = PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, budget, row_tile);
   } else {
-    job.panel_rows = PanelRows(cols * 4, budget, row_tile);
+    job.panel_rows = PanelRows(PaddedStride(cols) * 4, budget, row_tile);
+    if (!decode) {
+      // Activations in padded rows too (see PaddedStride); copying them costs tokens * cols.
+      const int64_t stride = PaddedStride(cols);
+      float* padded = reinterpret_cast<float*>(  // [tokens][stride]
+          ThreadScratch(Slot::kActivations, tokens * stride * sizeof(float)));
+      pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
+        for (size_t t = begin; t < end; ++t) {
+          std::memcpy(padded + t * stride, x + t * cols, cols * sizeof(float));
+        }
+      });
+      job.x = padded;
+      job.x_stride = stride;
+    }
   }
   auto run = quantized ? RunQuantRange : RunFloatRange;
   const int64_t row_tiles = (w.rows + row_tile - 1) / row_tile;

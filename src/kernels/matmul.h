@@ -28,8 +28,8 @@ void MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, Threa
 // MatMul on a named target (tests, benchmarks); the target must be supported by this CPU.
 // MatMul itself uses BestCpuTarget(). Quantized weight types quantize each activation row per
 // block of 32 to int8 (the same way on every target) and use integer dot products.
-void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens,
-                    float* y, ThreadPool& pool);
+void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens, float* y,
+                    ThreadPool& pool);
 
 // The plain reference for tests: each weight row dequantized to f32, products summed in double
 // in column order, no activation quantization. Slow.

@@ -38,7 +38,9 @@ inline __m256i FirstLanes(int64_t n) {
 struct F32Weights {
   using Element = float;
   static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
-  static __m256 LoadMasked(int64_t n, const float* p) { return _mm256_maskload_ps(p, FirstLanes(n)); }
+  static __m256 LoadMasked(int64_t n, const float* p) {
+    return _mm256_maskload_ps(p, FirstLanes(n));
+  }
 };
 inline __m128i LoadFirstHalves(int64_t n, const uint16_t* p) {
   alignas(16) uint16_t part[8] = {};
@@ -100,8 +102,7 @@ void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_
 constexpr int kFloatTokenTile = 4;
 constexpr int kFloatRowTile = 3;
 
-using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*,
-                             int64_t);
+using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*, int64_t);
 
 template <typename Weights, int MT, int... NRs>
 constexpr auto FloatRowVariants(std::integer_sequence<int, NRs...>) {
@@ -226,8 +227,8 @@ void Widen(WeightType type, const void* src, int64_t n, float* dst) {
   if (type == WeightType::kF16) {
     for (; i + 8 <= n; i += 8) {
       _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
-      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
-                                    reinterpret_cast<const __m128i*>(bits + i))));
+      _mm256_storeu_ps(
+          dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits + i))));
     }
     for (; i < n; ++i) dst[i] = HalfToFloat(bits[i]);
   } else {

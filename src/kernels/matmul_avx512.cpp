@@ -10,13 +10,15 @@
 //                acc[16] += float(isum) * (w_scale * x_scale) of the lane's 16-group,
 //                then HorizontalSum(acc) + HorizontalSum(min_acc) for types with a min, where
 //                min_acc[16] += w_min[b..b+15] * x_sum[b..b+15] over blocks b.
-#include "kernels/simd.h"
-
 #include <algorithm>
 #include <array>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/simd.h"
 
 namespace reprise::kernels {
 
@@ -36,7 +38,9 @@ inline float HorizontalSum(__m512 v) {
 struct F32Weights {
   using Element = float;
   static __m512 Load(const float* p) { return _mm512_loadu_ps(p); }
-  static __m512 LoadMasked(__mmask16 mask, const float* p) { return _mm512_maskz_loadu_ps(mask, p); }
+  static __m512 LoadMasked(__mmask16 mask, const float* p) {
+    return _mm512_maskz_loadu_ps(mask, p);
+  }
 };
 struct F16Weights {
   using Element = uint16_t;
@@ -95,8 +99,7 @@ void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_
 constexpr int kFloatTokenTile = 6;
 constexpr int kFloatRowTile = 4;
 
-using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*,
-                             int64_t);
+using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*, int64_t);
 
 template <typename Weights, int MT, int... NRs>
 constexpr auto FloatRowVariants(std::integer_sequence<int, NRs...>) {
@@ -125,6 +128,87 @@ inline __m512 ExpandGroupScales(__m128 four) {
   return _mm512_permutexvar_ps(index, _mm512_castps128_ps512(four));
 }
 
+// UnpackBlocks for the legacy types, four blocks per step with 512-bit registers (byte-identical
+// to the scalar unpacker; KernelUnpackTest checks). Other types and leftovers go to the AVX2 one.
+template <typename Block>
+void LegacyBlocks512(WeightType type, const void* row, int64_t first, int64_t count, uint8_t* q,
+                     float* scale, float* min) {
+  constexpr bool kQ8 = std::is_same_v<Block, BlockQ8_0>;
+  constexpr bool kMin = std::is_same_v<Block, BlockQ4_1>;
+  const Block* blocks = static_cast<const Block*>(row) + first;
+  const __m512i low_mask = _mm512_set1_epi8(0x0F);
+  // 128-bit lanes [low0 high0 low1 high1] and [low2 high2 low3 high3] (qword indices into
+  // low = 0..7, high = 8..15).
+  const __m512i first_pair = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i second_pair = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m256i duplicate = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+  int64_t b = 0;
+  for (; b + 4 <= count; b += 4) {
+    const Block* p = blocks + b;
+    __m512i out0, out1;
+    if constexpr (kQ8) {
+      auto load = [](const Block& block) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
+      };
+      const __m512i offset = _mm512_set1_epi8(static_cast<char>(0x80));
+      out0 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load(p[0])), load(p[1]), 1),
+                              offset);
+      out1 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(load(p[2])), load(p[3]), 1),
+                              offset);
+    } else {
+      auto load = [](const Block& block) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+      };
+      __m512i packed = _mm512_castsi128_si512(load(p[0]));
+      packed = _mm512_inserti32x4(packed, load(p[1]), 1);
+      packed = _mm512_inserti32x4(packed, load(p[2]), 2);
+      packed = _mm512_inserti32x4(packed, load(p[3]), 3);
+      const __m512i low = _mm512_and_si512(packed, low_mask);
+      const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_mask);
+      out0 = _mm512_permutex2var_epi64(low, first_pair, high);
+      out1 = _mm512_permutex2var_epi64(low, second_pair, high);
+    }
+    _mm512_storeu_si512(q + b * 32, out0);
+    _mm512_storeu_si512(q + b * 32 + 64, out1);
+    __m128i d = _mm_cvtsi32_si128(p[0].d);
+    d = _mm_insert_epi16(d, p[1].d, 1);
+    d = _mm_insert_epi16(d, p[2].d, 2);
+    d = _mm_insert_epi16(d, p[3].d, 3);
+    const __m128 d4 = _mm_cvtph_ps(d);
+    _mm256_storeu_ps(scale + 2 * b,
+                     _mm256_permutevar8x32_ps(_mm256_castps128_ps256(d4), duplicate));
+    if constexpr (kMin) {
+      __m128i m = _mm_cvtsi32_si128(p[0].m);
+      m = _mm_insert_epi16(m, p[1].m, 1);
+      m = _mm_insert_epi16(m, p[2].m, 2);
+      m = _mm_insert_epi16(m, p[3].m, 3);
+      _mm_storeu_ps(min + b, _mm_cvtph_ps(m));
+    }
+  }
+  if (b < count) {
+    UnpackBlocksAvx2NoPrefetch(type, row, first + b, count - b, q + b * 32, scale + 2 * b,
+                               min != nullptr ? min + b : nullptr);
+  }
+}
+
+}  // namespace
+
+void UnpackBlocksAvx512NoPrefetch(WeightType type, const void* row, int64_t first_block,
+                                  int64_t num_blocks, uint8_t* q, float* scale, float* min) {
+  switch (type) {
+    case WeightType::kQ4_0:
+      return LegacyBlocks512<BlockQ4_0>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ4_1:
+      return LegacyBlocks512<BlockQ4_1>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ8_0:
+      return LegacyBlocks512<BlockQ8_0>(type, row, first_block, num_blocks, q, scale, min);
+    default:
+      return UnpackBlocksAvx2NoPrefetch(type, row, first_block, num_blocks, q, scale, min);
+  }
+}
+
+namespace {
+
 // Where a quantized tile finds its rows' unpacked weights, one segment of up to kSegment
 // columns at a time (a multiple of every block size).
 constexpr int64_t kSegment = 512;
@@ -137,18 +221,26 @@ struct PanelSource {
   const uint8_t* q[NR];
   const float* scale[NR];
 
-  void Segment(int64_t c, int64_t /*n*/) {
+  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
+  void Use(int64_t c, int64_t /*n*/, int /*slot*/) {
     for (int r = 0; r < NR; ++r) {
       q[r] = w.q + (r0 + r) * w.cols + c;
       scale[r] = w.scale + (r0 + r) * (w.cols / 16) + c / 16;
     }
   }
+  __m512i Codes(int r, int64_t offset, __mmask64 mask) const {
+    return _mm512_maskz_loadu_epi8(mask, q[r] + offset);
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 mask) const {
+    return ExpandGroupScales(_mm_maskz_loadu_ps(mask, scale[r] + offset / 16));
+  }
   const float* Mins(int r) const { return w.min + (r0 + r) * (w.cols / 32); }
 };
 
 // Rows still in their stored blocks (decode: each weight is used once). Each segment is
-// unpacked into L1 just before use, so memory reads overlap with the arithmetic; the codes
-// and scales are the same bytes a panel would hold.
+// unpacked into L1 one segment ahead of its use (two slots), so memory reads overlap with the
+// arithmetic and the unpacker's stores have retired before the tile loads them; the codes and
+// scales are the same bytes a panel would hold.
 template <int NR>
 struct RawSource {
   // The buffers are left uninitialised: each segment is written before it is read.
@@ -158,11 +250,11 @@ struct RawSource {
   int64_t r0;
   const uint8_t* q[NR];
   const float* scale[NR];
-  alignas(64) uint8_t codes[NR][kSegment];          // [NR][kSegment]
-  alignas(64) float scales[NR][kSegment / 16];      // [NR][kSegment / 16]
-  alignas(64) float mins[NR][kMaxRawCols / 32];     // [NR][cols / 32], whole rows
+  alignas(64) uint8_t codes[2][NR][kSegment];      // [slot][NR][kSegment]
+  alignas(64) float scales[2][NR][kSegment / 16];  // [slot][NR][kSegment / 16]
+  alignas(64) float mins[NR][kMaxRawCols / 32];    // [NR][cols / 32], whole rows
 
-  void Segment(int64_t c, int64_t n) {
+  void Prepare(int64_t c, int64_t n, int slot) {
     const int64_t block = static_cast<int64_t>(BlockElements(raw.type));
     const int64_t first_byte = c / block * static_cast<int64_t>(BlockBytes(raw.type));
     const int64_t bytes = n / block * static_cast<int64_t>(BlockBytes(raw.type));
@@ -173,28 +265,176 @@ struct RawSource {
       for (int64_t line = 0; line < bytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
       }
-      UnpackBlocksAvx2NoPrefetch(raw.type, raw.data + (r0 + r) * raw.row_bytes, c / block, n / block,
-                       codes[r], scales[r], raw.has_min ? mins[r] + c / 32 : nullptr);
-      q[r] = codes[r];
-      scale[r] = scales[r];
+      UnpackBlocksAvx512NoPrefetch(raw.type, raw.data + (r0 + r) * raw.row_bytes, c / block,
+                                   n / block, codes[slot][r], scales[slot][r],
+                                   raw.has_min ? mins[r] + c / 32 : nullptr);
     }
+  }
+  void Use(int64_t /*c*/, int64_t /*n*/, int slot) {
+    for (int r = 0; r < NR; ++r) {
+      q[r] = codes[slot][r];
+      scale[r] = scales[slot][r];
+    }
+  }
+  __m512i Codes(int r, int64_t offset, __mmask64 mask) const {
+    return _mm512_maskz_loadu_epi8(mask, q[r] + offset);
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 mask) const {
+    return ExpandGroupScales(_mm_maskz_loadu_ps(mask, scale[r] + offset / 16));
+  }
+  const float* Mins(int r) const { return mins[r]; }
+};
+
+// The 16 group scales of a Q4_K / Q5_K super-block, [d sc0, d sc0, d sc1, d sc1, ...], and its 8
+// mins -(dmin m_j) written to `mins`: the arithmetic of UnpackBlocks, so the same values.
+inline __m512 KGroupScales(const uint8_t* packed, uint16_t d_bits, uint16_t dmin_bits,
+                           float* mins) {
+  constexpr uint32_t kLow6 = 0x3F3F3F3Fu, kLow4 = 0x0F0F0F0Fu, kLow2 = 0x03030303u;
+  uint32_t words[4];  // after the shuffle: bytes 0-7 the scales, bytes 8-15 the mins
+  std::memcpy(words, packed, kKScaleBytes);
+  words[3] = ((words[2] >> 4) & kLow4) | (((words[1] >> 6) & kLow2) << 4);
+  const uint32_t low_mins = words[1] & kLow6;
+  words[1] = (words[2] & kLow4) | (((words[0] >> 6) & kLow2) << 4);
+  words[2] = low_mins;
+  words[0] &= kLow6;
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
+  const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d_bits)), sc);
+  const __m256 offsets = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin_bits)), mn);
+  _mm256_storeu_ps(mins, _mm256_xor_ps(offsets, _mm256_set1_ps(-0.0f)));
+  const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(scaled));
+}
+
+// Q4_K rows read straight from their blocks (decode): codes are split from the packed nibbles
+// in registers and scales kept in registers per super-block, with no unpacked copy. Same codes
+// and scales as UnpackBlocks produces, so the same bits as the other sources.
+template <int NR>
+struct Q4KSource {
+  Q4KSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
+
+  static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
+  const RawRows& raw;
+  int64_t r0;
+  const BlockQ4_K* blocks[NR];                   // the current segment's first super-block per row
+  __m512 group_scales[NR][kPerSegment];          // [row][super-block of the segment]
+  alignas(64) float mins[NR][kMaxRawCols / 32];  // [NR][cols / 32], whole rows
+
+  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
+  void Use(int64_t c, int64_t n, int /*slot*/) {
+    const int64_t bytes = n / kQkK * static_cast<int64_t>(sizeof(BlockQ4_K));
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
+      blocks[r] = reinterpret_cast<const BlockQ4_K*>(row) + c / kQkK;
+      const uint8_t* next = row + NR * raw.row_bytes + c / kQkK * sizeof(BlockQ4_K);
+      for (int64_t line = 0; line < bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
+      }
+      for (int b = 0; b < kPerSegment; ++b) {
+        if (b * kQkK < n) {
+          const BlockQ4_K& block = blocks[r][b];
+          group_scales[r][b] =
+              KGroupScales(block.scales, block.d, block.dmin, mins[r] + (c + b * kQkK) / 32);
+        }
+      }
+    }
+  }
+  __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q4_K rows are whole chunks*/) const {
+    const uint8_t* packed = blocks[r][offset / kQkK].qs + (offset % kQkK) / 64 * 32;
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed));
+    const __m256i low_mask = _mm256_set1_epi8(0x0F);
+    const __m256i low = _mm256_and_si256(bytes, low_mask);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
+    // Chunk q of a super-block covers its groups 4q .. 4q + 3.
+    const int quarter = static_cast<int>((offset % kQkK) / 64);
+    const __m512i index =
+        _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                         _mm512_set1_epi32(4 * quarter));
+    return _mm512_permutexvar_ps(index, group_scales[r][offset / kQkK]);
   }
   const float* Mins(int r) const { return mins[r]; }
 };
 
 // One chunk of 64 codes (or the masked last 32) at column c for every output of the tile;
 // `offset` is c within the source's current segment.
+// Q6_K rows read straight from their blocks (decode), like Q4KSource: the 6-bit codes of a
+// chunk are assembled in registers from ql and qh, and each super-block's 16 scales
+// d * scales[i] are kept in a register. Same values as UnpackBlocks.
+template <int NR>
+struct Q6KSource {
+  Q6KSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
+
+  static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
+  const RawRows& raw;
+  int64_t r0;
+  const BlockQ6_K* blocks[NR];           // the current segment's first super-block per row
+  __m512 group_scales[NR][kPerSegment];  // [row][super-block of the segment]
+
+  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
+  void Use(int64_t c, int64_t n, int /*slot*/) {
+    const int64_t bytes = n / kQkK * static_cast<int64_t>(sizeof(BlockQ6_K));
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
+      blocks[r] = reinterpret_cast<const BlockQ6_K*>(row) + c / kQkK;
+      const uint8_t* next = row + NR * raw.row_bytes + c / kQkK * sizeof(BlockQ6_K);
+      for (int64_t line = 0; line < bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
+      }
+      for (int b = 0; b < kPerSegment; ++b) {
+        if (b * kQkK < n) {
+          const BlockQ6_K& block = blocks[r][b];
+          const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales))));
+          group_scales[r][b] = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(block.d)), sc);
+        }
+      }
+    }
+  }
+  __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q6_K rows are whole chunks*/) const {
+    // A chunk is quarters (0, 1) or (2, 3) of one half: low or high nibbles of ql[0..31] and
+    // ql[32..63], with bit pairs (0, 2) or (4, 6) of qh[0..31].
+    const BlockQ6_K& block = blocks[r][offset / kQkK];
+    const int within = static_cast<int>(offset % kQkK);
+    const int half = within / 128;
+    const int shift = (within % 128) / 64 * 4;
+    const uint8_t* ql = block.ql + 64 * half;
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half));
+    const __m512i low = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32)), 1);
+    const __m512i high =
+        _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+    const __m512i low_bits =
+        _mm512_and_si512(_mm512_srli_epi16(low, shift), _mm512_set1_epi8(0x0F));
+    const __m512i high_bits =
+        _mm512_and_si512(_mm512_srli_epi16(high, shift), _mm512_set1_epi8(0x03));
+    return _mm512_or_si512(low_bits, _mm512_slli_epi16(high_bits, 4));
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
+    const int quarter = static_cast<int>((offset % kQkK) / 64);
+    const __m512i index =
+        _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                         _mm512_set1_epi32(4 * quarter));
+    return _mm512_permutexvar_ps(index, group_scales[r][offset / kQkK]);
+  }
+  const float* Mins(int /*r*/) const { return nullptr; }  // Q6_K has no mins
+};
+
 template <int MT, int NR, bool kZeroPoint, typename Source>
 inline void QuantChunk(const QuantizedRows& x, int64_t t0, const Source& w, int64_t c,
-                       int64_t offset, __mmask64 code_mask, __mmask8 scale_mask,
-                       __m512i zero_bytes, __m512 (&acc)[MT][NR]) {
+                       int64_t offset, __mmask64 code_mask, __mmask8 scale_mask, __m512i zero_bytes,
+                       __m512 (&acc)[MT][NR]) {
   const int64_t cols = x.cols;
   const int64_t groups = cols / 16;
   __m512i wv[NR];
   __m512 ws[NR];
   for (int r = 0; r < NR; ++r) {
-    wv[r] = _mm512_maskz_loadu_epi8(code_mask, w.q[r] + offset);
-    ws[r] = ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, w.scale[r] + offset / 16));
+    wv[r] = w.Codes(r, offset, code_mask);
+    ws[r] = w.Scales(r, offset, scale_mask);
   }
   for (int t = 0; t < MT; ++t) {
     const __m512i xv = _mm512_maskz_loadu_epi8(code_mask, x.q + (t0 + t) * cols + c);
@@ -221,9 +461,12 @@ void QuantTileCore(const QuantizedRows& x, int64_t t0, Source& w, bool has_min, 
   for (int t = 0; t < MT; ++t) {
     for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_setzero_ps();
   }
-  for (int64_t segment = 0; segment < cols; segment += kSegment) {
+  w.Prepare(0, std::min(kSegment, cols), 0);
+  for (int64_t segment = 0, slot = 0; segment < cols; segment += kSegment, slot ^= 1) {
     const int64_t n = std::min(kSegment, cols - segment);
-    w.Segment(segment, n);
+    const int64_t next = segment + kSegment;
+    if (next < cols) w.Prepare(next, std::min(kSegment, cols - next), static_cast<int>(slot ^ 1));
+    w.Use(segment, n, static_cast<int>(slot));
     int64_t offset = 0;
     for (; offset + 64 <= n; offset += 64) {
       QuantChunk<MT, NR, kZeroPoint>(x, t0, w, segment + offset, offset, ~__mmask64{0}, 0xF,
@@ -273,6 +516,16 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
 template <int MT, int NR, bool kZeroPoint>
 void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
                    int64_t y_stride) {
+  if (w.type == WeightType::kQ4_K) {
+    Q4KSource<NR> source(w, r0);
+    QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
+    return;
+  }
+  if (w.type == WeightType::kQ6_K) {
+    Q6KSource<NR> source(w, r0);
+    QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
+    return;
+  }
   RawSource<NR> source(w, r0);
   QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
 }
@@ -310,8 +563,8 @@ void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w
   variants[mt - 1].first[nr - 1](x, t0, w, r0, y, y_stride);
 }
 
-void QuantTileRaw(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
-                  int nr, float* y, int64_t y_stride) {
+void QuantTileRaw(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0, int nr,
+                  float* y, int64_t y_stride) {
   const auto& variants = w.zero_point != 0 ? kQuantWithZero : kQuantWithoutZero;
   variants[mt - 1].second[nr - 1](x, t0, w, r0, y, y_stride);
 }
@@ -325,15 +578,15 @@ void Widen(WeightType type, const void* src, int64_t n, float* dst) {
   if (type == WeightType::kF16) {
     for (; i + 16 <= n; i += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
-      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                    reinterpret_cast<const __m256i*>(bits + i))));
+      _mm512_storeu_ps(
+          dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i))));
     }
     for (; i < n; ++i) dst[i] = HalfToFloat(bits[i]);
   } else {
     for (; i + 16 <= n; i += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
-      const __m512i wide = _mm512_cvtepu16_epi32(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i)));
+      const __m512i wide =
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + i)));
       _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
     }
     for (; i < n; ++i) dst[i] = Bfloat16ToFloat(bits[i]);

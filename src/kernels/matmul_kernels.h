@@ -14,17 +14,17 @@ namespace reprise::kernels {
 
 // Activation rows quantized per block of 32 for the integer kernels.
 struct QuantizedRows {
-  const int8_t* q = nullptr;    // [tokens][cols]   values in [-127, 127]
-  const float* d = nullptr;     // [tokens][cols / 16] scale of each 16 (both of a block's equal)
-  const float* sum = nullptr;   // [tokens][cols / 32] d * sum of the block's q
+  const int8_t* q = nullptr;   // [tokens][cols]   values in [-127, 127]
+  const float* d = nullptr;    // [tokens][cols / 16] scale of each 16 (both of a block's equal)
+  const float* sum = nullptr;  // [tokens][cols / 32] d * sum of the block's q
   int64_t cols = 0;
 };
 
 // Weight rows in the unpacked integer form (see unpacked.h).
 struct UnpackedRows {
-  const uint8_t* q = nullptr;     // [rows][cols]
-  const float* scale = nullptr;   // [rows][cols / 16]
-  const float* min = nullptr;     // [rows][cols / 32], or null for types without a min
+  const uint8_t* q = nullptr;    // [rows][cols]
+  const float* scale = nullptr;  // [rows][cols / 16]
+  const float* min = nullptr;    // [rows][cols / 32], or null for types without a min
   int64_t cols = 0;
   int zero_point = 0;
 };
@@ -56,13 +56,13 @@ struct TargetKernels {
                      int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
 
   // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr.
-  void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w,
-                     int64_t r0, int nr, float* y, int64_t y_stride) = nullptr;
+  void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
+                     int nr, float* y, int64_t y_stride) = nullptr;
 
   // As quant_tile, reading rows r0 .. r0 + nr - 1 of `w` in their stored blocks; gives the same
   // bits as quant_tile on the same rows unpacked. Optional (null: the driver unpacks a panel).
-  void (*quant_tile_raw)(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w,
-                         int64_t r0, int nr, float* y, int64_t y_stride) = nullptr;
+  void (*quant_tile_raw)(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
+                         int nr, float* y, int64_t y_stride) = nullptr;
 
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
@@ -79,12 +79,16 @@ void UnpackBlocksAvx2(WeightType type, const void* row, int64_t first_block, int
                       uint8_t* q, float* scale, float* min);
 void UnpackBlocksAvx2NoPrefetch(WeightType type, const void* row, int64_t first_block,
                                 int64_t num_blocks, uint8_t* q, float* scale, float* min);
+// As UnpackBlocksAvx2NoPrefetch, with AVX-512 for Q4_0, Q4_1 and Q8_0 (matmul_avx512.cpp).
+void UnpackBlocksAvx512NoPrefetch(WeightType type, const void* row, int64_t first_block,
+                                  int64_t num_blocks, uint8_t* q, float* scale, float* min);
 
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();
 const TargetKernels& Avx512Kernels();
 
-// Quantizes one activation row per block of 32: d = max|x| / 127, q = round_even(x * 127 / max|x|).
+// Quantizes one activation row per block of 32: d = max|x| / 127, q = round_even(x * 127 / max|x|)
+// (q = 0 when max|x| <= 1e-30).
 // Shared by every target, so all targets see the same quantized activations.
 //   x: [cols], q: [cols], d: [cols / 16], sum: [cols / 32]
 void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, float* sum);

@@ -16,9 +16,10 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* o
 }
 
 void Rope(float* x, int num_heads, int32_t position, const RopeParams& params) {
-  REPRISE_CHECK(params.rope_dim % 2 == 0 && params.rope_dim <= params.head_dim && params.rope_dim > 0,
-                "rope_dim {} must be even, positive and at most head_dim {}", params.rope_dim,
-                params.head_dim);
+  REPRISE_CHECK(
+      params.rope_dim % 2 == 0 && params.rope_dim <= params.head_dim && params.rope_dim > 0,
+      "rope_dim {} must be even, positive and at most head_dim {}", params.rope_dim,
+      params.head_dim);
   const int half = params.rope_dim / 2;
   for (int i = 0; i < half; ++i) {
     // theta_i = position * freq_scale * freq_base^(-2i / rope_dim) [/ freq_factors[i]], in double

@@ -87,8 +87,8 @@ void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float*
 void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
                     std::span<const int32_t> block_table, int num_positions, float scale,
                     float* out) {
-  PagedAttentionOnTarget(BestCpuTarget(), kv, layer, kv_head, q, group, block_table,
-                         num_positions, scale, out);
+  PagedAttentionOnTarget(BestCpuTarget(), kv, layer, kv_head, q, group, block_table, num_positions,
+                         scale, out);
 }
 
 void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
@@ -102,9 +102,8 @@ void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int 
   REPRISE_CHECK(block_size >= 1 && block_size <= kMaxBlockSize, "block size {} unsupported",
                 block_size);
   REPRISE_CHECK(head_dim >= 1 && head_dim <= kMaxHeadDim, "head_dim {} unsupported", head_dim);
-  REPRISE_CHECK(num_positions >= 0 &&
-                    static_cast<int64_t>(num_positions) <=
-                        static_cast<int64_t>(block_table.size()) * block_size,
+  REPRISE_CHECK(num_positions >= 0 && static_cast<int64_t>(num_positions) <=
+                                          static_cast<int64_t>(block_table.size()) * block_size,
                 "{} positions but the block table covers {}", num_positions,
                 block_table.size() * block_size);
   REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && kv_head >= 0 && kv_head < kv.n_kv_head,
@@ -130,8 +129,8 @@ void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float
   float running_sum[kMaxGroup];
   std::fill(running_max, running_max + group, -std::numeric_limits<float>::infinity());
   std::fill(running_sum, running_sum + group, 0.0f);
-  float row[kMaxHeadDim];        // [head_dim]
-  float scores[kMaxBlockSize];   // [block_size]
+  float row[kMaxHeadDim];       // [head_dim]
+  float scores[kMaxBlockSize];  // [block_size]
   const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kv.type);
 
   const int num_blocks = (num_positions + block_size - 1) / block_size;

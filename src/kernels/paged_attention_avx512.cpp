@@ -3,7 +3,8 @@
 //
 //   for each KV block in order:
 //     s[g][j] = scale * HorizontalSum(sum over 16-wide chunks of q[g] * k[j])
-//     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (in j order)
+//     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (in j order;
+//     exp(s - m') by a fixed polynomial, ExpNonPositive)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
 //   out = acc * (1 / l)
 //
@@ -40,14 +41,32 @@ inline __m512 LoadRow(const uint8_t* row, int offset, __mmask16 mask) {
   }
 }
 
+// exp(x) for x <= 0 (Cephes' expf polynomial, about 1 ulp; deterministic): x = n ln2 + r,
+// e^r by a degree-7 polynomial, times 2^n. Arguments below -104 give 0.
+inline __m512 ExpNonPositive(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+
 inline __mmask16 ChunkMask(int head_dim, int offset) {
   const int n = std::min(16, head_dim - offset);
   return static_cast<__mmask16>((1u << n) - 1);
 }
 
-constexpr int kGroupStep = 4;     // query heads whose dot products are accumulated together
-constexpr int kValueHeads = 4;    // query heads x
-constexpr int kValueChunks = 4;   //   16-wide chunks of V accumulated in registers
+constexpr int kGroupStep = 4;    // query heads whose dot products are accumulated together
+constexpr int kValueHeads = 4;   // query heads x
+constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
 template <KvType kType>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
@@ -102,17 +121,21 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
       const float new_max = std::max(running_max[g], block_max);
       const float correction = std::exp(running_max[g] - new_max);
       float sum = running_sum[g] * correction;
-      for (int j = 0; j < filled; ++j) {
-        scores[g][j] = std::exp(scores[g][j] - new_max);
-        sum += scores[g][j];
+      const __m512 max = _mm512_set1_ps(new_max);
+      for (int j = 0; j < filled; j += 16) {
+        const __mmask16 mask = ChunkMask(filled, j);
+        const __m512 s = _mm512_maskz_loadu_ps(mask, scores[g] + j);
+        _mm512_mask_storeu_ps(scores[g] + j, mask, ExpNonPositive(_mm512_sub_ps(s, max)));
       }
+      for (int j = 0; j < filled; ++j) sum += scores[g][j];
       running_max[g] = new_max;
       running_sum[g] = sum;
       float* acc = out + static_cast<int64_t>(g) * head_dim;
       const __m512 c = _mm512_set1_ps(correction);
       for (int d = 0; d < head_dim; d += 16) {
         const __mmask16 mask = ChunkMask(head_dim, d);
-        _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
+        _mm512_mask_storeu_ps(acc + d, mask,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
       }
     }
     // acc[g][d] = fma(p[g][j], v[j][d], acc[g][d]) for j in order, with a tile of 4 heads x 64
@@ -156,7 +179,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
     float* acc = out + static_cast<int64_t>(g) * head_dim;
     for (int d = 0; d < head_dim; d += 16) {
       const __mmask16 mask = ChunkMask(head_dim, d);
-      _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), inverse));
+      _mm512_mask_storeu_ps(acc + d, mask,
+                            _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), inverse));
     }
   }
 }

@@ -16,47 +16,47 @@ inline constexpr int kKScaleBytes = 12;
 
 // w = d * (q - 8), q in [0, 15]
 struct BlockQ4_0 {
-  uint16_t d;                // f16
+  uint16_t d;  // f16
   uint8_t qs[kQk / 2];
 };
 // w = d * q + m, q in [0, 15]
 struct BlockQ4_1 {
-  uint16_t d;                // f16
-  uint16_t m;                // f16
+  uint16_t d;  // f16
+  uint16_t m;  // f16
   uint8_t qs[kQk / 2];
 };
 // w = d * (q - 16), q in [0, 31]; bit j of qh (little endian u32) is bit 4 of element j
 struct BlockQ5_0 {
-  uint16_t d;                // f16
+  uint16_t d;  // f16
   uint8_t qh[4];
   uint8_t qs[kQk / 2];
 };
 // w = d * q + m, q in [0, 31]
 struct BlockQ5_1 {
-  uint16_t d;                // f16
-  uint16_t m;                // f16
+  uint16_t d;  // f16
+  uint16_t m;  // f16
   uint8_t qh[4];
   uint8_t qs[kQk / 2];
 };
 // w = d * q, q in [-128, 127]
 struct BlockQ8_0 {
-  uint16_t d;                // f16
+  uint16_t d;  // f16
   int8_t qs[kQk];
 };
 // 8 sub-blocks of 32, each with a 6-bit scale sc and min m (packed in `scales`, see
 // GetScaleMinK4): w = d * sc * q - dmin * m, q in [0, 15]. Sub-blocks 2i and 2i + 1 share the
 // 32 bytes qs[32 i .. 32 i + 31]: low nibbles then high nibbles.
 struct BlockQ4_K {
-  uint16_t d;                // f16
-  uint16_t dmin;             // f16
+  uint16_t d;     // f16
+  uint16_t dmin;  // f16
   uint8_t scales[kKScaleBytes];
   uint8_t qs[kQkK / 2];
 };
 // As Q4_K with a fifth bit: bit (2i) of qh[l] is bit 4 of element l of sub-block 2i, bit (2i + 1)
 // that of element l of sub-block 2i + 1.
 struct BlockQ5_K {
-  uint16_t d;                // f16
-  uint16_t dmin;             // f16
+  uint16_t d;     // f16
+  uint16_t dmin;  // f16
   uint8_t scales[kKScaleBytes];
   uint8_t qh[kQkK / 8];
   uint8_t qs[kQkK / 2];
@@ -71,7 +71,7 @@ struct BlockQ6_K {
   uint8_t ql[kQkK / 2];
   uint8_t qh[kQkK / 4];
   int8_t scales[kQkK / 16];
-  uint16_t d;                // f16
+  uint16_t d;  // f16
 };
 
 static_assert(sizeof(BlockQ4_0) == 18);

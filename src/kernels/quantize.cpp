@@ -47,7 +47,8 @@ void QuantizeSymmetric(const float* x, int zero, Block* block, uint8_t* codes) {
   uint16_t d_half = FloatToHalf(max / -static_cast<float>(zero));
   float d = HalfToFloat(d_half);
   float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int j = 0; j < kQk; ++j) codes[j] = ClampCode(RoundToInt(x[j] * inverse) + zero, 2 * zero - 1);
+  for (int j = 0; j < kQk; ++j)
+    codes[j] = ClampCode(RoundToInt(x[j] * inverse) + zero, 2 * zero - 1);
   block->d = d_half;
 }
 
@@ -134,7 +135,8 @@ void QuantizeQ5K(const float* x, BlockQ5_K* block) {
       uint8_t lo = codes[pair * 64 + l];
       uint8_t hi = codes[pair * 64 + kQk + l];
       block->qs[pair * kQk + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
-      block->qh[l] |= static_cast<uint8_t>(((lo >> 4) << (2 * pair)) | ((hi >> 4) << (2 * pair + 1)));
+      block->qh[l] |=
+          static_cast<uint8_t>(((lo >> 4) << (2 * pair)) | ((hi >> 4) << (2 * pair + 1)));
     }
   }
 }

@@ -23,11 +23,15 @@ inline void PrefetchAhead(const void* p, int lines) {
   for (int i = 0; i < lines; ++i) _mm_prefetch(ahead + 64 * i, _MM_HINT_T0);
 }
 
-inline __m128i Load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m128i Load16(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
 inline __m256i Load32(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
-inline void Store32(uint8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+inline void Store32(uint8_t* p, __m256i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
 
 // 16 packed bytes -> 32 codes: low nibbles (elements 0-15), then high nibbles (16-31).
 inline __m256i Nibbles(const uint8_t* qs) {
@@ -43,10 +47,10 @@ inline __m256i FifthBits(const uint8_t* qh_bytes) {
   uint32_t qh;
   std::memcpy(&qh, qh_bytes, sizeof(qh));
   // Byte j looks at byte j / 8 of the mask, then at bit j % 8 of it.
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(qh)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                       3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
@@ -93,7 +97,8 @@ inline void KScalesAndMins(const uint8_t* packed, float d, float dmin, float* sc
   const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
   const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
   const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(d), sc);
-  _mm256_storeu_ps(scale, _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3)));
+  _mm256_storeu_ps(scale,
+                   _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3)));
   _mm256_storeu_ps(scale + 8,
                    _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)));
   const __m256 offsets = _mm256_mul_ps(_mm256_set1_ps(dmin), mn);
@@ -161,8 +166,9 @@ void Q6KBlocks(const void* row, int64_t first, int64_t count, uint8_t* q, float*
     const __m128i scales = Load16(reinterpret_cast<const uint8_t*>(block.scales));
     float* s = scale + b * (kQkK / kScaleGroup);
     _mm256_storeu_ps(s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(scales))));
-    _mm256_storeu_ps(s + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                                                 _mm_srli_si128(scales, 8)))));
+    _mm256_storeu_ps(
+        s + 8,
+        _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(scales, 8)))));
   }
 }
 

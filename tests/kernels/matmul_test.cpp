@@ -45,7 +45,7 @@ std::vector<double> Magnitudes(const WeightView& w, const std::vector<float>& x,
 }
 
 std::vector<float> RunMatMul(CpuTarget target, const WeightView& w, const std::vector<float>& x,
-                       int64_t tokens, int threads) {
+                             int64_t tokens, int threads) {
   ThreadPool pool(threads);
   std::vector<float> y(tokens * w.rows, std::nanf(""));
   MatMulOnTarget(target, w, x.data(), tokens, y.data(), pool);
@@ -64,10 +64,10 @@ TEST(KernelMatMulTest, EveryTargetMatchesReference) {
       std::vector<double> magnitude = Magnitudes(w.view, x, tokens);
       std::vector<float> y = RunMatMul(target, w.view, x, tokens, 2);
       // Quantized types quantize activations to int8 per 32: a looser bound.
-      const double tolerance = (type == WeightType::kF32 || type == WeightType::kF16 ||
-                                type == WeightType::kBF16)
-                                   ? 1e-5
-                                   : 1e-2;
+      const double tolerance =
+          (type == WeightType::kF32 || type == WeightType::kF16 || type == WeightType::kBF16)
+              ? 1e-5
+              : 1e-2;
       for (int64_t i = 0; i < tokens * rows; ++i) {
         ASSERT_NEAR(y[i], reference[i], tolerance * magnitude[i] + 1e-6)
             << CpuTargetName(target) << " " << WeightTypeName(type) << " index " << i;
@@ -99,7 +99,7 @@ TEST(KernelMatMulTest, SimdTargetsMatchScalarTarget) {
 }
 
 TEST(KernelMatMulTest, FloatColumnsWithTail) {
-  const int64_t tokens = 6, rows = 13, cols = 100;  // not a multiple of any vector width
+  const int64_t tokens = 19, rows = 13, cols = 100;  // not a multiple of any vector width
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
       TestWeights w(type, rows, cols, 102);
@@ -141,14 +141,31 @@ TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
             for (int64_t start : {int64_t{0}, int64_t{64} - batch}) {
               std::vector<float> y(batch * rows);
               MatMulOnTarget(target, w.view, x.data() + start * cols, batch, y.data(), pool);
-              ASSERT_EQ(std::memcmp(y.data(), alone.data() + start * rows,
-                                    y.size() * sizeof(float)),
-                        0)
+              ASSERT_EQ(
+                  std::memcmp(y.data(), alone.data() + start * rows, y.size() * sizeof(float)), 0)
                   << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
                   << " batch " << batch << " start " << start << " threads " << threads;
             }
           }
         }
+      }
+    }
+  }
+}
+
+TEST(KernelMatMulTest, FloatTailRowsStayExact) {
+  const int64_t rows = 13, cols = 100;
+  for (CpuTarget target : SupportedTargets()) {
+    for (WeightType type : {WeightType::kF32, WeightType::kF16, WeightType::kBF16}) {
+      TestWeights w(type, rows, cols, 106);
+      std::vector<float> x = RandomValues(19 * cols, 206);
+      std::vector<float> batch = RunMatMul(target, w.view, x, 19, 2);
+      ThreadPool pool(1);
+      for (int64_t t = 0; t < 19; ++t) {
+        std::vector<float> one(rows);
+        MatMulOnTarget(target, w.view, x.data() + t * cols, 1, one.data(), pool);
+        ASSERT_EQ(std::memcmp(one.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
+            << CpuTargetName(target) << " " << WeightTypeName(type) << " token " << t;
       }
     }
   }
@@ -176,7 +193,23 @@ TEST(KernelMatMulTest, ManyPanelsStayExact) {
 TEST(KernelCpuTargetTest, ScalarAlwaysAndBestSupported) {
   EXPECT_TRUE(CpuTargetSupported(CpuTarget::kScalar));
   EXPECT_TRUE(CpuTargetSupported(BestCpuTarget()));
-  for (CpuTarget t : SupportedTargets()) std::printf("supported target: %s\n", CpuTargetName(t).data());
+  for (CpuTarget t : SupportedTargets())
+    std::printf("supported target: %s\n", CpuTargetName(t).data());
+}
+
+TEST(KernelMatMulTest, TinyAndZeroActivationBlocks) {
+  TestWeights w(WeightType::kQ4_0, 4, 96, 107);
+  std::vector<float> x(96, 0.0f);
+  for (int i = 32; i < 64; ++i) x[i] = 1e-40f;  // denormals
+  x[70] = 1.0f;
+  for (CpuTarget target : SupportedTargets()) {
+    std::vector<float> y = RunMatMul(target, w.view, x, 1, 1);
+    std::vector<float> row(96);
+    for (int64_t r = 0; r < 4; ++r) {
+      DequantizeRow(w.view, r, row.data());
+      EXPECT_NEAR(y[r], row[70], 1e-6) << CpuTargetName(target);
+    }
+  }
 }
 
 TEST(KernelMatMulTest, DefaultTargetIsTheBest) {

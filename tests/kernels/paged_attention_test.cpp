@@ -88,54 +88,54 @@ std::vector<float> NaiveAttention(const std::vector<float>& q, int group, int he
 TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
   const int n_kv_head = 2, group = 4, block_size = 16;
   for (CpuTarget target : Targets())
-  for (int head_dim : {64, 80})
-  for (KvType type : {KvType::kF32, KvType::kF16}) {
-    for (int n : {1, 15, 16, 17, 100}) {
-      TestCache cache(type, 12, block_size, 2, n_kv_head, head_dim);
-      std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1};
-      std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 10, 2.0f);
-      std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 11);
-      cache.Fill(1, table, k, v, n);
-      std::vector<float> q = RandomValues(group * head_dim, 12, 2.0f);
-      const float scale = 1.0f / std::sqrt(float(head_dim));
-      for (int kv_head = 0; kv_head < n_kv_head; ++kv_head) {
-        std::vector<float> out(group * head_dim);
-        PagedAttentionOnTarget(target, cache.kv, 1, kv_head, q.data(), group, table, n, scale,
-                               out.data());
-        std::vector<float> expected =
-            NaiveAttention(q, group, head_dim, k, v, n_kv_head, kv_head, n, scale, type);
-        for (int i = 0; i < group * head_dim; ++i) {
-          ASSERT_NEAR(out[i], expected[i], 2e-5)
-              << CpuTargetName(target) << " head_dim " << head_dim << " n " << n << " head "
-              << kv_head;
+    for (int head_dim : {64, 80})
+      for (KvType type : {KvType::kF32, KvType::kF16}) {
+        for (int n : {1, 15, 16, 17, 100}) {
+          TestCache cache(type, 12, block_size, 2, n_kv_head, head_dim);
+          std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1};
+          std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 10, 2.0f);
+          std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 11);
+          cache.Fill(1, table, k, v, n);
+          std::vector<float> q = RandomValues(group * head_dim, 12, 2.0f);
+          const float scale = 1.0f / std::sqrt(float(head_dim));
+          for (int kv_head = 0; kv_head < n_kv_head; ++kv_head) {
+            std::vector<float> out(group * head_dim);
+            PagedAttentionOnTarget(target, cache.kv, 1, kv_head, q.data(), group, table, n, scale,
+                                   out.data());
+            std::vector<float> expected =
+                NaiveAttention(q, group, head_dim, k, v, n_kv_head, kv_head, n, scale, type);
+            for (int i = 0; i < group * head_dim; ++i) {
+              ASSERT_NEAR(out[i], expected[i], 2e-5)
+                  << CpuTargetName(target) << " head_dim " << head_dim << " n " << n << " head "
+                  << kv_head;
+            }
+          }
         }
       }
-    }
-  }
 }
 
 // The same positions stored in other blocks, with other garbage around, give the same bits.
 TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
   const int head_dim = 64, n_kv_head = 2, group = 2, block_size = 16, n = 70;
   for (CpuTarget target : Targets())
-  for (KvType type : {KvType::kF32, KvType::kF16}) {
-    std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 20);
-    std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 21);
-    std::vector<float> q = RandomValues(group * head_dim, 22);
-    TestCache a(type, 10, block_size), b(type, 10, block_size);
-    std::vector<int32_t> table_a = {0, 1, 2, 3, 4}, table_b = {9, 3, 6, 0, 5};
-    a.Fill(0, table_a, k, v, n);
-    b.Fill(0, table_b, k, v, n);
-    std::vector<float> out_a(group * head_dim), out_b(group * head_dim);
-    PagedAttentionOnTarget(target, a.kv, 0, 1, q.data(), group, table_a, n, 0.125f, out_a.data());
-    PagedAttentionOnTarget(target, b.kv, 0, 1, q.data(), group, table_b, n, 0.125f, out_b.data());
-    EXPECT_EQ(std::memcmp(out_a.data(), out_b.data(), out_a.size() * sizeof(float)), 0);
-    // A head's result does not depend on the other heads of its group either.
-    std::vector<float> alone(head_dim);
-    PagedAttentionOnTarget(target, a.kv, 0, 1, q.data() + head_dim, 1, table_a, n, 0.125f,
-                           alone.data());
-    EXPECT_EQ(std::memcmp(alone.data(), out_a.data() + head_dim, head_dim * sizeof(float)), 0);
-  }
+    for (KvType type : {KvType::kF32, KvType::kF16}) {
+      std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 20);
+      std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 21);
+      std::vector<float> q = RandomValues(group * head_dim, 22);
+      TestCache a(type, 10, block_size), b(type, 10, block_size);
+      std::vector<int32_t> table_a = {0, 1, 2, 3, 4}, table_b = {9, 3, 6, 0, 5};
+      a.Fill(0, table_a, k, v, n);
+      b.Fill(0, table_b, k, v, n);
+      std::vector<float> out_a(group * head_dim), out_b(group * head_dim);
+      PagedAttentionOnTarget(target, a.kv, 0, 1, q.data(), group, table_a, n, 0.125f, out_a.data());
+      PagedAttentionOnTarget(target, b.kv, 0, 1, q.data(), group, table_b, n, 0.125f, out_b.data());
+      EXPECT_EQ(std::memcmp(out_a.data(), out_b.data(), out_a.size() * sizeof(float)), 0);
+      // A head's result does not depend on the other heads of its group either.
+      std::vector<float> alone(head_dim);
+      PagedAttentionOnTarget(target, a.kv, 0, 1, q.data() + head_dim, 1, table_a, n, 0.125f,
+                             alone.data());
+      EXPECT_EQ(std::memcmp(alone.data(), out_a.data() + head_dim, head_dim * sizeof(float)), 0);
+    }
 }
 
 TEST(KernelPagedAttentionTest, F16CloseToF32) {

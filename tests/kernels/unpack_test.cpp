@@ -44,25 +44,37 @@ std::vector<uint8_t> RandomRow(WeightType type, int64_t blocks, uint32_t seed) {
   return bytes;
 }
 
-TEST(KernelUnpackTest, Avx2UnpackMatchesScalarBytes) {
-  if (!CpuTargetSupported(CpuTarget::kAvx2)) GTEST_SKIP() << "no AVX2";
+using UnpackFn = void (*)(WeightType, const void*, int64_t, int64_t, uint8_t*, float*, float*);
+
+void ExpectSameAsScalar(UnpackFn unpack) {
   for (WeightType type : testing::kAllTypes) {
     if (!IsQuantized(type)) continue;
-    const int64_t blocks = 9;
+    const int64_t blocks = 12;  // 11 unpacked from block 1: steps of 4 plus leftovers
     const int64_t n = blocks * static_cast<int64_t>(BlockElements(type));
     std::vector<uint8_t> row = RandomRow(type, blocks, 77);
     std::vector<uint8_t> q_scalar(n), q_simd(n);
     std::vector<float> s_scalar(n / 16), s_simd(n / 16), m_scalar(n / 32), m_simd(n / 32);
     UnpackBlocks(type, row.data(), 1, blocks - 1, q_scalar.data(), s_scalar.data(),
                  HasMin(type) ? m_scalar.data() : nullptr);
-    UnpackBlocksAvx2(type, row.data(), 1, blocks - 1, q_simd.data(), s_simd.data(),
-                     HasMin(type) ? m_simd.data() : nullptr);
+    unpack(type, row.data(), 1, blocks - 1, q_simd.data(), s_simd.data(),
+           HasMin(type) ? m_simd.data() : nullptr);
     EXPECT_EQ(q_scalar, q_simd) << WeightTypeName(type);
     EXPECT_EQ(std::memcmp(s_scalar.data(), s_simd.data(), s_simd.size() * 4), 0)
         << WeightTypeName(type);
     EXPECT_EQ(std::memcmp(m_scalar.data(), m_simd.data(), m_simd.size() * 4), 0)
         << WeightTypeName(type);
   }
+}
+
+TEST(KernelUnpackTest, Avx2UnpackMatchesScalarBytes) {
+  if (!CpuTargetSupported(CpuTarget::kAvx2)) GTEST_SKIP() << "no AVX2";
+  ExpectSameAsScalar(UnpackBlocksAvx2);
+  ExpectSameAsScalar(UnpackBlocksAvx2NoPrefetch);
+}
+
+TEST(KernelUnpackTest, Avx512UnpackMatchesScalarBytes) {
+  if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "no AVX-512";
+  ExpectSameAsScalar(UnpackBlocksAvx512NoPrefetch);
 }
 
 }  // namespace

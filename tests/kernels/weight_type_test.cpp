@@ -61,8 +61,8 @@ TEST(KernelHalfTest, EdgeCases) {
   EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 units: tie to even (2)
   EXPECT_EQ(FloatToHalf(std::ldexp(1.5f, -25)), 0x0001);  // 0.75 units
   EXPECT_EQ(FloatToHalf(-std::ldexp(1.0f, -26)), 0x8000);
-  EXPECT_EQ(FloatToHalf(std::ldexp(1023.0f, -24)), 0x03FF);  // largest subnormal
-  EXPECT_EQ(FloatToHalf(std::ldexp(2047.0f, -25)), 0x0400);  // rounds up into the normals
+  EXPECT_EQ(FloatToHalf(std::ldexp(1023.0f, -24)), 0x03FF);      // largest subnormal
+  EXPECT_EQ(FloatToHalf(std::ldexp(2047.0f, -25)), 0x0400);      // rounds up into the normals
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie, even stays
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(3.0f, -11)), 0x3C02);  // tie, odd rounds up
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)), 0x3C01);
@@ -120,7 +120,7 @@ TEST(KernelBfloat16Test, RoundsToNearestEvenAndKeepsNaN) {
   EXPECT_EQ(FloatToBfloat16(std::numeric_limits<float>::max()), 0x7F80);  // rounds to infinity
   EXPECT_EQ(FloatToBfloat16(std::numeric_limits<float>::infinity()), 0x7F80);
   EXPECT_EQ(FloatToBfloat16(FromBits(0x00000001u)), 0x0000);  // denormal rounds to zero
-  uint16_t nan = FloatToBfloat16(FromBits(0xFF800001u));  // payload only in the dropped bits
+  uint16_t nan = FloatToBfloat16(FromBits(0xFF800001u));      // payload only in the dropped bits
   EXPECT_TRUE(std::isnan(Bfloat16ToFloat(nan)));
   EXPECT_EQ(nan & 0x8000, 0x8000);
   EXPECT_EQ(Bfloat16ToFloat(0x4049), 3.140625f);
