@@ -104,21 +104,25 @@ void MakeModel(const MakeModelOptions& options) {
   const auto vocab_size = static_cast<int64_t>(tokens->strings.size());
   const int head_dim = static_cast<int>(shape.embedding_length / shape.n_head);
 
+  const std::string& arch = options.architecture;
+  if (arch != "llama" && arch != "qwen2") {
+    throw Error(fmt::format("unknown architecture '{}' (llama or qwen2)", arch));
+  }
   gguf::GgufWriter writer;
-  writer.SetString("general.architecture", "llama");
+  writer.SetString("general.architecture", arch);
   writer.SetString("general.name", shape.name + "-random");
   writer.SetUint32("general.file_type", FileTypeOf(options.type));
   writer.SetUint32("general.quantization_version", 2);
-  writer.SetUint32("llama.context_length", static_cast<uint32_t>(shape.context_length));
-  writer.SetUint32("llama.embedding_length", static_cast<uint32_t>(shape.embedding_length));
-  writer.SetUint32("llama.block_count", static_cast<uint32_t>(shape.n_layer));
-  writer.SetUint32("llama.feed_forward_length", static_cast<uint32_t>(shape.feed_forward_length));
-  writer.SetUint32("llama.attention.head_count", static_cast<uint32_t>(shape.n_head));
-  writer.SetUint32("llama.attention.head_count_kv", static_cast<uint32_t>(shape.n_kv_head));
-  writer.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  writer.SetFloat32("llama.rope.freq_base", shape.rope_freq_base);
-  writer.SetUint32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
-  writer.SetUint32("llama.vocab_size", static_cast<uint32_t>(vocab_size));
+  writer.SetUint32(arch + ".context_length", static_cast<uint32_t>(shape.context_length));
+  writer.SetUint32(arch + ".embedding_length", static_cast<uint32_t>(shape.embedding_length));
+  writer.SetUint32(arch + ".block_count", static_cast<uint32_t>(shape.n_layer));
+  writer.SetUint32(arch + ".feed_forward_length", static_cast<uint32_t>(shape.feed_forward_length));
+  writer.SetUint32(arch + ".attention.head_count", static_cast<uint32_t>(shape.n_head));
+  writer.SetUint32(arch + ".attention.head_count_kv", static_cast<uint32_t>(shape.n_kv_head));
+  writer.SetFloat32(arch + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  writer.SetFloat32(arch + ".rope.freq_base", shape.rope_freq_base);
+  writer.SetUint32(arch + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
+  writer.SetUint32(arch + ".vocab_size", static_cast<uint32_t>(vocab_size));
   for (const auto& [key, value] : vocab.metadata()) {
     if (key.rfind("tokenizer.", 0) == 0) writer.CopyValue(key, value);
   }
@@ -143,6 +147,11 @@ void MakeModel(const MakeModelOptions& options) {
     writer.AddTensor(name, static_cast<gguf::TensorType>(type),
                      {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, std::move(data));
   };
+  auto vector = [&](const std::string& name, int64_t size, float stddev) {
+    std::vector<float> values(static_cast<size_t>(size));
+    FillNormal(++tensor_seed * 0x9e3779b97f4a7c15ull, stddev, values.data(), size);
+    writer.AddTensor(name, gguf::TensorType::kF32, {static_cast<uint64_t>(size)}, FloatBytes(values));
+  };
   auto ones = [&](const std::string& name, int64_t size) {
     writer.AddTensor(name, gguf::TensorType::kF32, {static_cast<uint64_t>(size)},
                      FloatBytes(std::vector<float>(static_cast<size_t>(size), 1.0f)));
@@ -164,6 +173,11 @@ void MakeModel(const MakeModelOptions& options) {
     matrix(prefix + "attn_q.weight", n_embd, n_embd, stddev);
     matrix(prefix + "attn_k.weight", kv_dim, n_embd, stddev);
     matrix(prefix + "attn_v.weight", kv_dim, n_embd, stddev);
+    if (arch == "qwen2") {
+      vector(prefix + "attn_q.bias", n_embd, 0.1f);
+      vector(prefix + "attn_k.bias", kv_dim, 0.1f);
+      vector(prefix + "attn_v.bias", kv_dim, 0.1f);
+    }
     matrix(prefix + "attn_output.weight", n_embd, n_embd, stddev);
     ones(prefix + "ffn_norm.weight", n_embd);
     matrix(prefix + "ffn_gate.weight", n_ff, n_embd, stddev);
@@ -171,7 +185,7 @@ void MakeModel(const MakeModelOptions& options) {
     matrix(prefix + "ffn_down.weight", n_embd, n_ff, stddev);
   }
   writer.Write(options.output_path);
-  spdlog::info("wrote {} ({} shape, {}, vocab {} from {})", options.output_path, options.shape,
+  spdlog::info("wrote {} ({} {} shape, {}, vocab {} from {})", options.output_path, arch, options.shape,
                kernels::WeightTypeName(options.type), vocab_size, options.vocab_path);
 }
 

@@ -27,6 +27,7 @@ ModelShape ShapeByName(const std::string& name);
 
 struct MakeModelOptions {
   std::string shape = "tiny";
+  std::string architecture = "llama";  // or "qwen2": NeoX rope and Q/K/V biases
   std::string vocab_path;  // a GGUF holding tokenizer.* metadata
   kernels::WeightType type = kernels::WeightType::kF16;
   std::string output_path;

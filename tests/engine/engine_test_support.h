@@ -17,14 +17,17 @@
 
 namespace reprise::testing {
 
-// A "tiny"-shape model (2 layers, 64 wide, context 2048) with the Llama 3 vocabulary, in `type`.
-inline std::string TinyModelPath(kernels::WeightType type = kernels::WeightType::kF16) {
+// A "tiny"-shape model (2 layers, 64 wide, context 2048) with the Llama 3 vocabulary, in `type`,
+// of architecture `architecture` (llama, or qwen2 with NeoX rope and Q/K/V biases).
+inline std::string TinyModelPath(kernels::WeightType type = kernels::WeightType::kF16,
+                                 const std::string& architecture = "llama") {
   auto path = std::filesystem::temp_directory_path() /
-              ("reprise_tiny_" + std::string(kernels::WeightTypeName(type)) + "_" +
-               std::to_string(::getpid()) + ".gguf");
+              ("reprise_tiny_" + architecture + "_" + std::string(kernels::WeightTypeName(type)) +
+               "_" + std::to_string(::getpid()) + ".gguf");
   if (!std::filesystem::exists(path)) {
     cli::MakeModelOptions options;
     options.shape = "tiny";
+    options.architecture = architecture;
     options.vocab_path = Fixture("vocab/ggml-vocab-llama-bpe.gguf");
     options.type = type;
     options.output_path = path.string();

@@ -24,11 +24,16 @@ GenerationOutput RunAlone(const std::string& model, GenerationRequest request) {
   return engine.Generate(std::move(requests))[0];
 }
 
-class ExactnessTest : public ::testing::TestWithParam<kernels::WeightType> {
+struct ModelVariant {
+  kernels::WeightType type;
+  const char* architecture;
+};
+
+class ExactnessTest : public ::testing::TestWithParam<ModelVariant> {
  protected:
   void SetUp() override {
     REPRISE_REQUIRE_FIXTURES();
-    model_ = TinyModelPath(GetParam());
+    model_ = TinyModelPath(GetParam().type, GetParam().architecture);
   }
   std::string model_;
 };
@@ -114,10 +119,13 @@ TEST_P(ExactnessTest, ConcurrentMixedLengthsAnyChunkingAndThreads) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WeightTypes, ExactnessTest,
-                         ::testing::Values(kernels::WeightType::kF16, kernels::WeightType::kQ8_0),
+INSTANTIATE_TEST_SUITE_P(Models, ExactnessTest,
+                         ::testing::Values(ModelVariant{kernels::WeightType::kF16, "llama"},
+                                           ModelVariant{kernels::WeightType::kQ8_0, "llama"},
+                                           ModelVariant{kernels::WeightType::kQ4_0, "qwen2"}),
                          [](const auto& info) {
-                           return std::string(kernels::WeightTypeName(info.param));
+                           return std::string(info.param.architecture) + "_" +
+                                  std::string(kernels::WeightTypeName(info.param.type));
                          });
 
 }  // namespace
