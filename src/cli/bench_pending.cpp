@@ -1,0 +1,15 @@
+// Workloads not written yet: they say so instead of printing made-up figures.
+#include "cli/bench_workloads.h"
+#include "core/error.h"
+
+namespace reprise::cli {
+
+WorkloadResult RunKernelsWorkload(const BenchContext&) { throw Error("bench kernels: not built yet"); }
+WorkloadResult RunSpeedWorkload(const BenchContext&, bool) { throw Error("bench prefill/decode: not built yet"); }
+WorkloadResult RunDocWorkload(const BenchContext&) { throw Error("bench doc: not built yet"); }
+WorkloadResult RunChatWorkload(const BenchContext&) { throw Error("bench chat: not built yet"); }
+WorkloadResult RunMultidocWorkload(const BenchContext&) { throw Error("bench multidoc: not built yet"); }
+WorkloadResult RunUniqueWorkload(const BenchContext&) { throw Error("bench unique: not built yet"); }
+WorkloadResult RunConcurrentWorkload(const BenchContext&) { throw Error("bench concurrent: not built yet"); }
+
+}  // namespace reprise::cli
