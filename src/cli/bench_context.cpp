@@ -61,3 +61,14 @@ void WarmUp(BenchTarget& target) {
 }
 
 }  // namespace reprise::cli
+
+namespace reprise::cli {
+
+std::string FitProse(BenchTarget& target, uint64_t seed, size_t tokens) {
+  return FitToTokens([seed](size_t words) { return Prose(seed, words); }, tokens,
+                     [&target](const std::string& text) { return target.CountTokens(text); },
+                     tokens * 2)
+      .text;
+}
+
+}  // namespace reprise::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -47,7 +48,11 @@ class BenchContext {
   BenchProgress& progress_;
 };
 
-// Runs a short request so that weights are paged in and scratch buffers exist before timing.
+// Runs a short request so that weights are paged in and scratch buffers exist before timing;
+// then empties the cache where it can.
 void WarmUp(BenchTarget& target);
+
+// Prose (see Prose) of as many words as fit in `tokens` prompt tokens on `target`.
+std::string FitProse(BenchTarget& target, uint64_t seed, size_t tokens);
 
 }  // namespace reprise::cli
