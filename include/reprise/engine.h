@@ -73,6 +73,9 @@ struct GenerationOutput {
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;          // set when finish_reason is kError
   double ttft_seconds = 0;    // submission to first token
+  // Forward-pass time of the engine steps that computed this request's prompt (until its first
+  // token): TTFT minus queueing, matching, scheduling and sampling.
+  double prefill_compute_seconds = 0;
   double total_seconds = 0;
   std::vector<std::vector<float>> logits;  // [generated][vocab] when record_logits
 };

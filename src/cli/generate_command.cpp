@@ -99,9 +99,10 @@ int RunGenerate(const GenerateOptions& options) {
     double decode_seconds = output.total_seconds - output.ttft_seconds;
     size_t decoded = output.token_ids.size() > 0 ? output.token_ids.size() - 1 : 0;
     std::fprintf(stderr,
-                 "[prompt %zu] prompt tokens: %zu, cached tokens: %zu, TTFT: %.1f ms, prefill: "
-                 "%.1f tok/s, decode: %.1f tok/s (%zu tokens, %s)\n",
+                 "[prompt %zu] prompt tokens: %zu, cached tokens: %zu, TTFT: %.1f ms (compute %.1f "
+                 "ms), prefill: %.1f tok/s, decode: %.1f tok/s (%zu tokens, %s)\n",
                  i + 1, output.prompt_tokens, output.cached_tokens, output.ttft_seconds * 1e3,
+                 output.prefill_compute_seconds * 1e3,
                  output.ttft_seconds > 0 ? static_cast<double>(computed) / output.ttft_seconds : 0.0,
                  decode_seconds > 0 ? static_cast<double>(decoded) / decode_seconds : 0.0,
                  output.token_ids.size(), FinishReasonName(output.finish_reason));

@@ -1,16 +1,167 @@
+// `reprise serve`: the OpenAI-compatible HTTP server. Listens first (printing the bound address
+// on stdout, so `--port 0` is usable), then loads the engine; /health turns 200 once it is ready.
+// SIGINT or SIGTERM stop it.
 #include <CLI/CLI.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "server/engine_backend.h"
+#include "server/http_server.h"
+#include "server/settings.h"
 
 namespace reprise::cli {
+namespace {
 
-// Placeholder until the HTTP server lands: says so instead of pretending to serve.
+// Waits up to `milliseconds` for SIGINT or SIGTERM (blocked in every thread); true if one came.
+bool WaitForStopSignal(const sigset_t& signals, long milliseconds) {
+  timespec timeout{milliseconds / 1000, (milliseconds % 1000) * 1000000L};
+  return sigtimedwait(&signals, nullptr, &timeout) > 0;
+}
+
+int RunServe(const server::ServeFlags& flags) {
+  server::ServerSettings settings = server::ResolveSettings(flags, server::ProcessEnvironment());
+  spdlog::info("settings: {}", server::DescribeSettings(settings));
+  EngineConfig config = server::MakeEngineConfig(settings);
+
+  // Every thread started from here on inherits this mask: the signals are taken by sigtimedwait
+  // below, never by a handler in a random thread. A client that hangs up must not kill us.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  server::HttpServerOptions options;
+  options.host = settings.host;
+  options.port = settings.port;
+  options.served_model_name = settings.served_model_name;
+  options.api_key = settings.api_key;
+  options.chat_template = settings.chat_template;
+  options.max_body_bytes = settings.max_body_bytes;
+  options.http_threads = settings.http_threads;
+  server::HttpServer http(options);
+  int port = http.Bind();
+  http.Start();
+  std::printf("listening on http://%s:%d\n", settings.host.c_str(), port);
+  std::fflush(stdout);
+  spdlog::info("listening on http://{}:{} (loading the model; /health answers 503 until ready)",
+               settings.host, port);
+
+  // Load on another thread so that a stop signal during a long load is still answered.
+  std::shared_ptr<server::EngineBackend> backend;
+  std::exception_ptr load_error;
+  std::atomic<bool> loaded{false};
+  std::thread loader([&] {
+    try {
+      backend = std::make_shared<server::EngineBackend>(config);
+    } catch (...) {
+      load_error = std::current_exception();
+    }
+    loaded.store(true);
+  });
+  while (!loaded.load()) {
+    if (WaitForStopSignal(stop_signals, 100)) {
+      spdlog::warn("stopped while loading the model");
+      std::fflush(nullptr);
+      std::_Exit(130);  // the half-built engine holds nothing worth a clean shutdown
+    }
+  }
+  loader.join();
+  if (load_error) {
+    http.Stop();
+    std::rethrow_exception(load_error);
+  }
+  http.SetBackend(backend);
+  ModelInfo info = backend->Info();
+  spdlog::info("ready: serving '{}' ({}, context {}, {} KV blocks of {} tokens, prefix caching {})",
+               settings.served_model_name, info.architecture, info.context_length,
+               info.kv_cache_blocks, info.block_size, info.prefix_caching ? "on" : "off");
+
+  while (!WaitForStopSignal(stop_signals, 1000)) {
+  }
+  spdlog::info("stopping");
+  http.Stop();
+  return 0;
+}
+
+}  // namespace
+
 void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
-  command->allow_extras();
-  command->callback([&run] {
-    run = [] () -> int { throw Error("'serve' is not built yet"); };
+  auto flags = std::make_shared<server::ServeFlags>();
+  command->add_option("--model,-m", flags->model, "GGUF model file")->required();
+  command->add_option_function<std::string>(
+      "--host", [flags](const std::string& v) { flags->host = v; },
+      "Address to listen on (default 127.0.0.1)");
+  command->add_option_function<int>(
+      "--port", [flags](const int& v) { flags->port = v; },
+      "Port to listen on (default 8000; 0: any free port, printed on stdout)");
+  command->add_option_function<std::string>(
+      "--served-model-name", [flags](const std::string& v) { flags->served_model_name = v; },
+      "Model name clients use (default: the model file's name without .gguf)");
+  command->add_option_function<std::string>(
+      "--api-key", [flags](const std::string& v) { flags->api_key = v; },
+      "Require 'Authorization: Bearer KEY' (also REPRISE_API_KEY)");
+  command->add_option_function<int>(
+      "--block-size", [flags](const int& v) { flags->block_size = v; },
+      "Token positions per KV block, a power of two (default 16; also SEQ_SIZE_PER_BLOCK)");
+  command->add_option_function<std::string>(
+      "--kv-cache-memory", [flags](const std::string& v) { flags->kv_cache_memory = v; },
+      "KV cache budget, e.g. 2GiB or 512MiB (default: a share of free memory)");
+  command->add_option_function<std::string>(
+      "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },
+      "KV cache element type: f16 (default) or f32");
+  command->add_option_function<int>(
+      "--max-batch-tokens", [flags](const int& v) { flags->max_batch_tokens = v; },
+      "Tokens computed per engine step (default 512)");
+  command->add_option_function<int>(
+      "--max-running-requests", [flags](const int& v) { flags->max_running_requests = v; },
+      "Requests computed at once; more wait in the queue (default 64)");
+  command->add_option_function<int>(
+      "--threads", [flags](const int& v) { flags->threads = v; },
+      "Kernel threads (default 0: every core)");
+  command->add_option_function<int64_t>(
+      "--max-context", [flags](const int64_t& v) { flags->max_context = v; },
+      "Context length cap (default 0: the model's)");
+  command->add_flag_callback(
+      "--enable-prefix-caching", [flags] { flags->enable_prefix_caching = true; },
+      "Reuse KV cache across requests (the default; also NIM_ENABLE_KV_CACHE_REUSE, "
+      "REUSE_CACHE, ENABLE_PREFIX_CACHING)");
+  command->add_flag_callback(
+      "--no-enable-prefix-caching", [flags] { flags->enable_prefix_caching = false; },
+      "Compute every prompt from scratch");
+  command->add_option_function<std::string>(
+      "--chat-template", [flags](const std::string& v) { flags->chat_template = v; },
+      "Chat template: llama2, llama3, chatml or mistral (default: detected from the model)");
+  command->add_option_function<std::string>(
+      "--multi-task-prompt", [flags](const std::string& v) { flags->multi_task_prompt = v; },
+      "JSON file of [{\"task_id\": ..., \"prompt\": ...}] computed and pinned at start-up (also "
+      "MULTI_TASK_PROMPT, or the JSON itself in MULTI_TASK_PROMPT_STR)");
+  command->add_option_function<int64_t>(
+      "--max-queued-requests", [flags](const int64_t& v) { flags->max_queued_requests = v; },
+      "Requests waiting beyond this are refused with 503 (default 1024)");
+  command->add_option_function<std::string>(
+      "--max-body-size", [flags](const std::string& v) { flags->max_body_size = v; },
+      "Largest request body accepted, e.g. 16MiB (default); larger ones get 413");
+  command->add_option_function<int>(
+      "--http-threads", [flags](const int& v) { flags->http_threads = v; },
+      "HTTP worker threads, i.e. concurrent connections served (default 64)");
+  command->callback([&run, flags] {
+    run = [flags]() -> int { return RunServe(*flags); };
   });
 }
 

@@ -58,7 +58,14 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   paged_kv_.head_dim = model_config.head_dim;
   paged_kv_.block_size = block_size;
   block_bytes_ = paged_kv_.BlockBytes();
-  size_t budget = config_.kv_cache_memory_bytes > 0 ? config_.kv_cache_memory_bytes : DefaultKvBudget();
+  size_t budget = config_.kv_cache_memory_bytes;
+  if (budget == 0) {
+    // No more than every running request at full context could use, plus as much again as
+    // cache for later requests.
+    size_t blocks_per_context = static_cast<size_t>(max_context_ + block_size - 1) / block_size + 1;
+    size_t useful = 2 * static_cast<size_t>(config_.max_running_requests) * blocks_per_context * block_bytes_;
+    budget = std::min(DefaultKvBudget(), useful);
+  }
   num_blocks_ = static_cast<int64_t>(budget / block_bytes_);
   if (num_blocks_ < 2) {
     throw Error(fmt::format("a KV cache of {} bytes holds fewer than 2 blocks of {} bytes", budget,
@@ -306,20 +313,16 @@ void EngineImpl::Loop() {
   }
   // Shutting down: every request still known ends as cancelled, so no caller waits forever.
   std::deque<std::unique_ptr<Sequence>> leftover;
+  std::deque<std::function<void()>> tasks;
   {
     std::lock_guard lock(mutex_);
     leftover.swap(incoming_);
+    tasks.swap(tasks_);
   }
+  for (auto& task : tasks) task();
   for (auto& sequence : leftover) Deliver(std::move(sequence), FinishReason::kCancelled, "");
-  while (scheduler_->HasWork()) {
-    StepPlan plan = scheduler_->Schedule();
-    if (plan.entries.empty() && plan.failed.empty()) break;
-    for (auto& failed : plan.failed) Deliver(std::move(failed), FinishReason::kCancelled, "");
-    for (auto& entry : plan.entries) {
-      if (auto sequence = scheduler_->Remove(entry.sequence->id)) {
-        Deliver(std::move(sequence), FinishReason::kCancelled, "");
-      }
-    }
+  for (auto& sequence : scheduler_->RemoveAll()) {
+    Deliver(std::move(sequence), FinishReason::kCancelled, "");
   }
 }
 
@@ -345,8 +348,13 @@ void EngineImpl::Step() {
       batch_.logit_rows.push_back(static_cast<int32_t>(batch_.tokens.size() - 1));
     }
   }
+  Clock::time_point forward_start = Clock::now();
   model_->Forward(batch_, paged_kv_, *pool_, logits_.data());
+  double forward_seconds = SecondsSince(forward_start);
   scheduler_->Complete(plan);
+  for (const StepEntry& entry : plan.entries) {
+    if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
+  }
 
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
   size_t row = 0;
@@ -452,6 +460,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
   output.finish_reason = reason;
   output.error = error;
   output.ttft_seconds = sequence->ttft_seconds;
+  output.prefill_compute_seconds = sequence->prefill_compute_seconds;
   output.total_seconds = SecondsSince(sequence->submitted_at);
   output.logits = std::move(sequence->logits);
   {

@@ -231,6 +231,17 @@ std::unique_ptr<Sequence> Scheduler::Remove(uint64_t id) {
   return nullptr;
 }
 
+std::vector<std::unique_ptr<Sequence>> Scheduler::RemoveAll() {
+  std::vector<std::unique_ptr<Sequence>> removed;
+  while (!running_.empty()) removed.push_back(Finish(running_.back().get()));
+  for (auto& sequence : waiting_) {
+    ReleaseBlocks(*sequence);
+    removed.push_back(std::move(sequence));
+  }
+  waiting_.clear();
+  return removed;
+}
+
 std::unique_ptr<Sequence> Scheduler::Finish(Sequence* sequence, bool pin) {
   auto it = std::find_if(running_.begin(), running_.end(),
                          [&](const auto& owned) { return owned.get() == sequence; });

@@ -56,6 +56,8 @@ class Scheduler {
   std::unique_ptr<Sequence> Finish(Sequence* sequence, bool pin = false);
   // Removes a sequence by id from waiting or running; nullptr when unknown.
   std::unique_ptr<Sequence> Remove(uint64_t id);
+  // Removes every sequence (shutting down), releasing their blocks.
+  std::vector<std::unique_ptr<Sequence>> RemoveAll();
 
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
   size_t num_running() const { return running_.size(); }

@@ -51,6 +51,7 @@ struct Sequence {
   size_t generated = 0;
   bool first_token_seen = false;
   double ttft_seconds = 0;
+  double prefill_compute_seconds = 0;  // forward time of the steps before the first token
   std::vector<std::vector<float>> logits;
 
   size_t Remaining() const { return tokens.size() - num_computed; }

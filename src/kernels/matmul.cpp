@@ -65,6 +65,7 @@ struct Job {
   int64_t tokens;
   float* y;             // [tokens][rows]
   int64_t panel_rows;
+  bool decode;          // few tokens: weights are streamed once
 };
 
 void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin,
@@ -72,8 +73,11 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
+  // Decode reads F16/BF16 weights straight from the matrix (each is used once); prefill widens
+  // a panel once and reuses it for every token tile. Widening is exact: same bits either way.
+  const bool widen = w.type != WeightType::kF32 && !job.decode;
   float* panel = nullptr;  // [panel_rows][cols]
-  if (w.type != WeightType::kF32) {
+  if (widen) {
     panel = reinterpret_cast<float*>(
         ThreadScratch(Slot::kPanel, job.panel_rows * cols * sizeof(float)));
   }
@@ -81,18 +85,20 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
     const int64_t np = std::min(job.panel_rows, r_end - p);
     const uint8_t* src = static_cast<const uint8_t*>(w.data) + p * row_bytes;
-    const float* wp;
-    if (panel == nullptr) {
-      wp = reinterpret_cast<const float*>(src);
-    } else {
+    const void* wp = src;
+    WeightType type = w.type;
+    if (widen) {
       k.widen(w.type, src, np * cols, panel);
       wp = panel;
+      type = WeightType::kF32;
     }
+    const size_t element_bytes = type == WeightType::kF32 ? 4 : 2;
     for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
       for (int64_t r = 0; r < np; r += k.float_row_tile) {
         const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, np - r));
-        k.float_tile(job.x + t * cols, cols, mt, wp + r * cols, cols, nr, cols,
+        k.float_tile(type, job.x + t * cols, cols, mt,
+                     static_cast<const uint8_t*>(wp) + r * cols * element_bytes, cols, nr, cols,
                      job.y + t * w.rows + p + r, w.rows);
       }
     }
@@ -105,6 +111,23 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
   const bool has_min = HasMin(w.type);
+  const size_t row_bytes = RowBytes(w.type, cols);
+  if (job.decode && k.quant_tile_raw != nullptr && cols <= kMaxRawCols) {
+    // Decode: the tile unpacks each stretch of its rows just before using it.
+    const RawRows raw{.type = w.type,
+                      .data = static_cast<const uint8_t*>(w.data),
+                      .row_bytes = row_bytes,
+                      .zero_point = ZeroPoint(w.type),
+                      .has_min = has_min};
+    for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
+      const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
+      for (int64_t r = r_begin; r < r_end; r += k.quant_row_tile) {
+        const int nr = static_cast<int>(std::min<int64_t>(k.quant_row_tile, r_end - r));
+        k.quant_tile_raw(job.qx, t, mt, raw, r, nr, job.y + t * w.rows + r, w.rows);
+      }
+    }
+    return;
+  }
   const size_t q_bytes = RoundUp64(job.panel_rows * cols);
   const size_t scale_bytes = RoundUp64(job.panel_rows * (cols / kScaleGroup) * sizeof(float));
   const size_t min_bytes = RoundUp64(job.panel_rows * (cols / kMinGroup) * sizeof(float));
@@ -112,13 +135,12 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   uint8_t* q = scratch;                                               // [panel_rows][cols]
   float* scale = reinterpret_cast<float*>(scratch + q_bytes);         // [panel_rows][cols/16]
   float* min = reinterpret_cast<float*>(scratch + q_bytes + scale_bytes);  // [panel_rows][cols/32]
-  const size_t row_bytes = RowBytes(w.type, cols);
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(w.type));
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
     const int64_t np = std::min(job.panel_rows, r_end - p);
     for (int64_t r = 0; r < np; ++r) {
       const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
-      UnpackBlocks(w.type, src, 0, blocks, q + r * cols, scale + r * (cols / kScaleGroup),
+      k.unpack(w.type, src, 0, blocks, q + r * cols, scale + r * (cols / kScaleGroup),
                    has_min ? min + r * (cols / kMinGroup) : nullptr);
     }
     UnpackedRows panel{.q = q,
@@ -172,11 +194,12 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   const TargetKernels& kernels = KernelsFor(target);
   const int64_t cols = w.cols;
   Job job{.kernels = &kernels, .w = &w, .x = x, .qx = {}, .tokens = tokens, .y = y,
-          .panel_rows = 0};
+          .panel_rows = 0, .decode = false};
   const bool quantized = IsQuantized(w.type);
   const int token_tile = quantized ? kernels.quant_token_tile : kernels.float_token_tile;
   const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
   const bool decode = tokens <= token_tile;
+  job.decode = decode;
   // Decode streams weights once: a small panel stays in L1. Prefill reuses a panel for every
   // token tile: size it for L2.
   const int64_t budget = decode ? (24 << 10) : (192 << 10);

@@ -33,9 +33,43 @@ inline __m256i FirstLanes(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), index);
 }
 
-template <int MT, int NR>
-void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stride, int64_t cols,
-                float* y, int64_t y_stride) {
+// How a float tile reads 8 weights of each stored type as f32 (exact conversions; a masked
+// read gives +0 in the unread lanes, as a masked f32 read does).
+struct F32Weights {
+  using Element = float;
+  static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
+  static __m256 LoadMasked(int64_t n, const float* p) { return _mm256_maskload_ps(p, FirstLanes(n)); }
+};
+inline __m128i LoadFirstHalves(int64_t n, const uint16_t* p) {
+  alignas(16) uint16_t part[8] = {};
+  for (int64_t i = 0; i < n; ++i) part[i] = p[i];
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(part));
+}
+struct F16Weights {
+  using Element = uint16_t;
+  static __m256 Load(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static __m256 LoadMasked(int64_t n, const uint16_t* p) {
+    return _mm256_cvtph_ps(LoadFirstHalves(n, p));
+  }
+};
+struct Bf16Weights {
+  using Element = uint16_t;
+  static __m256 Widen(__m128i bits) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  }
+  static __m256 Load(const uint16_t* p) {
+    return Widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static __m256 LoadMasked(int64_t n, const uint16_t* p) { return Widen(LoadFirstHalves(n, p)); }
+};
+
+template <typename Weights, int MT, int NR>
+void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_stride,
+                int64_t cols, float* y, int64_t y_stride) {
+  using Element = typename Weights::Element;
+  const Element* w = static_cast<const Element*>(w_data);
   __m256 acc[MT][NR];
   for (int t = 0; t < MT; ++t) {
     for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
@@ -43,7 +77,7 @@ void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stri
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8) {
     __m256 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = _mm256_loadu_ps(w + r * w_stride + c);
+    for (int r = 0; r < NR; ++r) wv[r] = Weights::Load(w + r * w_stride + c);
     for (int t = 0; t < MT; ++t) {
       __m256 xv = _mm256_loadu_ps(x + t * x_stride + c);
       for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_fmadd_ps(xv, wv[r], acc[t][r]);
@@ -52,7 +86,7 @@ void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stri
   if (c < cols) {
     const __m256i mask = FirstLanes(cols - c);
     __m256 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = _mm256_maskload_ps(w + r * w_stride + c, mask);
+    for (int r = 0; r < NR; ++r) wv[r] = Weights::LoadMasked(cols - c, w + r * w_stride + c);
     for (int t = 0; t < MT; ++t) {
       __m256 xv = _mm256_maskload_ps(x + t * x_stride + c, mask);
       for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_fmadd_ps(xv, wv[r], acc[t][r]);
@@ -66,25 +100,28 @@ void FloatTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stri
 constexpr int kFloatTokenTile = 4;
 constexpr int kFloatRowTile = 3;
 
-using FloatTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*,
+using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*,
                              int64_t);
 
-template <int MT, int... NRs>
+template <typename Weights, int MT, int... NRs>
 constexpr auto FloatRowVariants(std::integer_sequence<int, NRs...>) {
-  return std::array<FloatTileFn, sizeof...(NRs)>{&FloatTileT<MT, NRs + 1>...};
+  return std::array<FloatTileFn, sizeof...(NRs)>{&FloatTileT<Weights, MT, NRs + 1>...};
 }
 
-template <int... MTs>
+template <typename Weights, int... MTs>
 constexpr auto FloatVariants(std::integer_sequence<int, MTs...>) {
   return std::array<std::array<FloatTileFn, kFloatRowTile>, sizeof...(MTs)>{
-      FloatRowVariants<MTs + 1>(std::make_integer_sequence<int, kFloatRowTile>())...};
+      FloatRowVariants<Weights, MTs + 1>(std::make_integer_sequence<int, kFloatRowTile>())...};
 }
 
-void FloatTile(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride, int nr,
-               int64_t cols, float* y, int64_t y_stride) {
-  static constexpr auto kVariants =
-      FloatVariants(std::make_integer_sequence<int, kFloatTokenTile>());
-  kVariants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
+void FloatTile(WeightType type, const float* x, int64_t x_stride, int mt, const void* w,
+               int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) {
+  using Tiles = std::make_integer_sequence<int, kFloatTokenTile>;
+  static constexpr auto kF32 = FloatVariants<F32Weights>(Tiles());
+  static constexpr auto kF16 = FloatVariants<F16Weights>(Tiles());
+  static constexpr auto kBf16 = FloatVariants<Bf16Weights>(Tiles());
+  const auto& variants = type == WeightType::kF16 ? kF16 : type == WeightType::kBF16 ? kBf16 : kF32;
+  variants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
 }
 
 // Two 16-group scales -> [s0 x4, s1 x4].
@@ -180,17 +217,22 @@ void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w
   kVariants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
 }
 
+// Widening streams weights from memory once (decode); ask for them this far ahead.
+constexpr int kPrefetchBytes = 2048;
+
 void Widen(WeightType type, const void* src, int64_t n, float* dst) {
   const uint16_t* bits = static_cast<const uint16_t*>(src);
   int64_t i = 0;
   if (type == WeightType::kF16) {
     for (; i + 8 <= n; i += 8) {
+      _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
       _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
                                     reinterpret_cast<const __m128i*>(bits + i))));
     }
     for (; i < n; ++i) dst[i] = HalfToFloat(bits[i]);
   } else {
     for (; i + 8 <= n; i += 8) {
+      _mm_prefetch(reinterpret_cast<const char*>(bits + i) + kPrefetchBytes, _MM_HINT_T0);
       const __m256i wide =
           _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits + i)));
       _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
@@ -210,6 +252,7 @@ const TargetKernels& Avx2Kernels() {
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .widen = Widen,
+      .unpack = UnpackBlocksAvx2,
   };
   return kernels;
 }

@@ -29,6 +29,19 @@ struct UnpackedRows {
   int zero_point = 0;
 };
 
+// Weight rows as stored (quantized blocks), for tiles that unpack as they go.
+struct RawRows {
+  WeightType type = WeightType::kQ4_0;
+  const uint8_t* data = nullptr;  // first row of the matrix
+  size_t row_bytes = 0;
+  int zero_point = 0;
+  bool has_min = false;
+};
+
+// The most columns a raw tile accepts (it keeps a row's mins on the stack); wider matrices use
+// the panel path.
+inline constexpr int64_t kMaxRawCols = 65536;
+
 struct TargetKernels {
   // Largest tile (mt tokens x nr rows) each tile function accepts.
   int float_token_tile = 1;
@@ -36,17 +49,36 @@ struct TargetKernels {
   int quant_token_tile = 1;
   int quant_row_tile = 1;
 
-  // y[t * y_stride + r] = sum_c x[t * x_stride + c] * w[r * w_stride + c], t < mt, r < nr.
-  void (*float_tile)(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride,
-                     int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
+  // y[t * y_stride + r] = sum_c x[t * x_stride + c] * w[r * w_stride + c], t < mt, r < nr;
+  // w holds elements of `type` (F32, F16 or BF16), w_stride counts elements. The result does not
+  // depend on `type` beyond the weights' values: widening is exact.
+  void (*float_tile)(WeightType type, const float* x, int64_t x_stride, int mt, const void* w,
+                     int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
 
   // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr.
   void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w,
                      int64_t r0, int nr, float* y, int64_t y_stride) = nullptr;
 
+  // As quant_tile, reading rows r0 .. r0 + nr - 1 of `w` in their stored blocks; gives the same
+  // bits as quant_tile on the same rows unpacked. Optional (null: the driver unpacks a panel).
+  void (*quant_tile_raw)(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w,
+                         int64_t r0, int nr, float* y, int64_t y_stride) = nullptr;
+
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
+
+  // UnpackBlocks (unpacked.h), or a faster equivalent with byte-identical output.
+  void (*unpack)(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
+                 uint8_t* q, float* scale, float* min) = nullptr;
 };
+
+// UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
+// The first prefetches ahead along the row (for reading a row from start to end); the second
+// leaves prefetching to its caller.
+void UnpackBlocksAvx2(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
+                      uint8_t* q, float* scale, float* min);
+void UnpackBlocksAvx2NoPrefetch(WeightType type, const void* row, int64_t first_block,
+                                int64_t num_blocks, uint8_t* q, float* scale, float* min);
 
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();

@@ -1,18 +1,29 @@
 // The portable MatMul kernels: one output at a time, plain sums in column order.
 #include "kernels/matmul_kernels.h"
+#include "kernels/unpacked.h"
 
 namespace reprise::kernels {
 
 namespace {
 
-void FloatTile(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride, int nr,
-               int64_t cols, float* y, int64_t y_stride) {
+float WeightAt(WeightType type, const void* w, int64_t index) {
+  switch (type) {
+    case WeightType::kF16:
+      return HalfToFloat(static_cast<const uint16_t*>(w)[index]);
+    case WeightType::kBF16:
+      return Bfloat16ToFloat(static_cast<const uint16_t*>(w)[index]);
+    default:
+      return static_cast<const float*>(w)[index];
+  }
+}
+
+void FloatTile(WeightType type, const float* x, int64_t x_stride, int mt, const void* w,
+               int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) {
   for (int t = 0; t < mt; ++t) {
     const float* xt = x + t * x_stride;
     for (int r = 0; r < nr; ++r) {
-      const float* wr = w + r * w_stride;
       float acc = 0.0f;
-      for (int64_t c = 0; c < cols; ++c) acc += xt[c] * wr[c];
+      for (int64_t c = 0; c < cols; ++c) acc += xt[c] * WeightAt(type, w, r * w_stride + c);
       y[t * y_stride + r] = acc;
     }
   }
@@ -70,6 +81,7 @@ const TargetKernels& ScalarKernels() {
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .widen = Widen,
+      .unpack = UnpackBlocks,
   };
   return kernels;
 }

@@ -17,15 +17,16 @@
 #include <limits>
 
 #include "core/error.h"
+#include "kernels/paged_attention_internal.h"
 #include "kernels/weight_type.h"
 
 namespace reprise::kernels {
 
 namespace {
 
-constexpr int kMaxBlockSize = 256;
-constexpr int kMaxGroup = 64;
-constexpr int kMaxHeadDim = 512;
+constexpr int kMaxBlockSize = kMaxAttentionBlockSize;
+constexpr int kMaxGroup = kMaxAttentionGroup;
+constexpr int kMaxHeadDim = kMaxAttentionHeadDim;
 
 // Reads `n` elements of `type` starting at `src` as f32. dst: [n]
 void LoadRow(const uint8_t* src, KvType type, int n, float* dst) {
@@ -86,8 +87,17 @@ void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float*
 void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
                     std::span<const int32_t> block_table, int num_positions, float scale,
                     float* out) {
+  PagedAttentionOnTarget(BestCpuTarget(), kv, layer, kv_head, q, group, block_table,
+                         num_positions, scale, out);
+}
+
+void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                            const float* q, int group, std::span<const int32_t> block_table,
+                            int num_positions, float scale, float* out) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
+  REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
+                CpuTargetName(target));
   REPRISE_CHECK(group >= 1 && group <= kMaxGroup, "group {} outside [1, {}]", group, kMaxGroup);
   REPRISE_CHECK(block_size >= 1 && block_size <= kMaxBlockSize, "block size {} unsupported",
                 block_size);
@@ -97,6 +107,22 @@ void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, i
                         static_cast<int64_t>(block_table.size()) * block_size,
                 "{} positions but the block table covers {}", num_positions,
                 block_table.size() * block_size);
+  REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && kv_head >= 0 && kv_head < kv.n_kv_head,
+                "bad layer {} or kv head {}", layer, kv_head);
+#if defined(REPRISE_KERNELS_AVX512)
+  if (target == CpuTarget::kAvx512) {
+    PagedAttentionAvx512(kv, layer, kv_head, q, group, block_table, num_positions, scale, out);
+    return;
+  }
+#endif
+  PagedAttentionScalar(kv, layer, kv_head, q, group, block_table, num_positions, scale, out);
+}
+
+void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
+                          std::span<const int32_t> block_table, int num_positions, float scale,
+                          float* out) {
+  const int head_dim = kv.head_dim;
+  const int block_size = kv.block_size;
   std::fill(out, out + static_cast<int64_t>(group) * head_dim, 0.0f);  // acc: [group][head_dim]
   if (num_positions == 0) return;
 

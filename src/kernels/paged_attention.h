@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/cpu_target.h"
+
 namespace reprise::kernels {
 
 enum class KvType : uint32_t { kF32 = 0, kF16 = 1 };
@@ -47,5 +49,11 @@ void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float*
 void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
                     std::span<const int32_t> block_table, int num_positions, float scale,
                     float* out);
+
+// PagedAttention on a named target (tests, benchmarks); PagedAttention uses BestCpuTarget().
+// AVX2 has no kernel of its own and runs the portable one.
+void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                            const float* q, int group, std::span<const int32_t> block_table,
+                            int num_positions, float scale, float* out);
 
 }  // namespace reprise::kernels

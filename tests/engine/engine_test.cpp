@@ -188,3 +188,28 @@ TEST_F(EngineTest, BadTaskPromptsStopStartUpNamingTheEntry) {
 
 }  // namespace
 }  // namespace reprise
+
+namespace reprise {
+namespace {
+
+TEST(EngineShutdownTest, DestroyingTheEngineFinishesEveryRequestAsCancelled) {
+  REPRISE_REQUIRE_FIXTURES();
+  std::atomic<int> finished{0};
+  std::atomic<int> cancelled{0};
+  {
+    EngineConfig config = testing::TestConfig(testing::TinyModelPath(), true);
+    config.max_running_requests = 2;  // the rest wait in the queue
+    Engine engine(config);
+    StreamCallbacks callbacks;
+    callbacks.on_finish = [&](const GenerationOutput& output) {
+      finished.fetch_add(1);
+      if (output.finish_reason == FinishReason::kCancelled) cancelled.fetch_add(1);
+    };
+    for (int i = 0; i < 6; ++i) engine.Submit(testing::Greedy("request " + std::to_string(i), 1000), callbacks);
+  }
+  EXPECT_EQ(finished.load(), 6);
+  EXPECT_GE(cancelled.load(), 4);
+}
+
+}  // namespace
+}  // namespace reprise

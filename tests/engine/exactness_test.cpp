@@ -122,3 +122,50 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, ExactnessTest,
 
 }  // namespace
 }  // namespace reprise
+
+namespace reprise {
+namespace {
+
+struct CacheLayout {
+  int block_size;
+  const char* kv_type;
+};
+
+class CacheLayoutExactnessTest : public ::testing::TestWithParam<CacheLayout> {};
+
+// Any block size from 1 to 256 and either KV type: reuse still changes nothing, to the bit.
+TEST_P(CacheLayoutExactnessTest, SharedPrefixThenAnotherQuestion) {
+  REPRISE_REQUIRE_FIXTURES();
+  const CacheLayout layout = GetParam();
+  std::string model = testing::TinyModelPath();
+  std::string document = testing::ReadTestData("long_table_prompt.txt").substr(0, 900);
+  auto config = [&](bool reuse) {
+    EngineConfig engine_config = testing::TestConfig(model, reuse, 64);
+    engine_config.block_size = layout.block_size;
+    engine_config.kv_type = layout.kv_type;
+    return engine_config;
+  };
+  Engine reused(config(true));
+  Engine fresh(config(false));
+  for (const char* question : {"Who is 7?", "Who is 12?"}) {
+    std::vector<GenerationRequest> a, b;
+    a.push_back(testing::Greedy(document + question, 6));
+    b.push_back(testing::Greedy(document + question, 6));
+    GenerationOutput with_reuse = reused.Generate(std::move(a))[0];
+    testing::ExpectBitIdentical(fresh.Generate(std::move(b))[0], with_reuse,
+                                fmt::format("block {} {} {}", layout.block_size, layout.kv_type, question));
+    if (std::string(question) == "Who is 12?") {
+      EXPECT_GT(with_reuse.cached_tokens, with_reuse.prompt_tokens - 8);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, CacheLayoutExactnessTest,
+                         ::testing::Values(CacheLayout{1, "f16"}, CacheLayout{16, "f32"},
+                                           CacheLayout{256, "f16"}, CacheLayout{32, "f32"}),
+                         [](const auto& info) {
+                           return fmt::format("block{}_{}", info.param.block_size, info.param.kv_type);
+                         });
+
+}  // namespace
+}  // namespace reprise

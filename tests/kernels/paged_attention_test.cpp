@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu_target.h"
 #include "kernels/weight_type.h"
 #include "test_util.h"
 
@@ -42,6 +43,14 @@ struct TestCache {
   }
 };
 
+std::vector<CpuTarget> Targets() {
+  std::vector<CpuTarget> targets;
+  for (CpuTarget t : {CpuTarget::kScalar, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+    if (CpuTargetSupported(t)) targets.push_back(t);
+  }
+  return targets;
+}
+
 float Rounded(float value, KvType type) {
   return type == KvType::kF16 ? HalfToFloat(FloatToHalf(value)) : value;
 }
@@ -77,10 +86,12 @@ std::vector<float> NaiveAttention(const std::vector<float>& q, int group, int he
 }
 
 TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
-  const int head_dim = 64, n_kv_head = 2, group = 4, block_size = 16;
+  const int n_kv_head = 2, group = 4, block_size = 16;
+  for (CpuTarget target : Targets())
+  for (int head_dim : {64, 80})
   for (KvType type : {KvType::kF32, KvType::kF16}) {
     for (int n : {1, 15, 16, 17, 100}) {
-      TestCache cache(type, 12, block_size);
+      TestCache cache(type, 12, block_size, 2, n_kv_head, head_dim);
       std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1};
       std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 10, 2.0f);
       std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 11);
@@ -89,11 +100,14 @@ TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
       const float scale = 1.0f / std::sqrt(float(head_dim));
       for (int kv_head = 0; kv_head < n_kv_head; ++kv_head) {
         std::vector<float> out(group * head_dim);
-        PagedAttention(cache.kv, 1, kv_head, q.data(), group, table, n, scale, out.data());
+        PagedAttentionOnTarget(target, cache.kv, 1, kv_head, q.data(), group, table, n, scale,
+                               out.data());
         std::vector<float> expected =
             NaiveAttention(q, group, head_dim, k, v, n_kv_head, kv_head, n, scale, type);
         for (int i = 0; i < group * head_dim; ++i) {
-          ASSERT_NEAR(out[i], expected[i], 2e-5) << "n " << n << " head " << kv_head;
+          ASSERT_NEAR(out[i], expected[i], 2e-5)
+              << CpuTargetName(target) << " head_dim " << head_dim << " n " << n << " head "
+              << kv_head;
         }
       }
     }
@@ -103,6 +117,7 @@ TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
 // The same positions stored in other blocks, with other garbage around, give the same bits.
 TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
   const int head_dim = 64, n_kv_head = 2, group = 2, block_size = 16, n = 70;
+  for (CpuTarget target : Targets())
   for (KvType type : {KvType::kF32, KvType::kF16}) {
     std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 20);
     std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 21);
@@ -112,12 +127,13 @@ TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
     a.Fill(0, table_a, k, v, n);
     b.Fill(0, table_b, k, v, n);
     std::vector<float> out_a(group * head_dim), out_b(group * head_dim);
-    PagedAttention(a.kv, 0, 1, q.data(), group, table_a, n, 0.125f, out_a.data());
-    PagedAttention(b.kv, 0, 1, q.data(), group, table_b, n, 0.125f, out_b.data());
+    PagedAttentionOnTarget(target, a.kv, 0, 1, q.data(), group, table_a, n, 0.125f, out_a.data());
+    PagedAttentionOnTarget(target, b.kv, 0, 1, q.data(), group, table_b, n, 0.125f, out_b.data());
     EXPECT_EQ(std::memcmp(out_a.data(), out_b.data(), out_a.size() * sizeof(float)), 0);
     // A head's result does not depend on the other heads of its group either.
     std::vector<float> alone(head_dim);
-    PagedAttention(a.kv, 0, 1, q.data() + head_dim, 1, table_a, n, 0.125f, alone.data());
+    PagedAttentionOnTarget(target, a.kv, 0, 1, q.data() + head_dim, 1, table_a, n, 0.125f,
+                           alone.data());
     EXPECT_EQ(std::memcmp(alone.data(), out_a.data() + head_dim, head_dim * sizeof(float)), 0);
   }
 }
@@ -132,10 +148,12 @@ TEST(KernelPagedAttentionTest, F16CloseToF32) {
   std::vector<int32_t> table = {6, 5, 4, 3, 2, 1, 0};
   f32.Fill(0, table, k, v, n);
   f16.Fill(0, table, k, v, n);
-  std::vector<float> out32(head_dim), out16(head_dim);
-  PagedAttention(f32.kv, 0, 0, q.data(), group, table, n, 0.09f, out32.data());
-  PagedAttention(f16.kv, 0, 0, q.data(), group, table, n, 0.09f, out16.data());
-  for (int d = 0; d < head_dim; ++d) EXPECT_NEAR(out16[d], out32[d], 2e-3);
+  for (CpuTarget target : Targets()) {
+    std::vector<float> out32(head_dim), out16(head_dim);
+    PagedAttentionOnTarget(target, f32.kv, 0, 0, q.data(), group, table, n, 0.09f, out32.data());
+    PagedAttentionOnTarget(target, f16.kv, 0, 0, q.data(), group, table, n, 0.09f, out16.data());
+    for (int d = 0; d < head_dim; ++d) EXPECT_NEAR(out16[d], out32[d], 2e-3);
+  }
 }
 
 TEST(KernelPagedAttentionTest, StoreKvRoundsToKvType) {
@@ -151,10 +169,12 @@ TEST(KernelPagedAttentionTest, SinglePositionReturnsItsValue) {
   TestCache cache(KvType::kF32, 1, 16, 1, 1, 8);
   std::vector<float> k = RandomValues(8, 50), v = RandomValues(8, 51), q = RandomValues(8, 52);
   StoreKv(cache.kv, 0, 0, 0, k.data(), v.data());
-  std::vector<float> out(8);
   std::vector<int32_t> table = {0};
-  PagedAttention(cache.kv, 0, 0, q.data(), 1, table, 1, 0.3f, out.data());
-  EXPECT_EQ(out, v);
+  for (CpuTarget target : Targets()) {
+    std::vector<float> out(8);
+    PagedAttentionOnTarget(target, cache.kv, 0, 0, q.data(), 1, table, 1, 0.3f, out.data());
+    EXPECT_EQ(out, v) << CpuTargetName(target);
+  }
 }
 
 }  // namespace

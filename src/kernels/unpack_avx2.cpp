@@ -1,0 +1,206 @@
+// UnpackBlocks with AVX2 + F16C, for the AVX2 and AVX-512 targets (every AVX-512 CPU has AVX2).
+// Produces exactly what the scalar UnpackBlocks produces (tests compare them byte for byte).
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/simd.h"
+#include "kernels/unpacked.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+inline float Half(uint16_t bits) { return _cvtsh_ss(bits); }
+
+// Decode streams weights from memory once; the hardware prefetcher alone leaves the unpacking
+// waiting on DRAM, so ask for the bytes this far ahead.
+constexpr int kPrefetchBytes = 2048;
+
+inline void PrefetchAhead(const void* p, int lines) {
+  const char* ahead = static_cast<const char*>(p) + kPrefetchBytes;
+  for (int i = 0; i < lines; ++i) _mm_prefetch(ahead + 64 * i, _MM_HINT_T0);
+}
+
+inline __m128i Load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m256i Load32(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+inline void Store32(uint8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+
+// 16 packed bytes -> 32 codes: low nibbles (elements 0-15), then high nibbles (16-31).
+inline __m256i Nibbles(const uint8_t* qs) {
+  const __m128i packed = Load16(qs);
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m128i low = _mm_and_si128(packed, mask);
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
+  return _mm256_set_m128i(high, low);
+}
+
+// 0x10 in byte j where bit j of the little-endian 32-bit mask is set.
+inline __m256i FifthBits(const uint8_t* qh_bytes) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, sizeof(qh));
+  // Byte j looks at byte j / 8 of the mask, then at bit j % 8 of it.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(qh)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                       3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+template <typename Block, bool kPrefetch>
+void LegacyBlocks(WeightType type, const void* row, int64_t first, int64_t count, uint8_t* q,
+                  float* scale, float* min) {
+  const Block* blocks = static_cast<const Block*>(row) + first;
+  for (int64_t b = 0; b < count; ++b) {
+    const Block& block = blocks[b];
+    if constexpr (kPrefetch) PrefetchAhead(&block, 1);
+    __m256i codes;
+    if constexpr (std::is_same_v<Block, BlockQ8_0>) {
+      codes = _mm256_xor_si256(Load32(reinterpret_cast<const uint8_t*>(block.qs)),
+                               _mm256_set1_epi8(static_cast<char>(0x80)));
+    } else {
+      codes = Nibbles(block.qs);
+      if constexpr (std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>) {
+        codes = _mm256_or_si256(codes, FifthBits(block.qh));
+      }
+    }
+    Store32(q + b * kQk, codes);
+    scale[2 * b] = scale[2 * b + 1] = Half(block.d);
+    if constexpr (std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>) {
+      min[b] = Half(block.m);
+    }
+  }
+  (void)type;
+}
+
+// The 6-bit scales and mins of a Q4_K / Q5_K super-block (GetScaleMinK4 for all 8 at once):
+//   scale[16] = d * sc[j] for both 16-groups of sub-block j, min[8] = -(dmin * m[j]).
+inline void KScalesAndMins(const uint8_t* packed, float d, float dmin, float* scale, float* min) {
+  constexpr uint32_t kLow6 = 0x3F3F3F3Fu, kLow4 = 0x0F0F0F0Fu, kLow2 = 0x03030303u;
+  uint32_t words[4];  // after the shuffle: bytes 0-7 the scales, bytes 8-15 the mins
+  std::memcpy(words, packed, kKScaleBytes);
+  words[3] = ((words[2] >> 4) & kLow4) | (((words[1] >> 6) & kLow2) << 4);
+  const uint32_t low_mins = words[1] & kLow6;
+  words[1] = (words[2] & kLow4) | (((words[0] >> 6) & kLow2) << 4);
+  words[2] = low_mins;
+  words[0] &= kLow6;
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
+  const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(d), sc);
+  _mm256_storeu_ps(scale, _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3)));
+  _mm256_storeu_ps(scale + 8,
+                   _mm256_permutevar8x32_ps(scaled, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7)));
+  const __m256 offsets = _mm256_mul_ps(_mm256_set1_ps(dmin), mn);
+  _mm256_storeu_ps(min, _mm256_xor_ps(offsets, _mm256_set1_ps(-0.0f)));
+}
+
+template <bool kFifthBit, bool kPrefetch>
+void KBlocksWithMins(const void* row, int64_t first, int64_t count, uint8_t* q, float* scale,
+                     float* min) {
+  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
+  const Block* blocks = static_cast<const Block*>(row) + first;
+  const __m256i low_mask = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < count; ++b) {
+    const Block& block = blocks[b];
+    if constexpr (kPrefetch) PrefetchAhead(&block, 3);
+    const float d = Half(block.d);
+    const float dmin = Half(block.dmin);
+    uint8_t* out = q + b * kQkK;
+    __m256i high_bits = _mm256_setzero_si256();
+    if constexpr (kFifthBit) high_bits = Load32(block.qh);
+    for (int pair = 0; pair < 4; ++pair) {
+      const __m256i packed = Load32(block.qs + pair * kQk);
+      __m256i low = _mm256_and_si256(packed, low_mask);
+      __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
+      if constexpr (kFifthBit) {
+        // Bit (2 pair) of qh[l] for the low sub-block, bit (2 pair + 1) for the high one.
+        const __m256i bit_low = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * pair), one);
+        const __m256i bit_high = _mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * pair + 1), one);
+        low = _mm256_or_si256(low, _mm256_slli_epi16(bit_low, 4));
+        high = _mm256_or_si256(high, _mm256_slli_epi16(bit_high, 4));
+      }
+      Store32(out + 2 * pair * kQk, low);
+      Store32(out + (2 * pair + 1) * kQk, high);
+    }
+    KScalesAndMins(block.scales, d, dmin, scale + b * (kQkK / kScaleGroup),
+                   min + b * (kQkK / kMinGroup));
+  }
+}
+
+template <bool kPrefetch>
+void Q6KBlocks(const void* row, int64_t first, int64_t count, uint8_t* q, float* scale) {
+  const BlockQ6_K* blocks = static_cast<const BlockQ6_K*>(row) + first;
+  const __m256i low_mask = _mm256_set1_epi8(0x0F);
+  const __m256i two_bits = _mm256_set1_epi8(0x03);
+  for (int64_t b = 0; b < count; ++b) {
+    const BlockQ6_K& block = blocks[b];
+    if constexpr (kPrefetch) PrefetchAhead(&block, 4);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i ql0 = Load32(block.ql + 64 * half);
+      const __m256i ql1 = Load32(block.ql + 64 * half + 32);
+      const __m256i qh = Load32(block.qh + 32 * half);
+      auto high = [&](int shift) {  // ((qh >> shift) & 3) << 4, per byte
+        return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), two_bits), 4);
+      };
+      uint8_t* out = q + b * kQkK + 128 * half;
+      Store32(out, _mm256_or_si256(_mm256_and_si256(ql0, low_mask), high(0)));
+      Store32(out + 32, _mm256_or_si256(_mm256_and_si256(ql1, low_mask), high(2)));
+      Store32(out + 64,
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low_mask), high(4)));
+      Store32(out + 96,
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low_mask), high(6)));
+    }
+    const __m256 d = _mm256_set1_ps(Half(block.d));
+    const __m128i scales = Load16(reinterpret_cast<const uint8_t*>(block.scales));
+    float* s = scale + b * (kQkK / kScaleGroup);
+    _mm256_storeu_ps(s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(scales))));
+    _mm256_storeu_ps(s + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                 _mm_srli_si128(scales, 8)))));
+  }
+}
+
+template <bool kPrefetch>
+void UnpackAny(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
+               uint8_t* q, float* scale, float* min) {
+  switch (type) {
+    case WeightType::kQ4_0:
+      return LegacyBlocks<BlockQ4_0, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ4_1:
+      return LegacyBlocks<BlockQ4_1, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ5_0:
+      return LegacyBlocks<BlockQ5_0, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ5_1:
+      return LegacyBlocks<BlockQ5_1, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ8_0:
+      return LegacyBlocks<BlockQ8_0, kPrefetch>(type, row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ4_K:
+      return KBlocksWithMins<false, kPrefetch>(row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ5_K:
+      return KBlocksWithMins<true, kPrefetch>(row, first_block, num_blocks, q, scale, min);
+    case WeightType::kQ6_K:
+      return Q6KBlocks<kPrefetch>(row, first_block, num_blocks, q, scale);
+    default:
+      return UnpackBlocks(type, row, first_block, num_blocks, q, scale, min);
+  }
+}
+
+}  // namespace
+
+void UnpackBlocksAvx2(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
+                      uint8_t* q, float* scale, float* min) {
+  UnpackAny<true>(type, row, first_block, num_blocks, q, scale, min);
+}
+
+void UnpackBlocksAvx2NoPrefetch(WeightType type, const void* row, int64_t first_block,
+                                int64_t num_blocks, uint8_t* q, float* scale, float* min) {
+  UnpackAny<false>(type, row, first_block, num_blocks, q, scale, min);
+}
+
+}  // namespace reprise::kernels

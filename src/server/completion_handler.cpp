@@ -1,0 +1,349 @@
+#include "server/completion_handler.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "server/api_error.h"
+#include "server/completion_job.h"
+#include "server/response_builder.h"
+#include "server/sse.h"
+
+namespace reprise::server {
+namespace {
+
+constexpr std::chrono::milliseconds kStreamPoll{100};
+constexpr std::chrono::milliseconds kWaitPoll{500};
+constexpr size_t kCompletionsDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
+
+// A prompt ready to submit, with its length as the server counts it (task prompt included).
+struct PreparedPrompt {
+  GenerationRequest request;
+  size_t prompt_tokens = 0;
+};
+
+const char* IdPrefix(ApiKind kind) {
+  switch (kind) {
+    case ApiKind::kChat: return "chatcmpl";
+    case ApiKind::kCompletion: return "cmpl";
+    case ApiKind::kRtpGenerate: return "gen";
+  }
+  return "req";
+}
+
+size_t TaskPromptTokens(const std::string& task_id, const InferenceBackend& backend) {
+  if (task_id.empty()) return 0;
+  for (const TaskPromptInfo& task : backend.TaskPrompts()) {
+    if (task.task_id == task_id) return task.tokens;
+  }
+  // Only the id the client sent is named: the list of tasks is not theirs to see.
+  throw ApiError::BadRequest(fmt::format("unknown task_id '{}'", task_id), "task_id",
+                             "task_not_found");
+}
+
+// Sets the request's max_tokens from the client's value or the route's default, and checks the
+// prompt and the completion against the context.
+void DecideMaxTokens(const ParsedRequest& parsed, const ModelInfo& info, PreparedPrompt& prompt) {
+  int64_t context = info.context_length;
+  int64_t prompt_tokens = static_cast<int64_t>(prompt.prompt_tokens);
+  if (prompt_tokens == 0) throw ApiError::BadRequest("the prompt is empty", "prompt");
+  if (context > 0 && prompt_tokens >= context) {
+    throw ApiError::BadRequest(
+        fmt::format("This model's maximum context length is {} tokens, and the prompt has {} "
+                    "tokens; shorten the prompt",
+                    context, prompt_tokens),
+        parsed.kind == ApiKind::kChat ? "messages" : "prompt", "context_length_exceeded");
+  }
+  int64_t room = context > 0 ? context - prompt_tokens : INT32_MAX;
+  int64_t max_tokens = room;
+  if (parsed.max_tokens) {
+    max_tokens = *parsed.max_tokens;
+    if (max_tokens > room) {
+      if (parsed.kind == ApiKind::kRtpGenerate) {
+        max_tokens = room;  // rtp-llm stops at the context end instead of refusing
+      } else {
+        throw ApiError::BadRequest(
+            fmt::format("This model's maximum context length is {} tokens. However, you "
+                        "requested {} tokens ({} in the prompt, {} for the completion); reduce "
+                        "the prompt or max_tokens",
+                        context, prompt_tokens + max_tokens, prompt_tokens, max_tokens),
+            "max_tokens",
+            "context_length_exceeded");
+      }
+    }
+  } else if (parsed.kind == ApiKind::kCompletion) {
+    max_tokens = std::min<int64_t>(room, kCompletionsDefaultMaxTokens);
+  }
+  prompt.request.sampling.max_tokens = static_cast<int>(std::min<int64_t>(max_tokens, INT32_MAX));
+}
+
+std::vector<PreparedPrompt> PreparePrompts(const ParsedRequest& parsed, const ReadyBackend& ready,
+                                           const std::string& chat_template) {
+  const InferenceBackend& backend = *ready.backend;
+  size_t task_tokens = TaskPromptTokens(parsed.cache.task_id, backend);
+  // Counted as the engine will see it: a task prompt (which holds BOS) and then the request's
+  // own tokens, encoded without BOS.
+  bool with_task = !parsed.cache.task_id.empty();
+  GenerationRequest base;
+  base.sampling = parsed.sampling;
+  base.cache = parsed.cache;
+
+  std::vector<PreparedPrompt> prompts;
+  if (parsed.kind == ApiKind::kChat) {
+    ChatPrompt chat = RenderChatPrompt(ready, parsed.messages, chat_template);
+    PreparedPrompt prompt{base, chat.tokens.size()};
+    if (with_task && chat.add_special_tokens) {
+      // The task prompt brings BOS: the engine encodes the rest without one.
+      prompt.prompt_tokens = backend.Tokenize(chat.text, /*add_special_tokens=*/false).size();
+    }
+    prompt.request.prompt = std::move(chat.text);
+    prompt.request.add_special_tokens = chat.add_special_tokens;
+    prompts.push_back(std::move(prompt));
+  } else {
+    for (const PromptInput& input : parsed.prompts) {
+      PreparedPrompt prompt{base, 0};
+      if (input.is_tokens) {
+        for (int32_t token : input.tokens) {
+          if (token >= ready.info.vocab_size) {
+            throw ApiError::BadRequest(
+                fmt::format("token id {} is outside the vocabulary (size {})", token,
+                            ready.info.vocab_size),
+                "prompt");
+          }
+        }
+        prompt.request.prompt_tokens = input.tokens;
+        prompt.prompt_tokens = input.tokens.size();
+      } else {
+        prompt.request.prompt = input.text;
+        prompt.prompt_tokens =
+            backend.Tokenize(input.text, /*add_special_tokens=*/!with_task).size();
+      }
+      prompts.push_back(std::move(prompt));
+    }
+  }
+  for (PreparedPrompt& prompt : prompts) {
+    prompt.prompt_tokens += task_tokens;
+    DecideMaxTokens(parsed, ready.info, prompt);
+  }
+  return prompts;
+}
+
+// Submits every choice; on failure cancels those already submitted and reports the reason.
+void SubmitAll(CompletionJob& job, const ParsedRequest& parsed,
+               std::vector<PreparedPrompt>& prompts) {
+  try {
+    size_t index = 0;
+    for (PreparedPrompt& prompt : prompts) {
+      for (int j = 0; j < parsed.n; ++j, ++index) {
+        GenerationRequest request = prompt.request;
+        // Distinct seeds, or n seeded choices would all be the same.
+        if (request.sampling.seed && j > 0) *request.sampling.seed += static_cast<uint64_t>(j);
+        job.Submit(index, std::move(request));
+      }
+    }
+  } catch (const QueueFullError& error) {
+    job.CancelUnfinished();
+    throw ApiError::Unavailable(fmt::format("the server is busy ({}); retry later", error.what()),
+                                "queue_full");
+  } catch (const Error& error) {
+    job.CancelUnfinished();
+    throw ApiError::BadRequest(error.what(), "", "invalid_request");
+  } catch (...) {
+    job.CancelUnfinished();
+    throw;
+  }
+}
+
+void LogFinished(const std::string& id, const CompletionJob& job) {
+  UsageCounts usage = job.Usage();
+  const ChoiceResult& first = job.result(0);
+  spdlog::info("{}: prompt {} tokens (cached {}), generated {}, ttft {:.1f} ms, total {:.1f} ms, "
+               "{}",
+               id, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
+               first.ttft_seconds * 1e3, first.total_seconds * 1e3, first.finish_reason);
+}
+
+void RecordFinish(ServerMetrics& metrics, const CompletionJob& job, size_t index) {
+  FinishReason reason = job.finish_reason(index);
+  if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+    metrics.RecordFinished(reason, job.result(index).ttft_seconds,
+                           job.result(index).total_seconds);
+  }
+}
+
+// State of one streamed answer, owned by httplib's content provider.
+struct StreamState {
+  std::unique_ptr<CompletionJob> job;
+  ResponseBuilder builder;
+  ApiKind kind;
+  bool include_usage = false;
+  bool started = false;
+  ServerState* server = nullptr;
+};
+
+// One call of the chunked content provider: writes what the engine reported since the last
+// call. Returns false to end the response (client gone, server stopping).
+bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
+  CompletionJob& job = *stream.job;
+  auto write = [&sink](const std::string& text) { return sink.write(text.data(), text.size()); };
+  if (!stream.started) {
+    stream.started = true;
+    if (stream.kind == ApiKind::kChat) {
+      for (size_t i = 0; i < job.size(); ++i) {
+        if (!write(SseData(stream.builder.RoleChunk(i)))) return false;
+      }
+    }
+  }
+  for (const ChannelEvent& event : job.channel().PopAll(kStreamPoll)) {
+    size_t index = job.Apply(event);
+    if (!event.finished()) {
+      const std::string& text = std::get<TokenEvent>(event.payload).text;
+      if (stream.kind == ApiKind::kRtpGenerate) {
+        if (!write(SseData(stream.builder.RtpStreamEvent(job.result(index), false)))) return false;
+      } else if (!text.empty()) {
+        if (!write(SseData(stream.builder.DeltaChunk(index, text)))) return false;
+      }
+      continue;
+    }
+    RecordFinish(stream.server->metrics(), job, index);
+    FinishReason reason = job.finish_reason(index);
+    if (reason == FinishReason::kError || reason == FinishReason::kCancelled) {
+      std::string message = reason == FinishReason::kError
+                                ? "generation failed: " + job.error(index)
+                                : std::string("the request was cancelled");
+      if (!write(SseData(ApiError::Internal(message).ToJson()))) return false;
+      continue;
+    }
+    if (stream.kind == ApiKind::kRtpGenerate) {
+      if (!write(SseData(stream.builder.RtpStreamEvent(job.result(index), true)))) return false;
+      continue;
+    }
+    UsageCounts usage = job.Usage();
+    bool usage_here = job.AllFinished() && !stream.include_usage;
+    if (!write(SseData(stream.builder.FinishChunk(index, job.result(index).finish_reason,
+                                                  usage_here ? &usage : nullptr)))) {
+      return false;
+    }
+  }
+  if (job.AllFinished()) {
+    LogFinished(stream.builder.id(), job);
+    if (stream.kind != ApiKind::kRtpGenerate) {
+      if (stream.include_usage && !write(SseData(stream.builder.UsageChunk(job.Usage())))) {
+        return false;
+      }
+      if (!write(std::string(kSseDone))) return false;
+    }
+    sink.done();
+    return true;
+  }
+  return !stream.server->stopping();
+}
+
+}  // namespace
+
+ChatPrompt RenderChatPrompt(const ReadyBackend& ready,
+                            const std::vector<Engine::ChatMessage>& messages,
+                            const std::string& chat_template) {
+  const InferenceBackend& backend = *ready.backend;
+  ChatPrompt prompt;
+  try {
+    prompt.text = backend.ApplyChatTemplate(messages, chat_template);
+  } catch (const Error& error) {
+    throw ApiError::BadRequest(error.what(), "messages", "chat_template_error");
+  }
+  // Templates that write the BOS text themselves must not get a second BOS.
+  prompt.tokens = backend.Tokenize(prompt.text, /*add_special_tokens=*/false);
+  bool holds_bos =
+      ready.bos_token && !prompt.tokens.empty() && prompt.tokens.front() == *ready.bos_token;
+  prompt.add_special_tokens = !holds_bos;
+  if (!holds_bos) prompt.tokens = backend.Tokenize(prompt.text, /*add_special_tokens=*/true);
+  return prompt;
+}
+
+void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_request,
+                               httplib::Response& http_response) {
+  nlohmann::json body = ParseJsonBody(http_request.body);
+  ParsedRequest parsed = kind == ApiKind::kChat         ? ParseChatRequest(body)
+                         : kind == ApiKind::kCompletion ? ParseCompletionRequest(body)
+                                                        : ParseGenerateRequest(body);
+  std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
+  const std::string& served_name = state_.options().served_model_name;
+  if (!parsed.model.empty() && parsed.model != served_name) {
+    throw ApiError::NotFound(
+        fmt::format("The model '{}' does not exist; this server serves '{}'", parsed.model,
+                    served_name),
+        "model_not_found");
+  }
+  if (kind == ApiKind::kRtpGenerate && parsed.stream &&
+      parsed.prompts.size() * static_cast<size_t>(parsed.n) != 1) {
+    throw ApiError::BadRequest("streaming answers one prompt with one sequence", "prompt");
+  }
+  std::vector<PreparedPrompt> prompts =
+      PreparePrompts(parsed, *ready, state_.options().chat_template);
+
+  auto job = std::make_unique<CompletionJob>(ready->backend,
+                                             prompts.size() * static_cast<size_t>(parsed.n),
+                                             parsed.n);
+  SubmitAll(*job, parsed, prompts);
+  ResponseBuilder builder(kind, state_.NextId(IdPrefix(kind)),
+                          std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count(),
+                          served_name);
+
+  if (parsed.stream) {
+    auto stream = std::make_shared<StreamState>(
+        StreamState{std::move(job), std::move(builder), kind, parsed.include_usage, false,
+                    &state_});
+    http_response.set_header("Cache-Control", "no-cache");
+    http_response.set_header("X-Accel-Buffering", "no");
+    http_response.set_chunked_content_provider(
+        "text/event-stream",
+        [stream](size_t /*offset*/, httplib::DataSink& sink) {
+          bool keep_going = false;
+          try {
+            keep_going = StreamStep(*stream, sink);
+          } catch (const std::exception& error) {
+            spdlog::error("{}: streaming failed: {}", stream->builder.id(), error.what());
+          }
+          if (!keep_going) stream->job->CancelUnfinished();
+          return keep_going;
+        },
+        // Called when the response ends either way: a client that went away stops its requests.
+        [stream](bool /*success*/) { stream->job->CancelUnfinished(); });
+    return;
+  }
+
+  while (!job->AllFinished()) {
+    for (const ChannelEvent& event : job->channel().PopAll(kWaitPoll)) {
+      size_t index = job->Apply(event);
+      if (event.finished()) RecordFinish(state_.metrics(), *job, index);
+    }
+    if (!job->AllFinished() && state_.stopping()) {
+      job->CancelUnfinished();
+      throw ApiError::Unavailable("the server is shutting down", "shutting_down");
+    }
+  }
+  for (size_t i = 0; i < job->size(); ++i) {
+    if (job->finish_reason(i) == FinishReason::kError) {
+      throw ApiError::Internal("generation failed: " + job->error(i));
+    }
+    if (job->finish_reason(i) == FinishReason::kCancelled) {
+      throw ApiError::Unavailable("the request was cancelled", "cancelled");
+    }
+  }
+  LogFinished(builder.id(), *job);
+  http_response.set_content(JsonText(builder.Full(job->Results(), job->Usage())),
+                            "application/json");
+}
+
+}  // namespace reprise::server

@@ -1,0 +1,64 @@
+// The OpenAI-compatible HTTP server: routes, authentication, error bodies, body-size limit and
+// the listening thread. It can listen before the engine is loaded (/health answers 503 until
+// SetBackend).
+#pragma once
+
+#include <memory>
+#include <thread>
+
+#include "server/completion_handler.h"
+#include "server/server_state.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace reprise::server {
+
+class HttpServer {
+ public:
+  explicit HttpServer(HttpServerOptions options);
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket; returns the port (the chosen one when options.port is 0).
+  // Throws reprise::Error when it cannot bind.
+  int Bind();
+  // Serves on a background thread. Call after Bind().
+  void Start();
+  // Makes the routes serve with `backend`; /health turns 200.
+  void SetBackend(std::shared_ptr<InferenceBackend> backend);
+  // Stops listening, ends streams, cancels waiting requests, joins the thread. Idempotent.
+  void Stop();
+
+  int port() const { return port_; }
+  ServerState& state() { return state_; }
+
+ private:
+  void RegisterRoutes();
+  // Runs a handler with the error boundary: ApiError -> its status and body, anything else ->
+  // 500 with a body; never lets an exception out.
+  template <typename Fn>
+  void Guard(const httplib::Request& request, httplib::Response& response, Fn&& fn);
+  bool Authorized(const httplib::Request& request) const;
+
+  void HandleModels(httplib::Response& response);
+  void HandleHealth(httplib::Response& response);
+  void HandleMetrics(httplib::Response& response);
+  void HandleTokenize(const httplib::Request& request, httplib::Response& response);
+  void HandleDetokenize(const httplib::Request& request, httplib::Response& response);
+  void HandleTasks(httplib::Response& response);
+  void HandleCacheStats(httplib::Response& response);
+  void HandleCacheClear(httplib::Response& response);
+
+  ServerState state_;
+  CompletionHandler completions_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = -1;
+};
+
+}  // namespace reprise::server

@@ -1,0 +1,76 @@
+// The JSON bodies of completion answers, whole and streamed, for each API shape: OpenAI chat
+// (`chat.completion`, `chat.completion.chunk`), OpenAI text (`text_completion`) and rtp-llm
+// (`response` + `aux_info`). Every usage carries prompt_tokens_details.cached_tokens and the
+// top-level `reuse_len` (rtp-llm's name) with the same number.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/parsed_request.h"
+
+namespace reprise::server {
+
+struct UsageCounts {
+  size_t prompt_tokens = 0;
+  size_t completion_tokens = 0;
+  size_t cached_tokens = 0;
+};
+
+// The wire value of a finish reason: "stop", "length", "cancelled" or "error". (Ours, not the
+// engine's FinishReasonName, because it is part of the HTTP API's contract.)
+const char* FinishReasonText(FinishReason reason);
+
+// {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details":
+// {"cached_tokens"}}
+nlohmann::json UsageJson(const UsageCounts& usage);
+
+// One finished choice.
+struct ChoiceResult {
+  size_t index = 0;
+  std::string text;
+  std::string finish_reason;     // "stop" or "length"
+  size_t prompt_tokens = 0;
+  size_t cached_tokens = 0;
+  size_t completion_tokens = 0;
+  double ttft_seconds = 0;
+  double total_seconds = 0;
+};
+
+class ResponseBuilder {
+ public:
+  ResponseBuilder(ApiKind kind, std::string id, int64_t created, std::string model);
+
+  // The whole answer of a non-streamed request; `choices` ordered by index.
+  nlohmann::json Full(const std::vector<ChoiceResult>& choices, const UsageCounts& usage) const;
+
+  // Streamed pieces (OpenAI shapes; the caller frames them as SSE).
+  nlohmann::json RoleChunk(size_t index) const;  // chat only: delta {"role": "assistant"}
+  nlohmann::json DeltaChunk(size_t index, const std::string& text) const;
+  // A choice's last chunk with its finish reason; with `usage` when not null (the request's last
+  // chunk when the client did not ask for a separate usage chunk).
+  nlohmann::json FinishChunk(size_t index, const std::string& finish_reason,
+                             const UsageCounts* usage) const;
+  // The separate final chunk of stream_options.include_usage: empty choices, the usage.
+  nlohmann::json UsageChunk(const UsageCounts& usage) const;
+
+  // rtp-llm streaming: the text so far of one choice, and its aux_info.
+  nlohmann::json RtpStreamEvent(const ChoiceResult& so_far, bool finished) const;
+
+  const std::string& id() const { return id_; }
+
+ private:
+  nlohmann::json ChunkEnvelope() const;
+  nlohmann::json RtpAuxInfo(const ChoiceResult& choice) const;
+
+  ApiKind kind_;
+  std::string id_;
+  int64_t created_;
+  std::string model_;
+};
+
+}  // namespace reprise::server

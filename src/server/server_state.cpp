@@ -1,0 +1,42 @@
+#include "server/server_state.h"
+
+#include <random>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+
+namespace reprise::server {
+
+ServerState::ServerState(HttpServerOptions options) : options_(std::move(options)) {
+  std::random_device random;
+  nonce_ = fmt::format("{:08x}", random());
+}
+
+void ServerState::SetBackend(std::shared_ptr<InferenceBackend> backend) {
+  auto ready = std::make_shared<ReadyBackend>();
+  ready->info = backend->Info();
+  std::vector<int32_t> bos = backend->Tokenize("", /*add_special_tokens=*/true);
+  if (!bos.empty()) ready->bos_token = bos.front();
+  ready->backend = std::move(backend);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ready_ = std::move(ready);
+}
+
+std::shared_ptr<const ReadyBackend> ServerState::Ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ready_;
+}
+
+std::shared_ptr<const ReadyBackend> ServerState::RequireReady() const {
+  std::shared_ptr<const ReadyBackend> ready = Ready();
+  if (!ready) throw ApiError::Unavailable("the model is still loading; retry shortly", "loading");
+  return ready;
+}
+
+std::string ServerState::NextId(const char* prefix) {
+  return fmt::format("{}-{}{:x}", prefix, nonce_, next_id_.fetch_add(1));
+}
+
+}  // namespace reprise::server

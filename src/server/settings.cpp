@@ -1,0 +1,297 @@
+#include "server/settings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace reprise::server {
+namespace {
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::string Trim(const std::string& text) {
+  size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  size_t end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min,
+                     int64_t max) {
+  std::string trimmed = Trim(text);
+  char* end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(trimmed.c_str(), &end, 10);
+  if (trimmed.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
+    throw Error(fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max,
+                            text));
+  }
+  return value;
+}
+
+void CheckBlockSize(int block_size, const std::string& source) {
+  if (block_size < 1 || block_size > 256 || (block_size & (block_size - 1)) != 0) {
+    throw Error(fmt::format("{} must be a power of two between 1 and 256, got {}", source,
+                            block_size));
+  }
+}
+
+void CheckPositive(int64_t value, const std::string& flag) {
+  if (value <= 0) throw Error(fmt::format("{} must be positive, got {}", flag, value));
+}
+
+// The reuse switch from the environment: each variable that is set must be a boolean, and all
+// that are set must agree.
+std::optional<bool> ReuseFromEnvironment(const EnvLookup& env) {
+  static constexpr const char* kNames[] = {"NIM_ENABLE_KV_CACHE_REUSE", "REUSE_CACHE",
+                                           "ENABLE_PREFIX_CACHING"};
+  std::optional<bool> result;
+  std::string decided_by;
+  for (const char* name : kNames) {
+    std::optional<std::string> text = env(name);
+    if (!text) continue;
+    std::optional<bool> value = ParseBoolText(*text);
+    if (!value) {
+      throw Error(fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
+                              "false)",
+                              name, *text));
+    }
+    if (result && *result != *value) {
+      throw Error(fmt::format("environment variables {} and {} disagree about prefix caching; "
+                              "set one, or pass --enable-prefix-caching / "
+                              "--no-enable-prefix-caching",
+                              decided_by, name));
+    }
+    result = value;
+    decided_by = name;
+  }
+  return result;
+}
+
+std::string ModelStem(const std::string& path) {
+  std::string stem = std::filesystem::path(path).stem().string();
+  return stem.empty() ? path : stem;
+}
+
+std::string ReadTextFile(const std::string& path, const std::string& what) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error(fmt::format("cannot read {} '{}'", what, path));
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) throw Error(fmt::format("cannot read {} '{}'", what, path));
+  return text.str();
+}
+
+}  // namespace
+
+EnvLookup ProcessEnvironment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::optional<bool> ParseBoolText(const std::string& text) {
+  std::string value = Lower(Trim(text));
+  if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
+  if (value == "0" || value == "false" || value == "no" || value == "off") return false;
+  return std::nullopt;
+}
+
+size_t ParseByteSize(const std::string& text) {
+  std::string trimmed = Trim(text);
+  size_t split = 0;
+  while (split < trimmed.size() &&
+         (std::isdigit(static_cast<unsigned char>(trimmed[split])) || trimmed[split] == '.')) {
+    ++split;
+  }
+  std::string number = trimmed.substr(0, split);
+  std::string unit = Lower(Trim(trimmed.substr(split)));
+  auto bad = [&]() {
+    return Error(fmt::format("'{}' is not a memory size (examples: 2GiB, 512MiB, 1.5G, 1000000)",
+                             text));
+  };
+  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1) throw bad();
+  double multiplier = 0;
+  static const std::vector<std::pair<std::string, double>> kUnits = {
+      {"", 1.0},           {"b", 1.0},
+      {"k", 1024.0},       {"kib", 1024.0},       {"kb", 1e3},
+      {"m", 1048576.0},    {"mib", 1048576.0},    {"mb", 1e6},
+      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
+      {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12}};
+  for (const auto& [name, factor] : kUnits) {
+    if (unit == name) multiplier = factor;
+  }
+  if (multiplier == 0) throw bad();
+  double bytes = std::strtod(number.c_str(), nullptr) * multiplier;
+  if (!std::isfinite(bytes) || bytes >= 1.8e19) throw bad();
+  return static_cast<size_t>(std::llround(bytes));
+}
+
+std::string FormatByteSize(size_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.2f} {}", value, kUnits[unit]);
+}
+
+ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
+  ServerSettings settings;
+  if (flags.model.empty()) throw Error("--model is required");
+  settings.model = flags.model;
+  if (flags.host) settings.host = *flags.host;
+  if (flags.port) {
+    if (*flags.port < 0 || *flags.port > 65535) {
+      throw Error(fmt::format("--port must be between 0 and 65535, got {}", *flags.port));
+    }
+    settings.port = *flags.port;
+  }
+  settings.served_model_name =
+      flags.served_model_name ? *flags.served_model_name : ModelStem(flags.model);
+  if (settings.served_model_name.empty()) throw Error("--served-model-name must not be empty");
+
+  if (flags.api_key) {
+    settings.api_key = *flags.api_key;
+  } else if (auto key = env("REPRISE_API_KEY")) {
+    settings.api_key = *key;
+  }
+
+  // Prefix caching: flag, else the environment switches, else on.
+  if (std::optional<bool> from_env = ReuseFromEnvironment(env)) {
+    settings.enable_prefix_caching = *from_env;
+  }
+  if (flags.enable_prefix_caching) settings.enable_prefix_caching = *flags.enable_prefix_caching;
+
+  if (flags.block_size) {
+    CheckBlockSize(*flags.block_size, "--block-size");
+    settings.block_size = *flags.block_size;
+  } else if (auto text = env("SEQ_SIZE_PER_BLOCK")) {
+    int64_t value = ParseIntText(*text, "environment variable SEQ_SIZE_PER_BLOCK", 1, 256);
+    CheckBlockSize(static_cast<int>(value), "environment variable SEQ_SIZE_PER_BLOCK");
+    settings.block_size = static_cast<int>(value);
+  }
+
+  if (flags.kv_cache_memory) {
+    settings.kv_cache_memory_bytes = ParseByteSize(*flags.kv_cache_memory);
+    if (settings.kv_cache_memory_bytes == 0) throw Error("--kv-cache-memory must not be zero");
+  }
+  if (flags.kv_type) {
+    if (*flags.kv_type != "f16" && *flags.kv_type != "f32") {
+      throw Error(fmt::format("--kv-type must be f16 or f32, got '{}'", *flags.kv_type));
+    }
+    settings.kv_type = *flags.kv_type;
+  }
+  if (flags.max_batch_tokens) {
+    CheckPositive(*flags.max_batch_tokens, "--max-batch-tokens");
+    settings.max_batch_tokens = *flags.max_batch_tokens;
+  }
+  if (flags.max_running_requests) {
+    CheckPositive(*flags.max_running_requests, "--max-running-requests");
+    settings.max_running_requests = *flags.max_running_requests;
+  }
+  if (flags.threads) {
+    if (*flags.threads < 0) throw Error("--threads must be 0 (every core) or positive");
+    settings.threads = *flags.threads;
+  }
+  if (flags.max_context) {
+    if (*flags.max_context < 0) throw Error("--max-context must be 0 (the model's) or positive");
+    settings.max_context = *flags.max_context;
+  }
+  if (flags.chat_template) settings.chat_template = *flags.chat_template;
+  if (flags.max_queued_requests) {
+    CheckPositive(*flags.max_queued_requests, "--max-queued-requests");
+    settings.max_queued_requests = static_cast<size_t>(*flags.max_queued_requests);
+  }
+  if (flags.max_body_size) {
+    settings.max_body_bytes = ParseByteSize(*flags.max_body_size);
+    if (settings.max_body_bytes < 1024) throw Error("--max-body-size must be at least 1KiB");
+  }
+  if (flags.http_threads) {
+    if (*flags.http_threads < 2 || *flags.http_threads > 4096) {
+      throw Error(fmt::format("--http-threads must be between 2 and 4096, got {}",
+                              *flags.http_threads));
+    }
+    settings.http_threads = *flags.http_threads;
+  }
+
+  // Task prompts: the flag, else MULTI_TASK_PROMPT (a file), else MULTI_TASK_PROMPT_STR.
+  std::optional<std::string> env_file = env("MULTI_TASK_PROMPT");
+  std::optional<std::string> env_text = env("MULTI_TASK_PROMPT_STR");
+  if (flags.multi_task_prompt) {
+    settings.task_prompts_file = *flags.multi_task_prompt;
+  } else if (env_file && !Trim(*env_file).empty()) {
+    if (env_text && !Trim(*env_text).empty()) {
+      throw Error("both MULTI_TASK_PROMPT and MULTI_TASK_PROMPT_STR are set; set one of them");
+    }
+    settings.task_prompts_file = Trim(*env_file);
+  } else if (env_text && !Trim(*env_text).empty()) {
+    settings.task_prompts_json = *env_text;
+  }
+  return settings;
+}
+
+std::string DescribeSettings(const ServerSettings& settings) {
+  std::string task_prompts = "none";
+  if (!settings.task_prompts_file.empty()) {
+    task_prompts = "file " + settings.task_prompts_file;
+  } else if (!settings.task_prompts_json.empty()) {
+    task_prompts = fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
+  }
+  return fmt::format(
+      "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
+      "kv_cache_memory: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
+      "threads: {}, max_context: {}, chat_template: {}, task_prompts: {}, "
+      "max_queued_requests: {}, max_body_size: {}, http_threads: {}, api_key: {}",
+      settings.model, settings.served_model_name, settings.host, settings.port,
+      settings.enable_prefix_caching, settings.block_size,
+      settings.kv_cache_memory_bytes == 0 ? std::string("auto")
+                                          : FormatByteSize(settings.kv_cache_memory_bytes),
+      settings.kv_type, settings.max_batch_tokens, settings.max_running_requests,
+      settings.threads == 0 ? std::string("all cores") : std::to_string(settings.threads),
+      settings.max_context == 0 ? std::string("model's") : std::to_string(settings.max_context),
+      settings.chat_template.empty() ? std::string("model's") : settings.chat_template,
+      task_prompts, settings.max_queued_requests, FormatByteSize(settings.max_body_bytes),
+      settings.http_threads, settings.api_key.empty() ? "none" : "set");
+}
+
+EngineConfig MakeEngineConfig(const ServerSettings& settings) {
+  EngineConfig config;
+  config.model_path = settings.model;
+  config.enable_prefix_caching = settings.enable_prefix_caching;
+  config.block_size = settings.block_size;
+  config.kv_cache_memory_bytes = settings.kv_cache_memory_bytes;
+  config.kv_type = settings.kv_type;
+  config.max_batch_tokens = settings.max_batch_tokens;
+  config.max_running_requests = settings.max_running_requests;
+  config.max_queued_requests = settings.max_queued_requests;
+  config.num_threads = settings.threads;
+  config.max_context = settings.max_context;
+  if (!settings.task_prompts_file.empty()) {
+    config.task_prompts_json = ReadTextFile(settings.task_prompts_file, "task prompt file");
+  } else {
+    config.task_prompts_json = settings.task_prompts_json;
+  }
+  return config;
+}
+
+}  // namespace reprise::server

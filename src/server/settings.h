@@ -1,0 +1,87 @@
+// `reprise serve` settings: command-line flags merged with environment variables (flags win),
+// checked, printable for the start-up log, and turned into an EngineConfig.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "reprise/engine.h"
+
+namespace reprise::server {
+
+// What the command line said; unset optionals were not given.
+struct ServeFlags {
+  std::string model;
+  std::optional<std::string> host;
+  std::optional<int> port;
+  std::optional<std::string> served_model_name;
+  std::optional<std::string> api_key;
+  std::optional<int> block_size;
+  std::optional<std::string> kv_cache_memory;  // "2GiB", "512MiB", "1000000"
+  std::optional<std::string> kv_type;
+  std::optional<int> max_batch_tokens;
+  std::optional<int> max_running_requests;
+  std::optional<int> threads;
+  std::optional<int64_t> max_context;
+  std::optional<bool> enable_prefix_caching;
+  std::optional<std::string> chat_template;
+  std::optional<std::string> multi_task_prompt;  // a file path
+  std::optional<int64_t> max_queued_requests;
+  std::optional<std::string> max_body_size;
+  std::optional<int> http_threads;
+};
+
+// The effective settings.
+struct ServerSettings {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8000;                     // 0: any free port
+  std::string served_model_name;       // default: the model file's stem
+  std::string api_key;                 // empty: no authentication
+  int block_size = 16;
+  size_t kv_cache_memory_bytes = 0;    // 0: the engine's default share of memory
+  std::string kv_type = "f16";
+  int max_batch_tokens = 512;
+  int max_running_requests = 64;
+  int threads = 0;                     // 0: every core
+  int64_t max_context = 0;             // 0: the model's
+  bool enable_prefix_caching = true;
+  std::string chat_template;           // empty: the model's own
+  std::string task_prompts_file;       // --multi-task-prompt / MULTI_TASK_PROMPT
+  std::string task_prompts_json;       // MULTI_TASK_PROMPT_STR (when no file is given)
+  size_t max_queued_requests = 1024;
+  size_t max_body_bytes = 16u << 20;
+  int http_threads = 64;
+};
+
+// Looks up an environment variable; nullopt when unset. Injectable so that tests never touch the
+// process environment.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+EnvLookup ProcessEnvironment();
+
+// Merges flags over environment over defaults. Environment variables read:
+//   NIM_ENABLE_KV_CACHE_REUSE, REUSE_CACHE, ENABLE_PREFIX_CACHING  (1/0/true/false/yes/no/on/off)
+//   SEQ_SIZE_PER_BLOCK (block size), MULTI_TASK_PROMPT (file), MULTI_TASK_PROMPT_STR (JSON text),
+//   REPRISE_API_KEY.
+// Throws reprise::Error naming the variable or flag for an invalid value, or for reuse switches
+// that contradict each other.
+ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env);
+
+// "1", "true", "yes", "on" / "0", "false", "no", "off", case-insensitive; anything else: nullopt.
+std::optional<bool> ParseBoolText(const std::string& text);
+// "2GiB", "512MiB", "64KiB", "1.5G" (binary units; K/M/G/T alone also binary), "1GB"/"500MB"
+// (decimal), or a plain byte count. Throws reprise::Error.
+size_t ParseByteSize(const std::string& text);
+// "2.00 GiB" and the like, for logs.
+std::string FormatByteSize(size_t bytes);
+
+// One line for the start-up log: "reuse_cache: true, block_size: 16, ...".
+std::string DescribeSettings(const ServerSettings& settings);
+
+// The engine's configuration; reads the task prompt file. Throws reprise::Error when it cannot.
+EngineConfig MakeEngineConfig(const ServerSettings& settings);
+
+}  // namespace reprise::server
