@@ -4,7 +4,6 @@
 
 namespace reprise::cli {
 
-WorkloadResult RunDocWorkload(const BenchContext&) { throw Error("bench doc: not built yet"); }
 WorkloadResult RunChatWorkload(const BenchContext&) { throw Error("bench chat: not built yet"); }
 WorkloadResult RunMultidocWorkload(const BenchContext&) { throw Error("bench multidoc: not built yet"); }
 WorkloadResult RunUniqueWorkload(const BenchContext&) { throw Error("bench unique: not built yet"); }
