@@ -4,7 +4,6 @@
 
 namespace reprise::cli {
 
-WorkloadResult RunUniqueWorkload(const BenchContext&) { throw Error("bench unique: not built yet"); }
 WorkloadResult RunConcurrentWorkload(const BenchContext&) { throw Error("bench concurrent: not built yet"); }
 
 }  // namespace reprise::cli

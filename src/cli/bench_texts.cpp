@@ -183,7 +183,11 @@ std::string TableQuestion(int id, int kind) {
 
 std::string Prose(uint64_t seed, size_t words) {
   std::mt19937_64 random(seed * 0x9E3779B97F4A7C15ull + 1);
-  std::string text = fmt::format("Note {} of the archive:", seed);
+  // The first word changes with every seed (for 40 seeds in a row), so prompts built from
+  // consecutive seeds differ from their first token after BOS.
+  std::string first(kWords[seed % kWords.size()]);
+  first[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(first[0])));
+  std::string text = fmt::format("{} note {} of the archive:", first, seed);
   for (size_t i = 0; i < words; ++i) {
     text += ' ';
     text += kWords[random() % kWords.size()];

@@ -28,8 +28,9 @@ std::string TableDocument(int rows);
 // questions about five rows all differ from their first words on.
 std::string TableQuestion(int id, int kind);
 
-// `words` words of plain prose from a generator seeded with `seed`; the first words name the
-// seed, so texts with different seeds differ from their first token.
+// `words` words of plain prose from a generator seeded with `seed`. The first word changes with
+// the seed and cycles every 40 seeds, then the seed's number follows: texts of consecutive seeds
+// differ from their first token.
 std::string Prose(uint64_t seed, size_t words);
 
 // The largest `units` in [1, max_units] whose make(units) counts at most `target` tokens (by
