@@ -4,6 +4,5 @@
 
 namespace reprise::cli {
 
-WorkloadResult RunConcurrentWorkload(const BenchContext&) { throw Error("bench concurrent: not built yet"); }
 
 }  // namespace reprise::cli
