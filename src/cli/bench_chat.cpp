@@ -12,8 +12,9 @@ namespace {
 
 constexpr int kTurns = 8;
 
-std::string UserMessage(int conversation, int turn) {
-  return "\nUser: " + Prose(50'000 + 100 * static_cast<uint64_t>(conversation) + turn, 36) +
+std::string UserMessage(const BenchContext& context, int conversation, int turn) {
+  return "\nUser: " +
+         Prose(context.Seed(50'000 + 100 * static_cast<uint64_t>(conversation) + turn), 36) +
          "\nAssistant:";
 }
 
@@ -39,10 +40,10 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
   std::vector<std::string> first_prompts;  // the first conversation's prompts, for the replay
   for (int c = 0; c < repeat; ++c) {
     std::string prompt = "System: You are a careful assistant. Answer from these notes.\n" +
-                         FitProse(*target, 40'000 + static_cast<uint64_t>(c), system_tokens);
+                         FitProse(*target, context.Seed(40'000 + static_cast<uint64_t>(c)), system_tokens);
     for (int turn = 0; turn < kTurns; ++turn) {
       progress.Step(fmt::format("conversation {}, turn {}", c + 1, turn + 1));
-      prompt += UserMessage(c, turn);
+      prompt += UserMessage(context, c, turn);
       BenchRequest request;
       request.prompt = prompt;
       request.max_tokens = answer_tokens;

@@ -88,6 +88,7 @@ nlohmann::json SettingsJson(const BenchOptions& options, const std::string& mode
           {"kv_type", options.kv_type},
           {"max_batch_tokens", options.max_batch_tokens},
           {"repeat", options.repeat},
+          {"seed", options.seed},
           {"quick", options.quick}};
 }
 
@@ -173,7 +174,10 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--url", options->url,
                       "an OpenAI-compatible server (http://127.0.0.1:PORT) instead of the engine");
   command->add_option("--served-model", options->served_model,
-                      "the \"model\" field sent to --url (default: default)");
+                      "the \"model\" field sent to --url (default: the first of its /v1/models)");
+  command->add_option("--seed", options->seed,
+                      "shift every prompt text, so that a server's cache from an earlier run "
+                      "cannot help (default 0)");
   command->add_option("--cpu-target", options->cpu_target,
                       "kernels: scalar, avx2 or avx512 (default: the best this CPU runs)");
   command->callback([options, &run] { run = [options] { return RunBench(*options); }; });

@@ -33,7 +33,7 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
   std::vector<std::string> systems;
   for (int g = 0; g < groups; ++g) {
     systems.push_back(fmt::format("System prompt {} for this group of users.\n", g + 1) +
-                      FitProse(*target, 60'000 + static_cast<uint64_t>(g), system_tokens));
+                      FitProse(*target, context.Seed(60'000 + static_cast<uint64_t>(g)), system_tokens));
   }
   // [client][request]
   std::vector<std::vector<BenchRequest>> requests(clients);
@@ -41,7 +41,7 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
     for (int r = 0; r < requests_per_client; ++r) {
       BenchRequest request;
       request.prompt = systems[c % groups] + "\nQuestion: " +
-                       FitProse(*target, 61'000 + 100 * static_cast<uint64_t>(c) + r, question_tokens) +
+                       FitProse(*target, context.Seed(61'000 + 100 * static_cast<uint64_t>(c) + r), question_tokens) +
                        "\nAnswer:";
       request.max_tokens = generated;
       requests[c].push_back(std::move(request));

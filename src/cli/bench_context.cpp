@@ -18,8 +18,7 @@ std::unique_ptr<BenchTarget> BenchContext::MakeTarget(bool prefix_caching,
                                                       size_t kv_cache_bytes) const {
   if (remote()) {
     return std::make_unique<BenchHttpTarget>(
-        options_.url, options_.served_model.empty() ? "default" : options_.served_model,
-        model_path_);
+        options_.url, options_.served_model, model_path_);
   }
   EngineConfig config;
   config.model_path = model_path_;

@@ -39,6 +39,10 @@ class BenchContext {
   // file; 0 with --url and no model.
   size_t KvBytesPerToken() const;
 
+  // A text seed moved by --seed, so that another run's prompts share nothing with this one's
+  // (a server keeps its cache between runs).
+  uint64_t Seed(uint64_t local) const { return local + options_.seed * 1'000'000; }
+
   // Kernel threads the run uses: --threads, or every core.
   int threads() const;
 

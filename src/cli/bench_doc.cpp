@@ -14,7 +14,9 @@ namespace {
 constexpr int kQuestions = 5;
 
 // A line that opens repeat r's copy of the document, so that every repeat starts cold.
-std::string DocumentOpening(int r) { return fmt::format("Document {} of the benchmark.\n", r + 1); }
+std::string DocumentOpening(const BenchContext& context, int r) {
+  return fmt::format("Document {} of the benchmark (seed {}).\n", r + 1, context.options().seed);
+}
 
 // The row the i-th question of repeat r asks about: spread over the table, never the same twice.
 int QuestionRow(int i, int r, int rows) {
@@ -49,7 +51,7 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
   std::vector<std::vector<double>> ttft(kQuestions), alone_ttft(kQuestions);
   std::vector<size_t> prompt_tokens(kQuestions), cached_tokens(kQuestions), alone_tokens(kQuestions);
   for (int r = 0; r < repeat; ++r) {
-    const std::string document = DocumentOpening(r) + table.text;
+    const std::string document = DocumentOpening(context, r) + table.text;
     std::vector<BenchRequest> suffixes;
     for (int i = 0; i < kQuestions; ++i) {
       progress.Step(fmt::format("run {}: {} question {}", r + 1, i == 0 ? "cold" : "warm", i + 1));
@@ -115,7 +117,7 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
                   BenchCell(Ratio(cold_ms, alone_ms), 2)});
   summary.AddRow({"warm (questions 2-5, document cached)", BenchCell(warm_ms, 1),
                   BenchCell(Ratio(warm_ms, cold_ms), 3), BenchCell(Ratio(warm_ms, alone_ms), 2)});
-  summary.AddRow({"question alone (reuse off)", BenchCell(alone_ms, 1),
+  summary.AddRow({cached->in_process() ? "question alone (reuse off)" : "question alone", BenchCell(alone_ms, 1),
                   BenchCell(Ratio(alone_ms, cold_ms), 3), BenchCell(1.0, 2)});
   result.tables = {std::move(questions), std::move(summary)};
   result.figures = {

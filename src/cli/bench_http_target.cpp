@@ -20,6 +20,7 @@ BenchHttpTarget::BenchHttpTarget(const std::string& url, std::string model,
   HostPort host_port = ParseHttpUrl(url);
   host_ = host_port.host;
   port_ = host_port.port;
+  if (model_.empty()) model_ = ServedModel();
   if (!tokenizer_gguf.empty()) {
     gguf::GgufFile file = gguf::GgufFile::Open(tokenizer_gguf);
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(file));
@@ -27,6 +28,23 @@ BenchHttpTarget::BenchHttpTarget(const std::string& url, std::string model,
 }
 
 BenchHttpTarget::~BenchHttpTarget() = default;
+
+std::string BenchHttpTarget::ServedModel() {
+  httplib::Client client(host_, port_);
+  client.set_connection_timeout(10);
+  auto response = client.Get("/v1/models");
+  if (!response) {
+    throw Error(fmt::format("cannot reach {}: {}", url_, httplib::to_string(response.error())));
+  }
+  nlohmann::json answer = nlohmann::json::parse(response->body, nullptr, false);
+  if (response->status == 200 && answer.is_object() && answer.contains("data") &&
+      answer["data"].is_array() && !answer["data"].empty() && answer["data"][0].contains("id") &&
+      answer["data"][0]["id"].is_string()) {
+    return answer["data"][0]["id"].get<std::string>();
+  }
+  spdlog::warn("{}/v1/models names no model; sending \"default\" (use --served-model)", url_);
+  return "default";
+}
 
 std::string BenchHttpTarget::RequestBody(const std::string& model, const BenchRequest& request) {
   nlohmann::json body = {{"model", model},
@@ -102,6 +120,20 @@ std::optional<size_t> BenchHttpTarget::CountWithServer(const std::string& text) 
   if (answer.contains("count") && answer["count"].is_number_integer()) return answer["count"].get<size_t>();
   if (answer.contains("tokens") && answer["tokens"].is_array()) return answer["tokens"].size();
   return std::nullopt;
+}
+
+bool BenchHttpTarget::ClearCache() {
+  std::lock_guard lock(mutex_);
+  if (!server_clears_) return false;
+  httplib::Client client(host_, port_);
+  client.set_connection_timeout(10);
+  auto response = client.Post("/v1/cache/clear", "{}", "application/json");
+  server_clears_ = response && response->status == 200;
+  if (!server_clears_) {
+    spdlog::warn("{} cannot clear its cache (no POST /v1/cache/clear): restart it or pass a new "
+                 "--seed so that an earlier run's prompts are not cached", url_);
+  }
+  return server_clears_;
 }
 
 size_t BenchHttpTarget::CountTokens(const std::string& text) {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "cli/bench_target.h"
@@ -16,7 +17,8 @@ namespace reprise::cli {
 
 class BenchHttpTarget : public BenchTarget {
  public:
-  // `model` is sent as the request's "model" field. Prompts are sized with the tokenizer of
+  // `model` is sent as the request's "model" field (empty: the first model GET /v1/models lists;
+  // throws Error when the server cannot be reached). Prompts are sized with the tokenizer of
   // `tokenizer_gguf` when given, else with the server's POST /tokenize, else estimated (4 bytes
   // a token, said once on stderr).
   BenchHttpTarget(const std::string& url, std::string model, const std::string& tokenizer_gguf);
@@ -25,7 +27,8 @@ class BenchHttpTarget : public BenchTarget {
   BenchResult Run(const BenchRequest& request) override;
   size_t CountTokens(const std::string& text) override;
   std::vector<int32_t> Tokenize(const std::string&) override { return {}; }
-  bool ClearCache() override { return false; }
+  // POST /v1/cache/clear (Reprise's route); false where the server has none.
+  bool ClearCache() override;
   bool in_process() const override { return false; }
   std::string Describe() const override { return url_; }
 
@@ -35,6 +38,7 @@ class BenchHttpTarget : public BenchTarget {
 
  private:
   std::optional<size_t> CountWithServer(const std::string& text);
+  std::string ServedModel();
 
   std::string url_;
   std::string host_;
@@ -44,6 +48,7 @@ class BenchHttpTarget : public BenchTarget {
   std::mutex mutex_;            // guards the counting mode below
   bool server_counts_ = true;   // POST /tokenize worked (or was not tried yet)
   bool warned_estimate_ = false;
+  bool server_clears_ = true;  // POST /v1/cache/clear worked (or was not tried yet)
 };
 
 }  // namespace reprise::cli

@@ -52,7 +52,7 @@ WorkloadResult RunMultidocWorkload(const BenchContext& context) {
     std::vector<std::string> documents;
     for (int d = 0; d < docs; ++d) {
       documents.push_back(fmt::format("Document {}.\n", d + 1) +
-                          FitProse(*target, 70'000 + 100 * c + static_cast<uint64_t>(d), doc_tokens));
+                          FitProse(*target, context.Seed(70'000 + 100 * c + static_cast<uint64_t>(d)), doc_tokens));
     }
     std::vector<double> first_ttft, later_ttft;
     size_t first_prompt = 0, first_cached = 0, later_prompt = 0, later_cached = 0;
@@ -61,7 +61,7 @@ WorkloadResult RunMultidocWorkload(const BenchContext& context) {
         progress.Step(fmt::format("{} documents: round {}, document {}", docs, round + 1, d + 1));
         BenchRequest request;
         request.prompt = documents[d] + "\nQuestion: " +
-                         Prose(80'000 + 1000 * c + 100 * static_cast<uint64_t>(round) + d, question_words) +
+                         Prose(context.Seed(80'000 + 1000 * c + 100 * static_cast<uint64_t>(round) + d), question_words) +
                          "?\nAnswer:";
         request.max_tokens = generated;
         BenchResult run = target->Run(request);

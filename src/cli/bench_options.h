@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,8 @@ struct BenchOptions {
   std::string chart_path;
   bool quick = false;            // small sizes: the whole run takes seconds (smoke tests)
   std::string url;               // an OpenAI-compatible server instead of the in-process engine
-  std::string served_model;      // the "model" field sent to --url (default: "default")
+  std::string served_model;      // the "model" field sent to --url ("": the first of /v1/models)
+  uint64_t seed = 0;             // shifts every prompt text (a server keeps its cache across runs)
   std::string cpu_target;        // kernels: scalar, avx2 or avx512 (default: the best one)
 };
 

@@ -43,7 +43,7 @@ WorkloadResult RunSpeedWorkload(const BenchContext& context, bool decode) {
       progress.Step(fmt::format("{}-token prompt, run {}", length, r + 1));
       // A fresh seed per run: no run can reuse another's prefix, even on a server with reuse on.
       BenchRequest request;
-      request.prompt = FitProse(*target, 10'000 * length + 100 * static_cast<uint64_t>(decode) + r, length);
+      request.prompt = FitProse(*target, context.Seed(10'000 * length + 100 * static_cast<uint64_t>(decode) + r), length);
       request.max_tokens = generated;
       BenchResult run = target->Run(request);
       ttft.push_back(run.ttft_seconds);

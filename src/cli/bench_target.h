@@ -43,7 +43,8 @@ class BenchTarget {
   virtual size_t CountTokens(const std::string& text) = 0;
   // Token ids of `text`, in process only (empty elsewhere).
   virtual std::vector<int32_t> Tokenize(const std::string& text) = 0;
-  // Drops every cached block, in process only; returns false where that is impossible (--url).
+  // Drops every cached block not in use; false where the target cannot (a server without
+  // POST /v1/cache/clear).
   virtual bool ClearCache() = 0;
   virtual bool in_process() const = 0;
   // "engine (reuse on, 2 threads, 512 MiB KV)" or "http://127.0.0.1:8080".

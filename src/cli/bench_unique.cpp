@@ -33,7 +33,7 @@ WorkloadResult RunUniqueWorkload(const BenchContext& context) {
   size_t measured_prompt = 0;
   for (int i = 0; i < pairs; ++i) {
     BenchRequest request;
-    request.prompt = FitProse(*on, 90'000 + static_cast<uint64_t>(i), prompt_tokens);
+    request.prompt = FitProse(*on, context.Seed(90'000 + static_cast<uint64_t>(i)), prompt_tokens);
     request.max_tokens = generated;
     auto measure = [&](BenchTarget& target, Samples& samples, const char* name) {
       progress.Step(fmt::format("prompt {}, reuse {}", i + 1, name));
