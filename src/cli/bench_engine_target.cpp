@@ -1,0 +1,71 @@
+#include "cli/bench_engine_target.h"
+
+#include <cmath>
+#include <future>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace reprise::cli {
+
+double BenchResult::PrefillTokensPerSecond() const {
+  if (ttft_seconds <= 0) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(prompt_tokens) / ttft_seconds;
+}
+
+double BenchResult::DecodeTokensPerSecond() const {
+  double seconds = total_seconds - ttft_seconds;
+  if (completion_tokens < 2 || seconds <= 0) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(completion_tokens - 1) / seconds;
+}
+
+BenchEngineTarget::BenchEngineTarget(const EngineConfig& config)
+    : config_(config), engine_(std::make_unique<Engine>(config)) {}
+
+BenchResult BenchEngineTarget::Run(const BenchRequest& request) {
+  GenerationRequest generation;
+  generation.prompt = request.prompt;
+  generation.prompt_tokens = request.prompt_tokens;
+  generation.sampling.temperature = 0.0f;
+  generation.sampling.max_tokens = request.max_tokens;
+  generation.sampling.ignore_eos = request.ignore_eos;
+  std::promise<GenerationOutput> done;
+  std::future<GenerationOutput> finished = done.get_future();
+  StreamCallbacks callbacks;
+  callbacks.on_finish = [&done](const GenerationOutput& output) { done.set_value(output); };
+  engine_->Submit(std::move(generation), std::move(callbacks));
+  GenerationOutput output = finished.get();
+  if (output.finish_reason == FinishReason::kError) throw Error(output.error);
+  BenchResult result;
+  result.ttft_seconds = output.ttft_seconds;
+  result.total_seconds = output.total_seconds;
+  result.prompt_tokens = output.prompt_tokens;
+  result.cached_tokens = output.cached_tokens;
+  result.completion_tokens = output.token_ids.size();
+  result.text = std::move(output.text);
+  return result;
+}
+
+size_t BenchEngineTarget::CountTokens(const std::string& text) {
+  return engine_->Tokenize(text, true).size();
+}
+
+std::vector<int32_t> BenchEngineTarget::Tokenize(const std::string& text) {
+  return engine_->Tokenize(text, true);
+}
+
+bool BenchEngineTarget::ClearCache() {
+  engine_->ClearCache();
+  return true;
+}
+
+std::string BenchEngineTarget::Describe() const {
+  ModelInfo info = engine_->Info();
+  return fmt::format("engine (reuse {}, {} threads, {:.0f} MiB KV, block {})",
+                     config_.enable_prefix_caching ? "on" : "off", info.num_threads,
+                     static_cast<double>(info.kv_cache_bytes) / (1 << 20), info.block_size);
+}
+
+}  // namespace reprise::cli

@@ -1,0 +1,21 @@
+// Per-target loops of the peak probes (bench_peak_*.cpp, each compiled for its instruction set).
+// Internal to bench_peak.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace reprise::cli::peak {
+
+// Runs `iterations` rounds of independent FMA chains; returns the chains' sum (so the work is
+// kept) and sets *flops to the floating-point operations done.
+float FmaLoopScalar(int64_t iterations, double* flops);
+float FmaLoopAvx2(int64_t iterations, double* flops);
+float FmaLoopAvx512(int64_t iterations, double* flops);
+
+// Sums `count` floats (count a multiple of 128, data 64-byte aligned) with wide loads.
+float ReadSumScalar(const float* data, size_t count);
+float ReadSumAvx2(const float* data, size_t count);
+float ReadSumAvx512(const float* data, size_t count);
+
+}  // namespace reprise::cli::peak

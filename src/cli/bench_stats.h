@@ -1,0 +1,19 @@
+// Order statistics of measured samples (TTFT, throughput): percentiles, median, mean.
+#pragma once
+
+#include <vector>
+
+namespace reprise::cli {
+
+// The p-th percentile (p in [0, 100]) with linear interpolation between closest ranks (numpy's
+// default): Percentile({1, 2, 3, 4}, 50) == 2.5. NaN for no samples; p is clamped to [0, 100].
+double Percentile(std::vector<double> samples, double p);
+double Median(const std::vector<double>& samples);
+double Mean(const std::vector<double>& samples);  // NaN for no samples
+double Min(const std::vector<double>& samples);   // NaN for no samples
+double Max(const std::vector<double>& samples);   // NaN for no samples
+
+// a / b, NaN when b is zero or either is NaN (ratios of measured figures).
+double Ratio(double a, double b);
+
+}  // namespace reprise::cli
