@@ -5,7 +5,7 @@
 #include "cli/bench_engine_target.h"
 #include "cli/bench_http_target.h"
 #include "cli/bench_texts.h"
-#include "cli/size_parser.h"
+#include "core/byte_size.h"
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
 
