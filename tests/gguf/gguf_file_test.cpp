@@ -85,6 +85,19 @@ TEST(GgufFileTest, RoundTripsMetadataAndTensors) {
   std::filesystem::remove(path);
 }
 
+TEST(GgufFileTest, ReadsVersion2AndRefusesVersion1) {
+  std::string path = WriteSmallFile();
+  auto bytes = ReadAll(path);
+  bytes[4] = 2;  // version 2 has version 3's little-endian layout
+  WriteAll(path, bytes);
+  EXPECT_EQ(GgufFile::Open(path).version(), 2u);
+  EXPECT_EQ(GgufFile::Open(path).GetString("general.architecture"), "llama");
+  bytes[4] = 1;  // version 1 had 32-bit counts
+  WriteAll(path, bytes);
+  EXPECT_NE(ErrorOpening(path).find("unsupported GGUF version 1"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
 TEST(GgufFileTest, MissingFileNamesThePath) {
   std::string message = ErrorOpening("/nonexistent/model.gguf");
   EXPECT_NE(message.find("/nonexistent/model.gguf"), std::string::npos) << message;
