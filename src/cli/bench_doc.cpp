@@ -1,6 +1,7 @@
 // `bench doc`: a long document (the seed's table grown to ~6,000 tokens) then 5 questions about
-// it: cold TTFT (nothing cached), warm TTFT (document cached) and the time to prefill the
-// question alone, as ratios measured in one run.
+// it: cold TTFT (nothing cached), warm TTFT (document cached), the time to prefill only the
+// question with the document cached (the engine's forward time for the uncached suffix), and
+// the question as a prompt of its own, as ratios measured in one run.
 #include <fmt/format.h>
 
 #include "cli/bench_stats.h"
@@ -49,6 +50,7 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
 
   // [question][repeat]
   std::vector<std::vector<double>> ttft(kQuestions), alone_ttft(kQuestions);
+  std::vector<double> warm_compute;  // forward time of each warm request's uncached suffix
   std::vector<size_t> prompt_tokens(kQuestions), cached_tokens(kQuestions), alone_tokens(kQuestions);
   for (int r = 0; r < repeat; ++r) {
     const std::string document = DocumentOpening(context, r) + table.text;
@@ -64,6 +66,7 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
       prompt_tokens[i] = run.prompt_tokens;
       cached_tokens[i] = run.cached_tokens.value_or(0);
       if (i == 0) continue;
+      if (run.prefill_compute_seconds) warm_compute.push_back(*run.prefill_compute_seconds);
       BenchRequest suffix;
       suffix.max_tokens = 1;
       if (cached->in_process()) {
@@ -119,14 +122,28 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
                   BenchCell(Ratio(warm_ms, cold_ms), 3), BenchCell(Ratio(warm_ms, alone_ms), 2)});
   summary.AddRow({cached->in_process() ? "question alone (reuse off)" : "question alone", BenchCell(alone_ms, 1),
                   BenchCell(Ratio(alone_ms, cold_ms), 3), BenchCell(1.0, 2)});
+  const double compute_ms = warm_compute.empty() ? std::nan("") : Median(warm_compute) * 1e3;
+  if (!warm_compute.empty()) {
+    summary.AddRow({"question prefill, document cached (compute)", BenchCell(compute_ms, 1),
+                    BenchCell(Ratio(compute_ms, cold_ms), 3), BenchCell(Ratio(compute_ms, alone_ms), 2)});
+  }
   result.tables = {std::move(questions), std::move(summary)};
   result.figures = {
       BenchFigure::Plain("cold_ttft_ms", "cold TTFT", cold_ms, "ms"),
       BenchFigure::Plain("warm_ttft_ms", "warm TTFT", warm_ms, "ms"),
       BenchFigure::Plain("question_alone_ttft_ms", "question-alone TTFT", alone_ms, "ms"),
       BenchFigure::Plain("cold_over_warm", "speed-up of warm over cold", Ratio(cold_ms, warm_ms), "x"),
-      BenchFigure::AtMost("warm_over_question_alone", "warm TTFT / question-alone TTFT",
-                          Ratio(warm_ms, alone_ms), "x", 1.1)};
+      BenchFigure::Plain("warm_over_question_alone", "warm TTFT / question-alone TTFT",
+                         Ratio(warm_ms, alone_ms), "x")};
+  if (!warm_compute.empty()) {
+    // The target: warm TTFT within 1.1x of prefilling only the question with the
+    // document already cached, i.e. reuse adds at most 10% around the compute it cannot avoid.
+    result.figures.push_back(BenchFigure::Plain("question_prefill_ms",
+                                                "question prefill with document cached", compute_ms, "ms"));
+    result.figures.push_back(BenchFigure::AtMost("warm_over_question_prefill",
+                                                 "warm TTFT / question prefill (doc cached)",
+                                                 Ratio(warm_ms, compute_ms), "x", 1.1));
+  }
   result.charts.push_back(std::move(chart));
   result.notes = {
       "each run opens the document with its own first line, so its first question is cold; "
@@ -136,7 +153,9 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
             "computes), sent as token ids to a second engine with reuse off: the same tokens at "
             "positions from 0, so it lacks the attention over the cached document"
           : "question alone = the question's text as its own prompt",
-      "1 generated token per request: TTFT is the whole request"};
+      "1 generated token per request: TTFT is the whole request",
+      "question prefill (doc cached) = the engine's forward time for the warm request's uncached "
+      "suffix, attending to the cached document: the compute that reuse cannot avoid"};
   return result;
 }
 

@@ -40,6 +40,7 @@ BenchResult BenchEngineTarget::Run(const BenchRequest& request) {
   if (output.finish_reason == FinishReason::kError) throw Error(output.error);
   BenchResult result;
   result.ttft_seconds = output.ttft_seconds;
+  result.prefill_compute_seconds = output.prefill_compute_seconds;
   result.total_seconds = output.total_seconds;
   result.prompt_tokens = output.prompt_tokens;
   result.cached_tokens = output.cached_tokens;

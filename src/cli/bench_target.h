@@ -22,6 +22,9 @@ struct BenchResult {
   double total_seconds = 0;   // submission to the last token
   size_t prompt_tokens = 0;
   std::optional<size_t> cached_tokens;  // unset when a server does not report it
+  // In process only: the forward time of the steps that computed the uncached prompt suffix
+  // (TTFT minus queueing, matching, scheduling and sampling).
+  std::optional<double> prefill_compute_seconds;
   size_t completion_tokens = 0;
   std::string text;
 
