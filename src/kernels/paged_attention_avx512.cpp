@@ -4,9 +4,12 @@
 //   for each KV block in order:
 //     s[g][j] = scale * HorizontalSum(sum over 16-wide chunks of q[g] * k[j])
 //     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (in j order;
-//     exp(s - m') by a fixed polynomial, ExpNonPositive)
+//     both exps by one fixed polynomial, ExpNonPositive)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
 //   out = acc * (1 / l)
+//
+// Several consecutive tokens of one sequence share each block's K/V loads (PagedAttentionTokens);
+// every query row still does exactly its single-query operations over its own positions.
 //
 // Its bits differ from the portable version's (other summation trees, fused multiply-adds) but,
 // like it, depend only on the stored K/V values and their order.
@@ -64,27 +67,50 @@ inline __mmask16 ChunkMask(int head_dim, int offset) {
   return static_cast<__mmask16>((1u << n) - 1);
 }
 
-constexpr int kGroupStep = 4;    // query heads whose dot products are accumulated together
-constexpr int kValueHeads = 4;   // query heads x
+constexpr int kGroupStep = 4;    // query rows whose dot products are accumulated together
+constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
+// A run of consecutive tokens; query row r = t * group + g is head g of token t, at position
+// first_position + t, and reads positions [0, first_position + t]. In block b a row uses only its
+// own filled slots, filled[r] = min(block_size, positions of r - b * block_size), and a row
+// whose positions end before block b is left alone: every row does exactly what it does alone
+// (a run of one token), whatever other rows share the call.
 template <KvType kType>
-void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-               std::span<const int32_t> block_table, int num_positions, float scale, float* out) {
+void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
+               int group, std::span<const int32_t> block_table, int first_position,
+               int num_tokens, float scale, float* out, int64_t out_stride) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
+  const int num_rows = num_tokens * group;
   const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);
-  std::fill(out, out + static_cast<int64_t>(group) * head_dim, 0.0f);  // acc: [group][head_dim]
-  if (num_positions == 0) return;
-  float running_max[kMaxAttentionGroup];
-  float running_sum[kMaxAttentionGroup];
-  std::fill(running_max, running_max + group, -std::numeric_limits<float>::infinity());
-  std::fill(running_sum, running_sum + group, 0.0f);
-  float scores[kMaxAttentionGroup][kMaxAttentionBlockSize];  // [group][block_size]
+  const float* q_rows[kMaxAttentionRows];  // [num_rows] -> [head_dim]
+  float* out_rows[kMaxAttentionRows];      // [num_rows] -> [head_dim], the accumulators
+  int positions[kMaxAttentionRows];        // [num_rows] positions each row attends over
+  float running_max[kMaxAttentionRows];
+  float running_sum[kMaxAttentionRows];
+  for (int r = 0; r < num_rows; ++r) {
+    const int t = r / group, g = r % group;
+    q_rows[r] = q + t * q_stride + g * head_dim;
+    out_rows[r] = out + t * out_stride + g * head_dim;
+    positions[r] = first_position + t + 1;
+    std::fill(out_rows[r], out_rows[r] + head_dim, 0.0f);
+    running_max[r] = -std::numeric_limits<float>::infinity();
+    running_sum[r] = 0.0f;
+  }
+  float scores[kMaxAttentionRows][kMaxAttentionBlockSize];  // [num_rows][block_size]
+  int filled[kMaxAttentionRows];                            // [num_rows] in the current block
 
-  const int num_blocks = (num_positions + block_size - 1) / block_size;
+  const int total_positions = first_position + num_tokens;  // of the last token
+  const int num_blocks = (total_positions + block_size - 1) / block_size;
   for (int b = 0; b < num_blocks; ++b) {
-    const int filled = std::min(block_size, num_positions - b * block_size);
+    // Rows [first_row, num_rows) reach into this block; their filled counts do not decrease.
+    const int first_token = std::max(0, b * block_size - first_position);
+    const int first_row = first_token * group;
+    for (int r = first_row; r < num_rows; ++r) {
+      filled[r] = std::min(block_size, positions[r] - b * block_size);
+    }
+    const int max_filled = filled[num_rows - 1];
     const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
     const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
     if (b + 1 < num_blocks) {  // the next block's keys are the next thing read from memory
@@ -93,44 +119,46 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
         _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
       }
     }
-    // Scores.
-    for (int j = 0; j < filled; ++j) {
+    // Scores, for every slot up to the longest row's; a row reads only its own filled ones.
+    for (int j = 0; j < max_filled; ++j) {
       const uint8_t* k_row = k_plane + j * row_bytes;
-      for (int g0 = 0; g0 < group; g0 += kGroupStep) {
-        // A constant number of heads keeps the accumulators in registers; heads past the group
-        // repeat its first one and are not stored.
-        const int ng = std::min(kGroupStep, group - g0);
-        const float* q_rows[kGroupStep];
-        for (int g = 0; g < kGroupStep; ++g) q_rows[g] = q + (g0 + (g < ng ? g : 0)) * head_dim;
+      for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
+        // A constant number of rows keeps the accumulators in registers; rows past the end
+        // repeat the first one and are not stored.
+        const int nr = std::min(kGroupStep, num_rows - r0);
+        const float* rows[kGroupStep];
+        for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
         __m512 acc[kGroupStep];
-        for (int g = 0; g < kGroupStep; ++g) acc[g] = _mm512_setzero_ps();
+        for (int i = 0; i < kGroupStep; ++i) acc[i] = _mm512_setzero_ps();
         for (int d = 0; d < head_dim; d += 16) {
           const __mmask16 mask = ChunkMask(head_dim, d);
           const __m512 k = LoadRow<kType>(k_row, d, mask);
-          for (int g = 0; g < kGroupStep; ++g) {
-            acc[g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, q_rows[g] + d), k, acc[g]);
+          for (int i = 0; i < kGroupStep; ++i) {
+            acc[i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, rows[i] + d), k, acc[i]);
           }
         }
-        for (int g = 0; g < ng; ++g) scores[g0 + g][j] = scale * HorizontalSum(acc[g]);
+        for (int i = 0; i < nr; ++i) scores[r0 + i][j] = scale * HorizontalSum(acc[i]);
       }
     }
     // Softmax bookkeeping, then values.
-    for (int g = 0; g < group; ++g) {
+    for (int r = first_row; r < num_rows; ++r) {
+      const int n = filled[r];
       float block_max = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j < filled; ++j) block_max = std::max(block_max, scores[g][j]);
-      const float new_max = std::max(running_max[g], block_max);
-      const float correction = std::exp(running_max[g] - new_max);
-      float sum = running_sum[g] * correction;
+      for (int j = 0; j < n; ++j) block_max = std::max(block_max, scores[r][j]);
+      const float new_max = std::max(running_max[r], block_max);
+      const float correction =
+          _mm512_cvtss_f32(ExpNonPositive(_mm512_set1_ps(running_max[r] - new_max)));
+      float sum = running_sum[r] * correction;
       const __m512 max = _mm512_set1_ps(new_max);
-      for (int j = 0; j < filled; j += 16) {
-        const __mmask16 mask = ChunkMask(filled, j);
-        const __m512 s = _mm512_maskz_loadu_ps(mask, scores[g] + j);
-        _mm512_mask_storeu_ps(scores[g] + j, mask, ExpNonPositive(_mm512_sub_ps(s, max)));
+      for (int j = 0; j < n; j += 16) {
+        const __mmask16 mask = ChunkMask(n, j);
+        const __m512 s = _mm512_maskz_loadu_ps(mask, scores[r] + j);
+        _mm512_mask_storeu_ps(scores[r] + j, mask, ExpNonPositive(_mm512_sub_ps(s, max)));
       }
-      for (int j = 0; j < filled; ++j) sum += scores[g][j];
-      running_max[g] = new_max;
-      running_sum[g] = sum;
-      float* acc = out + static_cast<int64_t>(g) * head_dim;
+      for (int j = 0; j < n; ++j) sum += scores[r][j];
+      running_max[r] = new_max;
+      running_sum[r] = sum;
+      float* acc = out_rows[r];
       const __m512 c = _mm512_set1_ps(correction);
       for (int d = 0; d < head_dim; d += 16) {
         const __mmask16 mask = ChunkMask(head_dim, d);
@@ -138,45 +166,54 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
                               _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
       }
     }
-    // acc[g][d] = fma(p[g][j], v[j][d], acc[g][d]) for j in order, with a tile of 4 heads x 64
-    // dimensions held in registers across the block's positions.
-    for (int g0 = 0; g0 < group; g0 += kValueHeads) {
-      const int ng = std::min(kValueHeads, group - g0);
+    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
+    // 4 rows x 64 dimensions held in registers across the block's slots. A slot past a row's
+    // filled ones leaves its accumulators untouched (masked fma), so garbage in later slots
+    // never reaches it.
+    for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
+      const int nr = std::min(kValueHeads, num_rows - r0);
+      // Rows past the end repeat the first one and are not stored.
+      int rows[kValueHeads];
+      for (int i = 0; i < kValueHeads; ++i) rows[i] = r0 + (i < nr ? i : 0);
+      const int tile_filled = filled[rows[nr - 1]];
       for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
         __mmask16 masks[kValueChunks];
         for (int c = 0; c < kValueChunks; ++c) {
           const int d = d0 + 16 * c;
           masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
         }
-        // Heads past the group repeat its first one and are not stored.
-        int rows[kValueHeads];
-        for (int g = 0; g < kValueHeads; ++g) rows[g] = g0 + (g < ng ? g : 0);
         __m512 acc[kValueHeads][kValueChunks];
-        for (int g = 0; g < kValueHeads; ++g) {
+        for (int i = 0; i < kValueHeads; ++i) {
           for (int c = 0; c < kValueChunks; ++c) {
-            acc[g][c] = _mm512_maskz_loadu_ps(masks[c], out + rows[g] * head_dim + d0 + 16 * c);
+            acc[i][c] = _mm512_maskz_loadu_ps(masks[c], out_rows[rows[i]] + d0 + 16 * c);
           }
         }
-        for (int j = 0; j < filled; ++j) {
+        for (int j = 0; j < tile_filled; ++j) {
           const uint8_t* v_row = v_plane + j * row_bytes;
           __m512 p[kValueHeads];
-          for (int g = 0; g < kValueHeads; ++g) p[g] = _mm512_set1_ps(scores[rows[g]][j]);
+          __mmask16 live[kValueHeads];  // all lanes while j is one of the row's slots, else none
+          for (int i = 0; i < kValueHeads; ++i) {
+            p[i] = _mm512_set1_ps(scores[rows[i]][j]);
+            live[i] = j < filled[rows[i]] ? static_cast<__mmask16>(0xFFFF) : 0;
+          }
           for (int c = 0; c < kValueChunks; ++c) {
             const __m512 v = LoadRow<kType>(v_row, d0 + 16 * c, masks[c]);
-            for (int g = 0; g < kValueHeads; ++g) acc[g][c] = _mm512_fmadd_ps(p[g], v, acc[g][c]);
+            for (int i = 0; i < kValueHeads; ++i) {
+              acc[i][c] = _mm512_mask3_fmadd_ps(p[i], v, acc[i][c], live[i]);
+            }
           }
         }
-        for (int g = 0; g < ng; ++g) {
+        for (int i = 0; i < nr; ++i) {
           for (int c = 0; c < kValueChunks; ++c) {
-            _mm512_mask_storeu_ps(out + (g0 + g) * head_dim + d0 + 16 * c, masks[c], acc[g][c]);
+            _mm512_mask_storeu_ps(out_rows[r0 + i] + d0 + 16 * c, masks[c], acc[i][c]);
           }
         }
       }
     }
   }
-  for (int g = 0; g < group; ++g) {
-    const __m512 inverse = _mm512_set1_ps(1.0f / running_sum[g]);
-    float* acc = out + static_cast<int64_t>(g) * head_dim;
+  for (int r = 0; r < num_rows; ++r) {
+    const __m512 inverse = _mm512_set1_ps(1.0f / running_sum[r]);
+    float* acc = out_rows[r];
     for (int d = 0; d < head_dim; d += 16) {
       const __mmask16 mask = ChunkMask(head_dim, d);
       _mm512_mask_storeu_ps(acc + d, mask,
@@ -187,13 +224,16 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
 
 }  // namespace
 
-void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                          std::span<const int32_t> block_table, int num_positions, float scale,
-                          float* out) {
+void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q,
+                          int64_t q_stride, int group, std::span<const int32_t> block_table,
+                          int first_position, int num_tokens, float scale, float* out,
+                          int64_t out_stride) {
   if (kv.type == KvType::kF32) {
-    Attention<KvType::kF32>(kv, layer, kv_head, q, group, block_table, num_positions, scale, out);
+    Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+                            num_tokens, scale, out, out_stride);
   } else {
-    Attention<KvType::kF16>(kv, layer, kv_head, q, group, block_table, num_positions, scale, out);
+    Attention<KvType::kF16>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+                            num_tokens, scale, out, out_stride);
   }
 }
 
