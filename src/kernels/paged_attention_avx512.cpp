@@ -2,7 +2,8 @@
 // run time). Same algorithm and blocking as the portable version in paged_attention.cpp:
 //
 //   for each KV block in order:
-//     s[g][j] = scale * HorizontalSum(sum over 16-wide chunks of q[g] * k[j])
+//     s[g][j] = scale * (even + odd), the fused sums of q[g][d] * k[j][d] over even and odd d,
+//     16 slots j at once from keys transposed to [head_dim][16]
 //     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (in j order;
 //     both exps by one fixed polynomial, ExpNonPositive)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
@@ -24,14 +25,6 @@
 namespace reprise::kernels {
 
 namespace {
-
-inline float HorizontalSum(__m512 v) {
-  __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
-  return _mm_cvtss_f32(one);
-}
 
 // 16 elements (fewer under `mask`, zeros elsewhere) of a stored K or V row as f32.
 template <KvType kType>
@@ -67,6 +60,48 @@ inline __mmask16 ChunkMask(int head_dim, int offset) {
   return static_cast<__mmask16>((1u << n) - 1);
 }
 
+// Transposes a 16 x 16 tile held as 16 rows: afterwards r[i][j] is the old r[j][i].
+inline void Transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      t[8 * h + i] = _mm512_shuffle_f32x4(u[8 * h + i], u[8 * h + 4 + i], 0x88);
+      t[8 * h + 4 + i] = _mm512_shuffle_f32x4(u[8 * h + i], u[8 * h + 4 + i], 0xDD);
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+  }
+}
+
+// Keys of up to 16 slots as f32 columns: kt[d][s] = k[s][d] for s < count, 0 for the other
+// slots (never read from storage).  k_rows: [count][head_dim] stored rows; kt: [head_dim][16]
+template <KvType kType>
+inline void TransposeKeys(const uint8_t* k_rows, size_t row_bytes, int count, int head_dim,
+                          float* kt) {
+  for (int d0 = 0; d0 < head_dim; d0 += 16) {
+    const __mmask16 mask = ChunkMask(head_dim, d0);
+    __m512 tile[16];
+    for (int s = 0; s < 16; ++s) {
+      tile[s] = s < count ? LoadRow<kType>(k_rows + s * row_bytes, d0, mask) : _mm512_setzero_ps();
+    }
+    Transpose16(tile);
+    const int n = std::min(16, head_dim - d0);
+    for (int d = 0; d < n; ++d) _mm512_store_ps(kt + (d0 + d) * 16, tile[d]);
+  }
+}
+
 constexpr int kGroupStep = 4;    // query rows whose dot products are accumulated together
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
@@ -100,6 +135,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   }
   float scores[kMaxAttentionRows][kMaxAttentionBlockSize];  // [num_rows][block_size]
   int filled[kMaxAttentionRows];                            // [num_rows] in the current block
+  alignas(64) float kt[kMaxAttentionHeadDim][16];           // [head_dim][16 slots] keys
 
   const int total_positions = first_position + num_tokens;  // of the last token
   const int num_blocks = (total_positions + block_size - 1) / block_size;
@@ -119,25 +155,42 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
       }
     }
-    // Scores, for every slot up to the longest row's; a row reads only its own filled ones.
-    for (int j = 0; j < max_filled; ++j) {
-      const uint8_t* k_row = k_plane + j * row_bytes;
+    // Scores of 16 slots at a time, one slot per lane, from the keys transposed once for all
+    // rows: lane s of a row is scale * (even + odd), where even and odd sum q[d] * k[s][d] over
+    // the even and the odd d in order (fused multiply-adds). Slots up to the longest row's are
+    // computed; a row reads only its own filled ones.
+    for (int j0 = 0; j0 < max_filled; j0 += 16) {
+      const int count = std::min(16, max_filled - j0);
+      TransposeKeys<kType>(k_plane + j0 * row_bytes, row_bytes, count, head_dim, &kt[0][0]);
+      const __mmask16 store_mask = ChunkMask(count, 0);
       for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
         // A constant number of rows keeps the accumulators in registers; rows past the end
         // repeat the first one and are not stored.
         const int nr = std::min(kGroupStep, num_rows - r0);
         const float* rows[kGroupStep];
         for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
-        __m512 acc[kGroupStep];
-        for (int i = 0; i < kGroupStep; ++i) acc[i] = _mm512_setzero_ps();
-        for (int d = 0; d < head_dim; d += 16) {
-          const __mmask16 mask = ChunkMask(head_dim, d);
-          const __m512 k = LoadRow<kType>(k_row, d, mask);
+        __m512 even[kGroupStep], odd[kGroupStep];
+        for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm512_setzero_ps();
+        int d = 0;
+        for (; d + 2 <= head_dim; d += 2) {
+          const __m512 k0 = _mm512_load_ps(kt[d]);
+          const __m512 k1 = _mm512_load_ps(kt[d + 1]);
           for (int i = 0; i < kGroupStep; ++i) {
-            acc[i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, rows[i] + d), k, acc[i]);
+            even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
+            odd[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d + 1]), k1, odd[i]);
           }
         }
-        for (int i = 0; i < nr; ++i) scores[r0 + i][j] = scale * HorizontalSum(acc[i]);
+        if (d < head_dim) {
+          const __m512 k0 = _mm512_load_ps(kt[d]);
+          for (int i = 0; i < kGroupStep; ++i) {
+            even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
+          }
+        }
+        const __m512 scale16 = _mm512_set1_ps(scale);
+        for (int i = 0; i < nr; ++i) {
+          _mm512_mask_storeu_ps(scores[r0 + i] + j0, store_mask,
+                                _mm512_mul_ps(_mm512_add_ps(even[i], odd[i]), scale16));
+        }
       }
     }
     // Softmax bookkeeping, then values.
@@ -168,8 +221,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     }
     // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
     // 4 rows x 64 dimensions held in registers across the block's slots. A slot past a row's
-    // filled ones leaves its accumulators untouched (masked fma), so garbage in later slots
-    // never reaches it.
+    // filled ones is skipped for that row, so garbage in later slots never reaches it.
     for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
       const int nr = std::min(kValueHeads, num_rows - r0);
       // Rows past the end repeat the first one and are not stored.
@@ -188,18 +240,24 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
             acc[i][c] = _mm512_maskz_loadu_ps(masks[c], out_rows[rows[i]] + d0 + 16 * c);
           }
         }
-        for (int j = 0; j < tile_filled; ++j) {
+        // Slots every row of the tile reads, then (rows of a later token only) the rest.
+        const int common = filled[rows[0]];
+        for (int j = 0; j < common; ++j) {
           const uint8_t* v_row = v_plane + j * row_bytes;
           __m512 p[kValueHeads];
-          __mmask16 live[kValueHeads];  // all lanes while j is one of the row's slots, else none
-          for (int i = 0; i < kValueHeads; ++i) {
-            p[i] = _mm512_set1_ps(scores[rows[i]][j]);
-            live[i] = j < filled[rows[i]] ? static_cast<__mmask16>(0xFFFF) : 0;
-          }
+          for (int i = 0; i < kValueHeads; ++i) p[i] = _mm512_set1_ps(scores[rows[i]][j]);
           for (int c = 0; c < kValueChunks; ++c) {
             const __m512 v = LoadRow<kType>(v_row, d0 + 16 * c, masks[c]);
-            for (int i = 0; i < kValueHeads; ++i) {
-              acc[i][c] = _mm512_mask3_fmadd_ps(p[i], v, acc[i][c], live[i]);
+            for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm512_fmadd_ps(p[i], v, acc[i][c]);
+          }
+        }
+        for (int j = common; j < tile_filled; ++j) {
+          const uint8_t* v_row = v_plane + j * row_bytes;
+          for (int i = 0; i < kValueHeads; ++i) {
+            if (j >= filled[rows[i]]) continue;
+            const __m512 p = _mm512_set1_ps(scores[rows[i]][j]);
+            for (int c = 0; c < kValueChunks; ++c) {
+              acc[i][c] = _mm512_fmadd_ps(p, LoadRow<kType>(v_row, d0 + 16 * c, masks[c]), acc[i][c]);
             }
           }
         }
