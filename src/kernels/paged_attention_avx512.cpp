@@ -4,8 +4,8 @@
 //   for each KV block in order:
 //     s[g][j] = scale * (even + odd), the fused sums of q[g][d] * k[j][d] over even and odd d,
 //     16 slots j at once from keys transposed to [head_dim][16]
-//     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (in j order;
-//     both exps by one fixed polynomial, ExpNonPositive)
+//     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (the sum lane-wise
+//     over 16-slot chunks, then HorizontalSum; both exps by one fixed polynomial, ExpNonPositive)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
 //   out = acc * (1 / l)
 //
@@ -25,6 +25,14 @@
 namespace reprise::kernels {
 
 namespace {
+
+inline float HorizontalSum(__m512 v) {
+  __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
+  return _mm_cvtss_f32(one);
+}
 
 // 16 elements (fewer under `mask`, zeros elsewhere) of a stored K or V row as f32.
 template <KvType kType>
@@ -196,21 +204,27 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // Softmax bookkeeping, then values.
     for (int r = first_row; r < num_rows; ++r) {
       const int n = filled[r];
-      float block_max = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j < n; ++j) block_max = std::max(block_max, scores[r][j]);
-      const float new_max = std::max(running_max[r], block_max);
+      const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+      __m512 maxes = minus_inf;  // a max is exact in any order
+      for (int j = 0; j < n; j += 16) {
+        maxes = _mm512_max_ps(maxes, _mm512_mask_loadu_ps(minus_inf, ChunkMask(n, j), scores[r] + j));
+      }
+      const float new_max = std::max(running_max[r], _mm512_reduce_max_ps(maxes));
       const float correction =
           _mm512_cvtss_f32(ExpNonPositive(_mm512_set1_ps(running_max[r] - new_max)));
-      float sum = running_sum[r] * correction;
+      // The block's probabilities summed lane-wise over its 16-slot chunks, then by the fixed
+      // tree of HorizontalSum.
       const __m512 max = _mm512_set1_ps(new_max);
+      __m512 sums = _mm512_setzero_ps();
       for (int j = 0; j < n; j += 16) {
         const __mmask16 mask = ChunkMask(n, j);
-        const __m512 s = _mm512_maskz_loadu_ps(mask, scores[r] + j);
-        _mm512_mask_storeu_ps(scores[r] + j, mask, ExpNonPositive(_mm512_sub_ps(s, max)));
+        const __m512 e =
+            ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scores[r] + j), max));
+        _mm512_mask_storeu_ps(scores[r] + j, mask, e);
+        sums = _mm512_mask_add_ps(sums, mask, sums, e);
       }
-      for (int j = 0; j < n; ++j) sum += scores[r][j];
       running_max[r] = new_max;
-      running_sum[r] = sum;
+      running_sum[r] = running_sum[r] * correction + HorizontalSum(sums);
       float* acc = out_rows[r];
       const __m512 c = _mm512_set1_ps(correction);
       for (int d = 0; d < head_dim; d += 16) {
@@ -221,7 +235,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     }
     // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
     // 4 rows x 64 dimensions held in registers across the block's slots. A slot past a row's
-    // filled ones is skipped for that row, so garbage in later slots never reaches it.
+    // filled ones leaves that row's accumulators as they are (masked fma), so garbage in later
+    // slots never reaches it.
     for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
       const int nr = std::min(kValueHeads, num_rows - r0);
       // Rows past the end repeat the first one and are not stored.
@@ -253,15 +268,21 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         }
         for (int j = common; j < tile_filled; ++j) {
           const uint8_t* v_row = v_plane + j * row_bytes;
+          __m512 p[kValueHeads];
+          __mmask16 live[kValueHeads];  // all lanes while j is one of the row's slots, else none
           for (int i = 0; i < kValueHeads; ++i) {
-            if (j >= filled[rows[i]]) continue;
-            const __m512 p = _mm512_set1_ps(scores[rows[i]][j]);
-            for (int c = 0; c < kValueChunks; ++c) {
-              acc[i][c] = _mm512_fmadd_ps(p, LoadRow<kType>(v_row, d0 + 16 * c, masks[c]), acc[i][c]);
+            p[i] = _mm512_set1_ps(scores[rows[i]][j]);
+            live[i] = j < filled[rows[i]] ? static_cast<__mmask16>(0xFFFF) : 0;
+          }
+          for (int c = 0; c < kValueChunks; ++c) {
+            const __m512 v = LoadRow<kType>(v_row, d0 + 16 * c, masks[c]);
+            for (int i = 0; i < kValueHeads; ++i) {
+              acc[i][c] = _mm512_mask3_fmadd_ps(p[i], v, acc[i][c], live[i]);
             }
           }
         }
-        for (int i = 0; i < nr; ++i) {
+        for (int i = 0; i < kValueHeads; ++i) {  // constant trip counts keep acc in registers
+          if (i >= nr) break;
           for (int c = 0; c < kValueChunks; ++c) {
             _mm512_mask_storeu_ps(out_rows[r0 + i] + d0 + 16 * c, masks[c], acc[i][c]);
           }
