@@ -193,6 +193,9 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
 #if defined(REPRISE_KERNELS_AVX512)
   if (target == CpuTarget::kAvx512) kernel = PagedAttentionAvx512;
 #endif
+#if defined(REPRISE_KERNELS_AVX2)
+  if (target == CpuTarget::kAvx2) kernel = PagedAttentionAvx2;
+#endif
   const int tokens_per_call = std::max(1, kMaxAttentionRows / group);
   for (int t = 0; t < num_tokens; t += tokens_per_call) {
     kernel(kv, layer, kv_head, q + t * q_stride, q_stride, group, block_table, first_position + t,

@@ -51,7 +51,7 @@ void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, i
                     float* out);
 
 // PagedAttention on a named target (tests, benchmarks); PagedAttention uses BestCpuTarget().
-// AVX2 has no kernel of its own and runs the portable one.
+// Each target has its own bits (its own summation trees and exp), the same on every call.
 void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
                             const float* q, int group, std::span<const int32_t> block_table,
                             int num_positions, float scale, float* out);

@@ -89,7 +89,7 @@ std::vector<float> NaiveAttention(const std::vector<float>& q, int group, int he
 TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
   const int n_kv_head = 2, group = 4, block_size = 16;
   for (CpuTarget target : Targets())
-    for (int head_dim : {64, 80})
+    for (int head_dim : {64, 80, 36})  // 36: a partial last chunk on every target
       for (KvType type : {KvType::kF32, KvType::kF16}) {
         for (int n : {1, 15, 16, 17, 100}) {
           TestCache cache(type, 12, block_size, 2, n_kv_head, head_dim);
@@ -143,13 +143,13 @@ TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
 // length (across block boundaries, longer than one kernel call), group size and block table,
 // with NaN in every slot no query may read.
 TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
-  const int n_kv_head = 2, block_size = 16, n = 150;
+  const int n_kv_head = 2, n = 150;
   for (CpuTarget target : Targets())
     for (KvType type : {KvType::kF32, KvType::kF16})
-      for (int head_dim : {64, 80})
+      for (auto [head_dim, block_size] : {std::pair{64, 16}, {80, 16}, {36, 12}, {64, 40}})
         for (int group : {1, 3, 4, 5}) {
-          TestCache cache(type, 12, block_size, 2, n_kv_head, head_dim, 0xFF);  // NaN garbage
-          std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1, 3, 10, 5};
+          TestCache cache(type, 16, block_size, 2, n_kv_head, head_dim, 0xFF);  // NaN garbage
+          std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1, 3, 10, 5, 15, 13, 6, 8};
           std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 60, 2.0f);
           std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 61);
           cache.Fill(1, table, k, v, n);
@@ -170,7 +170,7 @@ TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
                                     alone.size() * sizeof(float)),
                         0)
                   << CpuTargetName(target) << " group " << group << " head_dim " << head_dim
-                  << " run " << first << "+" << count << " token " << t;
+                  << " block " << block_size << " run " << first << "+" << count << " token " << t;
               for (int i = group * head_dim; i < q_stride; ++i) {  // the gap is not written
                 ASSERT_EQ(out[t * q_stride + i], -7.0f);
               }
