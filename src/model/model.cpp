@@ -243,10 +243,13 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
     }
     // One call per (run, KV head): each K/V block is read once for all the run's tokens and
     // heads, and each token still gets the bits it would get alone.
+    // A run's cost grows with its positions and the pool gives each thread a contiguous range,
+    // so the runs are dealt from both ends (0, n-1, 1, n-2, ...) to even the threads' shares.
     const size_t num_runs = attention_runs_.size();
     pool.ParallelFor(num_runs * static_cast<size_t>(c.n_kv_head), [&](size_t begin, size_t end) {
       for (size_t work = begin; work < end; ++work) {
-        const AttentionRun& run = attention_runs_[work / static_cast<size_t>(c.n_kv_head)];
+        const size_t k = work / static_cast<size_t>(c.n_kv_head);
+        const AttentionRun& run = attention_runs_[k % 2 == 0 ? k / 2 : num_runs - 1 - k / 2];
         int kv_head = static_cast<int>(work % static_cast<size_t>(c.n_kv_head));
         auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[run.first])];
         size_t head_offset = run.first * q_dim + static_cast<size_t>(kv_head) * group * c.head_dim;
