@@ -67,8 +67,7 @@ float Dot(const float* a, const float* b, int n) {
 
 // One query's `group` heads over positions [0, num_positions). q, out: [group][head_dim]
 void QueryScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                 std::span<const int32_t> block_table, int num_positions, float scale,
-                 float* out) {
+                 std::span<const int32_t> block_table, int num_positions, float scale, float* out) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   std::fill(out, out + static_cast<int64_t>(group) * head_dim, 0.0f);  // acc: [group][head_dim]
@@ -161,8 +160,8 @@ void PagedAttentionTokens(const PagedKv& kv, int layer, int kv_head, const float
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
                           int64_t out_stride) {
-  PagedAttentionTokensOnTarget(BestCpuTarget(), kv, layer, kv_head, q, q_stride, group,
-                               block_table, first_position, num_tokens, scale, out, out_stride);
+  PagedAttentionTokensOnTarget(BestCpuTarget(), kv, layer, kv_head, q, q_stride, group, block_table,
+                               first_position, num_tokens, scale, out, out_stride);
 }
 
 void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
@@ -182,8 +181,7 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
   REPRISE_CHECK(static_cast<int64_t>(first_position) + num_tokens <=
                     static_cast<int64_t>(block_table.size()) * block_size,
                 "{} positions but the block table covers {}",
-                static_cast<int64_t>(first_position) + num_tokens,
-                block_table.size() * block_size);
+                static_cast<int64_t>(first_position) + num_tokens, block_table.size() * block_size);
   REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && kv_head >= 0 && kv_head < kv.n_kv_head,
                 "bad layer {} or kv head {}", layer, kv_head);
   REPRISE_CHECK(q_stride >= static_cast<int64_t>(group) * head_dim &&

@@ -75,8 +75,8 @@ inline __m256 ExpNonPositive(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
-                                                          _mm256_set1_epi32(127)), 23);
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));  // y * 2^n, exact
 }
 
@@ -134,8 +134,8 @@ constexpr int kValueChunks = 2;  //   8-wide chunks of V accumulated in register
 // As the AVX-512 kernel's Attention (paged_attention_avx512.cpp), at 8 lanes.
 template <KvType kType>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
-               int group, std::span<const int32_t> block_table, int first_position,
-               int num_tokens, float scale, float* out, int64_t out_stride) {
+               int group, std::span<const int32_t> block_table, int first_position, int num_tokens,
+               float scale, float* out, int64_t out_stride) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   const int num_rows = num_tokens * group;
@@ -156,7 +156,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   }
   // [num_rows][block_size rounded up to 8]; whole 8-lane chunks are stored.
   alignas(32) float scores[kMaxAttentionRows][kMaxAttentionBlockSize];
-  int filled[kMaxAttentionRows];                   // [num_rows] in the current block
+  int filled[kMaxAttentionRows];                  // [num_rows] in the current block
   alignas(32) float kt[kMaxAttentionHeadDim][8];  // [head_dim][8 slots] keys
 
   const int total_positions = first_position + num_tokens;  // of the last token
@@ -218,7 +218,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       __m256 maxes = minus_inf;
       for (int j = 0; j < n; j += 8) {
         const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
-        maxes = _mm256_max_ps(maxes, _mm256_blendv_ps(minus_inf, _mm256_load_ps(scores[r] + j), live));
+        maxes =
+            _mm256_max_ps(maxes, _mm256_blendv_ps(minus_inf, _mm256_load_ps(scores[r] + j), live));
       }
       const float new_max = std::max(running_max[r], HorizontalMax(maxes));
       const float correction =
@@ -229,8 +230,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       __m256 sums = _mm256_setzero_ps();
       for (int j = 0; j < n; j += 8) {
         const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
-        const __m256 e = _mm256_and_ps(
-            ExpNonPositive(_mm256_sub_ps(_mm256_load_ps(scores[r] + j), max)), live);
+        const __m256 e =
+            _mm256_and_ps(ExpNonPositive(_mm256_sub_ps(_mm256_load_ps(scores[r] + j), max)), live);
         _mm256_store_ps(scores[r] + j, e);
         sums = _mm256_add_ps(sums, e);  // + 0 in the lanes past n: exact, as p >= 0
       }
@@ -270,16 +271,16 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
           __m256 p[kValueHeads];
           for (int i = 0; i < kValueHeads; ++i) p[i] = _mm256_broadcast_ss(scores[rows[i]] + j);
           for (int c = 0; c < kValueChunks; ++c) {
-            const __m256 v = widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c])
-                                           : _mm256_setzero_ps();
+            const __m256 v =
+                widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
             for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm256_fmadd_ps(p[i], v, acc[i][c]);
           }
         }
         for (int j = common; j < tile_filled; ++j) {
           const uint8_t* v_row = v_plane + j * row_bytes;
           for (int c = 0; c < kValueChunks; ++c) {
-            const __m256 v = widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c])
-                                           : _mm256_setzero_ps();
+            const __m256 v =
+                widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
             for (int i = 0; i < kValueHeads; ++i) {
               if (j < filled[rows[i]]) {
                 acc[i][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(scores[rows[i]] + j), v, acc[i][c]);
@@ -308,10 +309,9 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
 
 }  // namespace
 
-void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* q,
-                        int64_t q_stride, int group, std::span<const int32_t> block_table,
-                        int first_position, int num_tokens, float scale, float* out,
-                        int64_t out_stride) {
+void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
+                        int group, std::span<const int32_t> block_table, int first_position,
+                        int num_tokens, float scale, float* out, int64_t out_stride) {
   if (kv.type == KvType::kF32) {
     Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
                             num_tokens, scale, out, out_stride);

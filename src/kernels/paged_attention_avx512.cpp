@@ -121,8 +121,8 @@ constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registe
 // (a run of one token), whatever other rows share the call.
 template <KvType kType>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
-               int group, std::span<const int32_t> block_table, int first_position,
-               int num_tokens, float scale, float* out, int64_t out_stride) {
+               int group, std::span<const int32_t> block_table, int first_position, int num_tokens,
+               float scale, float* out, int64_t out_stride) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   const int num_rows = num_tokens * group;
@@ -207,7 +207,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
       __m512 maxes = minus_inf;  // a max is exact in any order
       for (int j = 0; j < n; j += 16) {
-        maxes = _mm512_max_ps(maxes, _mm512_mask_loadu_ps(minus_inf, ChunkMask(n, j), scores[r] + j));
+        maxes =
+            _mm512_max_ps(maxes, _mm512_mask_loadu_ps(minus_inf, ChunkMask(n, j), scores[r] + j));
       }
       const float new_max = std::max(running_max[r], _mm512_reduce_max_ps(maxes));
       const float correction =

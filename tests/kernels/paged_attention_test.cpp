@@ -156,8 +156,14 @@ TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
           const int64_t q_stride = static_cast<int64_t>(group + 1) * head_dim;  // strided rows
           std::vector<float> q = RandomValues(n * q_stride, 62, 2.0f);
           const float scale = 1.0f / std::sqrt(float(head_dim));
-          for (auto [first, count] : {std::pair{0, 1}, {0, 40}, {5, 11}, {15, 2}, {16, 16},
-                                      {3, 120}, {130, 20}, {149, 1}}) {
+          for (auto [first, count] : {std::pair{0, 1},
+                                      {0, 40},
+                                      {5, 11},
+                                      {15, 2},
+                                      {16, 16},
+                                      {3, 120},
+                                      {130, 20},
+                                      {149, 1}}) {
             std::vector<float> out(count * q_stride, -7.0f);
             PagedAttentionTokensOnTarget(target, cache.kv, 1, 1, q.data() + first * q_stride,
                                          q_stride, group, table, first, count, scale, out.data(),
