@@ -114,6 +114,61 @@ constexpr int kGroupStep = 4;    // query rows whose dot products are accumulate
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
+// The value pass of one block for rows [first_row, num_rows) and dimensions [d0, d0 + 64):
+// out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
+// p = scores. v[j][d0 + e] is element `offset + e` of row j of `v` (rows `stride` bytes apart,
+// of type kSrc); masks: the chunks of [d0, d0 + 64) inside head_dim.
+template <KvType kSrc>
+void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
+               int first_row, int num_rows, const int* filled,
+               const float (*scores)[kMaxAttentionBlockSize], float* const* out_rows, int d0) {
+  for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
+    const int nr = std::min(kValueHeads, num_rows - r0);
+    // Rows past the end repeat the first one and are not stored.
+    int rows[kValueHeads];
+    for (int i = 0; i < kValueHeads; ++i) rows[i] = r0 + (i < nr ? i : 0);
+    const int tile_filled = filled[rows[nr - 1]];
+    __m512 acc[kValueHeads][kValueChunks];
+    for (int i = 0; i < kValueHeads; ++i) {
+      for (int c = 0; c < kValueChunks; ++c) {
+        acc[i][c] = _mm512_maskz_loadu_ps(masks[c], out_rows[rows[i]] + d0 + 16 * c);
+      }
+    }
+    // Slots every row of the tile reads, then (rows of a later token only) the rest.
+    const int common = filled[rows[0]];
+    for (int j = 0; j < common; ++j) {
+      const uint8_t* v_row = v + j * stride;
+      __m512 p[kValueHeads];
+      for (int i = 0; i < kValueHeads; ++i) p[i] = _mm512_set1_ps(scores[rows[i]][j]);
+      for (int c = 0; c < kValueChunks; ++c) {
+        const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
+        for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm512_fmadd_ps(p[i], vv, acc[i][c]);
+      }
+    }
+    for (int j = common; j < tile_filled; ++j) {
+      const uint8_t* v_row = v + j * stride;
+      __m512 p[kValueHeads];
+      __mmask16 live[kValueHeads];  // all lanes while j is one of the row's slots, else none
+      for (int i = 0; i < kValueHeads; ++i) {
+        p[i] = _mm512_set1_ps(scores[rows[i]][j]);
+        live[i] = j < filled[rows[i]] ? static_cast<__mmask16>(0xFFFF) : 0;
+      }
+      for (int c = 0; c < kValueChunks; ++c) {
+        const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
+        for (int i = 0; i < kValueHeads; ++i) {
+          acc[i][c] = _mm512_mask3_fmadd_ps(p[i], vv, acc[i][c], live[i]);
+        }
+      }
+    }
+    for (int i = 0; i < kValueHeads; ++i) {  // constant trip counts keep acc in registers
+      if (i >= nr) break;
+      for (int c = 0; c < kValueChunks; ++c) {
+        _mm512_mask_storeu_ps(out_rows[r0 + i] + d0 + 16 * c, masks[c], acc[i][c]);
+      }
+    }
+  }
+}
+
 // A run of consecutive tokens; query row r = t * group + g is head g of token t, at position
 // first_position + t, and reads positions [0, first_position + t]. In block b a row uses only its
 // own filled slots, filled[r] = min(block_size, positions of r - b * block_size), and a row
@@ -144,6 +199,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   float scores[kMaxAttentionRows][kMaxAttentionBlockSize];  // [num_rows][block_size]
   int filled[kMaxAttentionRows];                            // [num_rows] in the current block
   alignas(64) float kt[kMaxAttentionHeadDim][16];           // [head_dim][16 slots] keys
+  alignas(64) float v_wide[kMaxAttentionBlockSize][16 * kValueChunks];  // [slot][64] values
 
   const int total_positions = first_position + num_tokens;  // of the last token
   const int num_blocks = (total_positions + block_size - 1) / block_size;
@@ -237,57 +293,26 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
     // 4 rows x 64 dimensions held in registers across the block's slots. A slot past a row's
     // filled ones leaves that row's accumulators as they are (masked fma), so garbage in later
-    // slots never reaches it.
-    for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
-      const int nr = std::min(kValueHeads, num_rows - r0);
-      // Rows past the end repeat the first one and are not stored.
-      int rows[kValueHeads];
-      for (int i = 0; i < kValueHeads; ++i) rows[i] = r0 + (i < nr ? i : 0);
-      const int tile_filled = filled[rows[nr - 1]];
-      for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
-        __mmask16 masks[kValueChunks];
-        for (int c = 0; c < kValueChunks; ++c) {
-          const int d = d0 + 16 * c;
-          masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
-        }
-        __m512 acc[kValueHeads][kValueChunks];
-        for (int i = 0; i < kValueHeads; ++i) {
+    // slots never reaches it. With several row tiles, f16 values are widened once per block
+    // (exact) into v_wide and read from there.
+    for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
+      __mmask16 masks[kValueChunks];
+      for (int c = 0; c < kValueChunks; ++c) {
+        const int d = d0 + 16 * c;
+        masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
+      }
+      if (kType == KvType::kF16 && num_rows - first_row > kValueHeads) {
+        for (int j = 0; j < max_filled; ++j) {
           for (int c = 0; c < kValueChunks; ++c) {
-            acc[i][c] = _mm512_maskz_loadu_ps(masks[c], out_rows[rows[i]] + d0 + 16 * c);
+            _mm512_store_ps(v_wide[j] + 16 * c,
+                            LoadRow<kType>(v_plane + j * row_bytes, d0 + 16 * c, masks[c]));
           }
         }
-        // Slots every row of the tile reads, then (rows of a later token only) the rest.
-        const int common = filled[rows[0]];
-        for (int j = 0; j < common; ++j) {
-          const uint8_t* v_row = v_plane + j * row_bytes;
-          __m512 p[kValueHeads];
-          for (int i = 0; i < kValueHeads; ++i) p[i] = _mm512_set1_ps(scores[rows[i]][j]);
-          for (int c = 0; c < kValueChunks; ++c) {
-            const __m512 v = LoadRow<kType>(v_row, d0 + 16 * c, masks[c]);
-            for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm512_fmadd_ps(p[i], v, acc[i][c]);
-          }
-        }
-        for (int j = common; j < tile_filled; ++j) {
-          const uint8_t* v_row = v_plane + j * row_bytes;
-          __m512 p[kValueHeads];
-          __mmask16 live[kValueHeads];  // all lanes while j is one of the row's slots, else none
-          for (int i = 0; i < kValueHeads; ++i) {
-            p[i] = _mm512_set1_ps(scores[rows[i]][j]);
-            live[i] = j < filled[rows[i]] ? static_cast<__mmask16>(0xFFFF) : 0;
-          }
-          for (int c = 0; c < kValueChunks; ++c) {
-            const __m512 v = LoadRow<kType>(v_row, d0 + 16 * c, masks[c]);
-            for (int i = 0; i < kValueHeads; ++i) {
-              acc[i][c] = _mm512_mask3_fmadd_ps(p[i], v, acc[i][c], live[i]);
-            }
-          }
-        }
-        for (int i = 0; i < kValueHeads; ++i) {  // constant trip counts keep acc in registers
-          if (i >= nr) break;
-          for (int c = 0; c < kValueChunks; ++c) {
-            _mm512_mask_storeu_ps(out_rows[r0 + i] + d0 + 16 * c, masks[c], acc[i][c]);
-          }
-        }
+        ValuePass<KvType::kF32>(reinterpret_cast<const uint8_t*>(&v_wide[0][0]), sizeof(v_wide[0]),
+                                0, masks, first_row, num_rows, filled, scores, out_rows, d0);
+      } else {
+        ValuePass<kType>(v_plane, row_bytes, d0, masks, first_row, num_rows, filled, scores,
+                         out_rows, d0);
       }
     }
   }
