@@ -1,5 +1,7 @@
 #include "kernels/cpu_target.h"
 
+#include <cstdlib>
+
 namespace reprise::kernels {
 
 bool CpuTargetSupported(CpuTarget target) {
@@ -28,6 +30,13 @@ bool CpuTargetSupported(CpuTarget target) {
 
 CpuTarget BestCpuTarget() {
   static const CpuTarget best = [] {
+    // REPRISE_CPU_TARGET=scalar|avx2|avx512 picks a lower supported target, to run the engine
+    // (and its exactness tests) on every dispatch path of this machine.
+    if (const char* name = std::getenv("REPRISE_CPU_TARGET"); name != nullptr) {
+      for (CpuTarget target : {CpuTarget::kScalar, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+        if (CpuTargetName(target) == name && CpuTargetSupported(target)) return target;
+      }
+    }
     for (CpuTarget target : {CpuTarget::kAvx512, CpuTarget::kAvx2}) {
       if (CpuTargetSupported(target)) return target;
     }

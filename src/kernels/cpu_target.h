@@ -15,7 +15,8 @@ enum class CpuTarget : int {
 // Whether this build has kernels for `target` and this CPU can run them.
 bool CpuTargetSupported(CpuTarget target);
 
-// The best supported target, detected once (cpuid) and then fixed for the process.
+// The best supported target, detected once (cpuid) and then fixed for the process; the
+// environment variable REPRISE_CPU_TARGET (scalar, avx2, avx512) may name another supported one.
 CpuTarget BestCpuTarget();
 
 std::string_view CpuTargetName(CpuTarget target);

@@ -65,61 +65,9 @@ float Dot(const float* a, const float* b, int n) {
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-}  // namespace
-
-size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
-
-void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float* k,
-             const float* v) {
-  REPRISE_CHECK(slot >= 0 && slot < kv.block_size, "slot {} outside block of {}", slot,
-                kv.block_size);
-  REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && block >= 0, "bad layer {} or block {}", layer,
-                block);
-  const size_t row_bytes = static_cast<size_t>(kv.head_dim) * KvElementBytes(kv.type);
-  for (int h = 0; h < kv.n_kv_head; ++h) {
-    StoreRow(k + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
-             kv.Plane(block, layer, 0, h) + slot * row_bytes);
-    StoreRow(v + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
-             kv.Plane(block, layer, 1, h) + slot * row_bytes);
-  }
-}
-
-void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                    std::span<const int32_t> block_table, int num_positions, float scale,
-                    float* out) {
-  PagedAttentionOnTarget(BestCpuTarget(), kv, layer, kv_head, q, group, block_table, num_positions,
-                         scale, out);
-}
-
-void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
-                            const float* q, int group, std::span<const int32_t> block_table,
-                            int num_positions, float scale, float* out) {
-  const int head_dim = kv.head_dim;
-  const int block_size = kv.block_size;
-  REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
-                CpuTargetName(target));
-  REPRISE_CHECK(group >= 1 && group <= kMaxGroup, "group {} outside [1, {}]", group, kMaxGroup);
-  REPRISE_CHECK(block_size >= 1 && block_size <= kMaxBlockSize, "block size {} unsupported",
-                block_size);
-  REPRISE_CHECK(head_dim >= 1 && head_dim <= kMaxHeadDim, "head_dim {} unsupported", head_dim);
-  REPRISE_CHECK(num_positions >= 0 && static_cast<int64_t>(num_positions) <=
-                                          static_cast<int64_t>(block_table.size()) * block_size,
-                "{} positions but the block table covers {}", num_positions,
-                block_table.size() * block_size);
-  REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && kv_head >= 0 && kv_head < kv.n_kv_head,
-                "bad layer {} or kv head {}", layer, kv_head);
-#if defined(REPRISE_KERNELS_AVX512)
-  if (target == CpuTarget::kAvx512) {
-    PagedAttentionAvx512(kv, layer, kv_head, q, group, block_table, num_positions, scale, out);
-    return;
-  }
-#endif
-  PagedAttentionScalar(kv, layer, kv_head, q, group, block_table, num_positions, scale, out);
-}
-
-void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                          std::span<const int32_t> block_table, int num_positions, float scale,
-                          float* out) {
+// One query's `group` heads over positions [0, num_positions). q, out: [group][head_dim]
+void QueryScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
+                 std::span<const int32_t> block_table, int num_positions, float scale, float* out) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   std::fill(out, out + static_cast<int64_t>(group) * head_dim, 0.0f);  // acc: [group][head_dim]
@@ -165,6 +113,102 @@ void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float
     const float inverse = 1.0f / running_sum[g];
     float* acc = out + static_cast<int64_t>(g) * head_dim;
     for (int d = 0; d < head_dim; ++d) acc[d] *= inverse;
+  }
+}
+
+}  // namespace
+
+size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+
+void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float* k,
+             const float* v) {
+  REPRISE_CHECK(slot >= 0 && slot < kv.block_size, "slot {} outside block of {}", slot,
+                kv.block_size);
+  REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && block >= 0, "bad layer {} or block {}", layer,
+                block);
+  const size_t row_bytes = static_cast<size_t>(kv.head_dim) * KvElementBytes(kv.type);
+  for (int h = 0; h < kv.n_kv_head; ++h) {
+    StoreRow(k + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
+             kv.Plane(block, layer, 0, h) + slot * row_bytes);
+    StoreRow(v + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
+             kv.Plane(block, layer, 1, h) + slot * row_bytes);
+  }
+}
+
+void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
+                    std::span<const int32_t> block_table, int num_positions, float scale,
+                    float* out) {
+  PagedAttentionOnTarget(BestCpuTarget(), kv, layer, kv_head, q, group, block_table, num_positions,
+                         scale, out);
+}
+
+void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                            const float* q, int group, std::span<const int32_t> block_table,
+                            int num_positions, float scale, float* out) {
+  REPRISE_CHECK(num_positions >= 0, "{} positions", num_positions);
+  if (num_positions == 0) {  // nothing to attend to: zeros
+    REPRISE_CHECK(group >= 1 && group <= kMaxGroup, "group {} outside [1, {}]", group, kMaxGroup);
+    std::fill(out, out + static_cast<int64_t>(group) * kv.head_dim, 0.0f);
+    return;
+  }
+  const int64_t row = static_cast<int64_t>(group) * kv.head_dim;
+  PagedAttentionTokensOnTarget(target, kv, layer, kv_head, q, row, group, block_table,
+                               num_positions - 1, 1, scale, out, row);
+}
+
+void PagedAttentionTokens(const PagedKv& kv, int layer, int kv_head, const float* q,
+                          int64_t q_stride, int group, std::span<const int32_t> block_table,
+                          int first_position, int num_tokens, float scale, float* out,
+                          int64_t out_stride) {
+  PagedAttentionTokensOnTarget(BestCpuTarget(), kv, layer, kv_head, q, q_stride, group, block_table,
+                               first_position, num_tokens, scale, out, out_stride);
+}
+
+void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                                  const float* q, int64_t q_stride, int group,
+                                  std::span<const int32_t> block_table, int first_position,
+                                  int num_tokens, float scale, float* out, int64_t out_stride) {
+  const int head_dim = kv.head_dim;
+  const int block_size = kv.block_size;
+  REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
+                CpuTargetName(target));
+  REPRISE_CHECK(group >= 1 && group <= kMaxGroup, "group {} outside [1, {}]", group, kMaxGroup);
+  REPRISE_CHECK(block_size >= 1 && block_size <= kMaxBlockSize, "block size {} unsupported",
+                block_size);
+  REPRISE_CHECK(head_dim >= 1 && head_dim <= kMaxHeadDim, "head_dim {} unsupported", head_dim);
+  REPRISE_CHECK(first_position >= 0 && num_tokens >= 0, "bad run: first position {}, {} tokens",
+                first_position, num_tokens);
+  REPRISE_CHECK(static_cast<int64_t>(first_position) + num_tokens <=
+                    static_cast<int64_t>(block_table.size()) * block_size,
+                "{} positions but the block table covers {}",
+                static_cast<int64_t>(first_position) + num_tokens, block_table.size() * block_size);
+  REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && kv_head >= 0 && kv_head < kv.n_kv_head,
+                "bad layer {} or kv head {}", layer, kv_head);
+  REPRISE_CHECK(q_stride >= static_cast<int64_t>(group) * head_dim &&
+                    out_stride >= static_cast<int64_t>(group) * head_dim,
+                "row strides {} and {} shorter than a row", q_stride, out_stride);
+  PagedAttentionKernel kernel = PagedAttentionScalar;
+#if defined(REPRISE_KERNELS_AVX512)
+  if (target == CpuTarget::kAvx512) kernel = PagedAttentionAvx512;
+#endif
+#if defined(REPRISE_KERNELS_AVX2)
+  if (target == CpuTarget::kAvx2) kernel = PagedAttentionAvx2;
+#endif
+  const int tokens_per_call = std::max(1, kMaxAttentionRows / group);
+  for (int t = 0; t < num_tokens; t += tokens_per_call) {
+    kernel(kv, layer, kv_head, q + t * q_stride, q_stride, group, block_table, first_position + t,
+           std::min(tokens_per_call, num_tokens - t), scale, out + t * out_stride, out_stride);
+  }
+}
+
+// The reference: one query at a time, each K/V row converted for every head that reads it.
+void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q,
+                          int64_t q_stride, int group, std::span<const int32_t> block_table,
+                          int first_position, int num_tokens, float scale, float* out,
+                          int64_t out_stride) {
+  for (int t = 0; t < num_tokens; ++t) {
+    QueryScalar(kv, layer, kv_head, q + t * q_stride, group, block_table, first_position + t + 1,
+                scale, out + t * out_stride);
   }
 }
 

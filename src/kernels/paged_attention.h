@@ -51,9 +51,26 @@ void PagedAttention(const PagedKv& kv, int layer, int kv_head, const float* q, i
                     float* out);
 
 // PagedAttention on a named target (tests, benchmarks); PagedAttention uses BestCpuTarget().
-// AVX2 has no kernel of its own and runs the portable one.
+// Each target has its own bits (its own summation trees and exp), the same on every call.
 void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
                             const float* q, int group, std::span<const int32_t> block_table,
                             int num_positions, float scale, float* out);
+
+// Several consecutive query positions of one sequence at once (prefill): token t, at position
+// first_position + t, attends over positions [0, first_position + t]. Each K/V block is read
+// (and converted) once for all the tokens and heads that need it. Every token's output has the
+// same bits as PagedAttention(kv, layer, kv_head, q_t, group, block_table,
+// first_position + t + 1, scale, out_t) on the same target: a query does exactly the operations
+// it would do alone, over its own positions only (no masking by -inf).
+//   q:   [num_tokens] rows q_stride floats apart, each [group][head_dim]
+//   out: [num_tokens] rows out_stride floats apart, each [group][head_dim]
+void PagedAttentionTokens(const PagedKv& kv, int layer, int kv_head, const float* q,
+                          int64_t q_stride, int group, std::span<const int32_t> block_table,
+                          int first_position, int num_tokens, float scale, float* out,
+                          int64_t out_stride);
+void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                                  const float* q, int64_t q_stride, int group,
+                                  std::span<const int32_t> block_table, int first_position,
+                                  int num_tokens, float scale, float* out, int64_t out_stride);
 
 }  // namespace reprise::kernels

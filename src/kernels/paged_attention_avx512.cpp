@@ -2,11 +2,15 @@
 // run time). Same algorithm and blocking as the portable version in paged_attention.cpp:
 //
 //   for each KV block in order:
-//     s[g][j] = scale * HorizontalSum(sum over 16-wide chunks of q[g] * k[j])
-//     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (in j order;
-//     exp(s - m') by a fixed polynomial, ExpNonPositive)
+//     s[g][j] = scale * (even + odd), the fused sums of q[g][d] * k[j][d] over even and odd d,
+//     16 slots j at once from keys transposed to [head_dim][16]
+//     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (the sum lane-wise
+//     over 16-slot chunks, then HorizontalSum; both exps by one fixed polynomial, ExpNonPositive)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
 //   out = acc * (1 / l)
+//
+// Several consecutive tokens of one sequence share each block's K/V loads (PagedAttentionTokens);
+// every query row still does exactly its single-query operations over its own positions.
 //
 // Its bits differ from the portable version's (other summation trees, fused multiply-adds) but,
 // like it, depend only on the stored K/V values and their order.
@@ -64,27 +68,149 @@ inline __mmask16 ChunkMask(int head_dim, int offset) {
   return static_cast<__mmask16>((1u << n) - 1);
 }
 
-constexpr int kGroupStep = 4;    // query heads whose dot products are accumulated together
-constexpr int kValueHeads = 4;   // query heads x
+// Transposes a 16 x 16 tile held as 16 rows: afterwards r[i][j] is the old r[j][i].
+inline void Transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      t[8 * h + i] = _mm512_shuffle_f32x4(u[8 * h + i], u[8 * h + 4 + i], 0x88);
+      t[8 * h + 4 + i] = _mm512_shuffle_f32x4(u[8 * h + i], u[8 * h + 4 + i], 0xDD);
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+  }
+}
+
+// Keys of up to 16 slots as f32 columns: kt[d][s] = k[s][d] for s < count, 0 for the other
+// slots (never read from storage).  k_rows: [count][head_dim] stored rows; kt: [head_dim][16]
+template <KvType kType>
+inline void TransposeKeys(const uint8_t* k_rows, size_t row_bytes, int count, int head_dim,
+                          float* kt) {
+  for (int d0 = 0; d0 < head_dim; d0 += 16) {
+    const __mmask16 mask = ChunkMask(head_dim, d0);
+    __m512 tile[16];
+    for (int s = 0; s < 16; ++s) {
+      tile[s] = s < count ? LoadRow<kType>(k_rows + s * row_bytes, d0, mask) : _mm512_setzero_ps();
+    }
+    Transpose16(tile);
+    const int n = std::min(16, head_dim - d0);
+    for (int d = 0; d < n; ++d) _mm512_store_ps(kt + (d0 + d) * 16, tile[d]);
+  }
+}
+
+constexpr int kGroupStep = 4;    // query rows whose dot products are accumulated together
+constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
+// The value pass of one block for rows [first_row, num_rows) and dimensions [d0, d0 + 64):
+// out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
+// p = scores. v[j][d0 + e] is element `offset + e` of row j of `v` (rows `stride` bytes apart,
+// of type kSrc); masks: the chunks of [d0, d0 + 64) inside head_dim.
+template <KvType kSrc>
+void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
+               int first_row, int num_rows, const int* filled,
+               const float (*scores)[kMaxAttentionBlockSize], float* const* out_rows, int d0) {
+  for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
+    const int nr = std::min(kValueHeads, num_rows - r0);
+    // Rows past the end repeat the first one and are not stored.
+    int rows[kValueHeads];
+    for (int i = 0; i < kValueHeads; ++i) rows[i] = r0 + (i < nr ? i : 0);
+    const int tile_filled = filled[rows[nr - 1]];
+    __m512 acc[kValueHeads][kValueChunks];
+    for (int i = 0; i < kValueHeads; ++i) {
+      for (int c = 0; c < kValueChunks; ++c) {
+        acc[i][c] = _mm512_maskz_loadu_ps(masks[c], out_rows[rows[i]] + d0 + 16 * c);
+      }
+    }
+    // Slots every row of the tile reads, then (rows of a later token only) the rest.
+    const int common = filled[rows[0]];
+    for (int j = 0; j < common; ++j) {
+      const uint8_t* v_row = v + j * stride;
+      __m512 p[kValueHeads];
+      for (int i = 0; i < kValueHeads; ++i) p[i] = _mm512_set1_ps(scores[rows[i]][j]);
+      for (int c = 0; c < kValueChunks; ++c) {
+        const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
+        for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm512_fmadd_ps(p[i], vv, acc[i][c]);
+      }
+    }
+    for (int j = common; j < tile_filled; ++j) {
+      const uint8_t* v_row = v + j * stride;
+      __m512 p[kValueHeads];
+      __mmask16 live[kValueHeads];  // all lanes while j is one of the row's slots, else none
+      for (int i = 0; i < kValueHeads; ++i) {
+        p[i] = _mm512_set1_ps(scores[rows[i]][j]);
+        live[i] = j < filled[rows[i]] ? static_cast<__mmask16>(0xFFFF) : 0;
+      }
+      for (int c = 0; c < kValueChunks; ++c) {
+        const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
+        for (int i = 0; i < kValueHeads; ++i) {
+          acc[i][c] = _mm512_mask3_fmadd_ps(p[i], vv, acc[i][c], live[i]);
+        }
+      }
+    }
+    for (int i = 0; i < kValueHeads; ++i) {  // constant trip counts keep acc in registers
+      if (i >= nr) break;
+      for (int c = 0; c < kValueChunks; ++c) {
+        _mm512_mask_storeu_ps(out_rows[r0 + i] + d0 + 16 * c, masks[c], acc[i][c]);
+      }
+    }
+  }
+}
+
+// A run of consecutive tokens; query row r = t * group + g is head g of token t, at position
+// first_position + t, and reads positions [0, first_position + t]. In block b a row uses only its
+// own filled slots, filled[r] = min(block_size, positions of r - b * block_size), and a row
+// whose positions end before block b is left alone: every row does exactly what it does alone
+// (a run of one token), whatever other rows share the call.
 template <KvType kType>
-void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-               std::span<const int32_t> block_table, int num_positions, float scale, float* out) {
+void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
+               int group, std::span<const int32_t> block_table, int first_position, int num_tokens,
+               float scale, float* out, int64_t out_stride) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
+  const int num_rows = num_tokens * group;
   const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);
-  std::fill(out, out + static_cast<int64_t>(group) * head_dim, 0.0f);  // acc: [group][head_dim]
-  if (num_positions == 0) return;
-  float running_max[kMaxAttentionGroup];
-  float running_sum[kMaxAttentionGroup];
-  std::fill(running_max, running_max + group, -std::numeric_limits<float>::infinity());
-  std::fill(running_sum, running_sum + group, 0.0f);
-  float scores[kMaxAttentionGroup][kMaxAttentionBlockSize];  // [group][block_size]
+  const float* q_rows[kMaxAttentionRows];  // [num_rows] -> [head_dim]
+  float* out_rows[kMaxAttentionRows];      // [num_rows] -> [head_dim], the accumulators
+  int positions[kMaxAttentionRows];        // [num_rows] positions each row attends over
+  float running_max[kMaxAttentionRows];
+  float running_sum[kMaxAttentionRows];
+  for (int r = 0; r < num_rows; ++r) {
+    const int t = r / group, g = r % group;
+    q_rows[r] = q + t * q_stride + g * head_dim;
+    out_rows[r] = out + t * out_stride + g * head_dim;
+    positions[r] = first_position + t + 1;
+    std::fill(out_rows[r], out_rows[r] + head_dim, 0.0f);
+    running_max[r] = -std::numeric_limits<float>::infinity();
+    running_sum[r] = 0.0f;
+  }
+  float scores[kMaxAttentionRows][kMaxAttentionBlockSize];  // [num_rows][block_size]
+  int filled[kMaxAttentionRows];                            // [num_rows] in the current block
+  alignas(64) float kt[kMaxAttentionHeadDim][16];           // [head_dim][16 slots] keys
+  alignas(64) float v_wide[kMaxAttentionBlockSize][16 * kValueChunks];  // [slot][64] values
 
-  const int num_blocks = (num_positions + block_size - 1) / block_size;
+  const int total_positions = first_position + num_tokens;  // of the last token
+  const int num_blocks = (total_positions + block_size - 1) / block_size;
   for (int b = 0; b < num_blocks; ++b) {
-    const int filled = std::min(block_size, num_positions - b * block_size);
+    // Rows [first_row, num_rows) reach into this block; their filled counts do not decrease.
+    const int first_token = std::max(0, b * block_size - first_position);
+    const int first_row = first_token * group;
+    for (int r = first_row; r < num_rows; ++r) {
+      filled[r] = std::min(block_size, positions[r] - b * block_size);
+    }
+    const int max_filled = filled[num_rows - 1];
     const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
     const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
     if (b + 1 < num_blocks) {  // the next block's keys are the next thing read from memory
@@ -93,44 +219,70 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
         _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
       }
     }
-    // Scores.
-    for (int j = 0; j < filled; ++j) {
-      const uint8_t* k_row = k_plane + j * row_bytes;
-      for (int g0 = 0; g0 < group; g0 += kGroupStep) {
-        // A constant number of heads keeps the accumulators in registers; heads past the group
-        // repeat its first one and are not stored.
-        const int ng = std::min(kGroupStep, group - g0);
-        const float* q_rows[kGroupStep];
-        for (int g = 0; g < kGroupStep; ++g) q_rows[g] = q + (g0 + (g < ng ? g : 0)) * head_dim;
-        __m512 acc[kGroupStep];
-        for (int g = 0; g < kGroupStep; ++g) acc[g] = _mm512_setzero_ps();
-        for (int d = 0; d < head_dim; d += 16) {
-          const __mmask16 mask = ChunkMask(head_dim, d);
-          const __m512 k = LoadRow<kType>(k_row, d, mask);
-          for (int g = 0; g < kGroupStep; ++g) {
-            acc[g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, q_rows[g] + d), k, acc[g]);
+    // Scores of 16 slots at a time, one slot per lane, from the keys transposed once for all
+    // rows: lane s of a row is scale * (even + odd), where even and odd sum q[d] * k[s][d] over
+    // the even and the odd d in order (fused multiply-adds). Slots up to the longest row's are
+    // computed; a row reads only its own filled ones.
+    for (int j0 = 0; j0 < max_filled; j0 += 16) {
+      const int count = std::min(16, max_filled - j0);
+      TransposeKeys<kType>(k_plane + j0 * row_bytes, row_bytes, count, head_dim, &kt[0][0]);
+      const __mmask16 store_mask = ChunkMask(count, 0);
+      for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
+        // A constant number of rows keeps the accumulators in registers; rows past the end
+        // repeat the first one and are not stored.
+        const int nr = std::min(kGroupStep, num_rows - r0);
+        const float* rows[kGroupStep];
+        for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
+        __m512 even[kGroupStep], odd[kGroupStep];
+        for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm512_setzero_ps();
+        int d = 0;
+        for (; d + 2 <= head_dim; d += 2) {
+          const __m512 k0 = _mm512_load_ps(kt[d]);
+          const __m512 k1 = _mm512_load_ps(kt[d + 1]);
+          for (int i = 0; i < kGroupStep; ++i) {
+            even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
+            odd[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d + 1]), k1, odd[i]);
           }
         }
-        for (int g = 0; g < ng; ++g) scores[g0 + g][j] = scale * HorizontalSum(acc[g]);
+        if (d < head_dim) {
+          const __m512 k0 = _mm512_load_ps(kt[d]);
+          for (int i = 0; i < kGroupStep; ++i) {
+            even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
+          }
+        }
+        const __m512 scale16 = _mm512_set1_ps(scale);
+        for (int i = 0; i < nr; ++i) {
+          _mm512_mask_storeu_ps(scores[r0 + i] + j0, store_mask,
+                                _mm512_mul_ps(_mm512_add_ps(even[i], odd[i]), scale16));
+        }
       }
     }
     // Softmax bookkeeping, then values.
-    for (int g = 0; g < group; ++g) {
-      float block_max = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j < filled; ++j) block_max = std::max(block_max, scores[g][j]);
-      const float new_max = std::max(running_max[g], block_max);
-      const float correction = std::exp(running_max[g] - new_max);
-      float sum = running_sum[g] * correction;
-      const __m512 max = _mm512_set1_ps(new_max);
-      for (int j = 0; j < filled; j += 16) {
-        const __mmask16 mask = ChunkMask(filled, j);
-        const __m512 s = _mm512_maskz_loadu_ps(mask, scores[g] + j);
-        _mm512_mask_storeu_ps(scores[g] + j, mask, ExpNonPositive(_mm512_sub_ps(s, max)));
+    for (int r = first_row; r < num_rows; ++r) {
+      const int n = filled[r];
+      const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+      __m512 maxes = minus_inf;  // a max is exact in any order
+      for (int j = 0; j < n; j += 16) {
+        maxes =
+            _mm512_max_ps(maxes, _mm512_mask_loadu_ps(minus_inf, ChunkMask(n, j), scores[r] + j));
       }
-      for (int j = 0; j < filled; ++j) sum += scores[g][j];
-      running_max[g] = new_max;
-      running_sum[g] = sum;
-      float* acc = out + static_cast<int64_t>(g) * head_dim;
+      const float new_max = std::max(running_max[r], _mm512_reduce_max_ps(maxes));
+      const float correction =
+          _mm512_cvtss_f32(ExpNonPositive(_mm512_set1_ps(running_max[r] - new_max)));
+      // The block's probabilities summed lane-wise over its 16-slot chunks, then by the fixed
+      // tree of HorizontalSum.
+      const __m512 max = _mm512_set1_ps(new_max);
+      __m512 sums = _mm512_setzero_ps();
+      for (int j = 0; j < n; j += 16) {
+        const __mmask16 mask = ChunkMask(n, j);
+        const __m512 e =
+            ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scores[r] + j), max));
+        _mm512_mask_storeu_ps(scores[r] + j, mask, e);
+        sums = _mm512_mask_add_ps(sums, mask, sums, e);
+      }
+      running_max[r] = new_max;
+      running_sum[r] = running_sum[r] * correction + HorizontalSum(sums);
+      float* acc = out_rows[r];
       const __m512 c = _mm512_set1_ps(correction);
       for (int d = 0; d < head_dim; d += 16) {
         const __mmask16 mask = ChunkMask(head_dim, d);
@@ -138,45 +290,35 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
                               _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
       }
     }
-    // acc[g][d] = fma(p[g][j], v[j][d], acc[g][d]) for j in order, with a tile of 4 heads x 64
-    // dimensions held in registers across the block's positions.
-    for (int g0 = 0; g0 < group; g0 += kValueHeads) {
-      const int ng = std::min(kValueHeads, group - g0);
-      for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
-        __mmask16 masks[kValueChunks];
-        for (int c = 0; c < kValueChunks; ++c) {
-          const int d = d0 + 16 * c;
-          masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
-        }
-        // Heads past the group repeat its first one and are not stored.
-        int rows[kValueHeads];
-        for (int g = 0; g < kValueHeads; ++g) rows[g] = g0 + (g < ng ? g : 0);
-        __m512 acc[kValueHeads][kValueChunks];
-        for (int g = 0; g < kValueHeads; ++g) {
+    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
+    // 4 rows x 64 dimensions held in registers across the block's slots. A slot past a row's
+    // filled ones leaves that row's accumulators as they are (masked fma), so garbage in later
+    // slots never reaches it. With several row tiles, f16 values are widened once per block
+    // (exact) into v_wide and read from there.
+    for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
+      __mmask16 masks[kValueChunks];
+      for (int c = 0; c < kValueChunks; ++c) {
+        const int d = d0 + 16 * c;
+        masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
+      }
+      if (kType == KvType::kF16 && num_rows - first_row > kValueHeads) {
+        for (int j = 0; j < max_filled; ++j) {
           for (int c = 0; c < kValueChunks; ++c) {
-            acc[g][c] = _mm512_maskz_loadu_ps(masks[c], out + rows[g] * head_dim + d0 + 16 * c);
+            _mm512_store_ps(v_wide[j] + 16 * c,
+                            LoadRow<kType>(v_plane + j * row_bytes, d0 + 16 * c, masks[c]));
           }
         }
-        for (int j = 0; j < filled; ++j) {
-          const uint8_t* v_row = v_plane + j * row_bytes;
-          __m512 p[kValueHeads];
-          for (int g = 0; g < kValueHeads; ++g) p[g] = _mm512_set1_ps(scores[rows[g]][j]);
-          for (int c = 0; c < kValueChunks; ++c) {
-            const __m512 v = LoadRow<kType>(v_row, d0 + 16 * c, masks[c]);
-            for (int g = 0; g < kValueHeads; ++g) acc[g][c] = _mm512_fmadd_ps(p[g], v, acc[g][c]);
-          }
-        }
-        for (int g = 0; g < ng; ++g) {
-          for (int c = 0; c < kValueChunks; ++c) {
-            _mm512_mask_storeu_ps(out + (g0 + g) * head_dim + d0 + 16 * c, masks[c], acc[g][c]);
-          }
-        }
+        ValuePass<KvType::kF32>(reinterpret_cast<const uint8_t*>(&v_wide[0][0]), sizeof(v_wide[0]),
+                                0, masks, first_row, num_rows, filled, scores, out_rows, d0);
+      } else {
+        ValuePass<kType>(v_plane, row_bytes, d0, masks, first_row, num_rows, filled, scores,
+                         out_rows, d0);
       }
     }
   }
-  for (int g = 0; g < group; ++g) {
-    const __m512 inverse = _mm512_set1_ps(1.0f / running_sum[g]);
-    float* acc = out + static_cast<int64_t>(g) * head_dim;
+  for (int r = 0; r < num_rows; ++r) {
+    const __m512 inverse = _mm512_set1_ps(1.0f / running_sum[r]);
+    float* acc = out_rows[r];
     for (int d = 0; d < head_dim; d += 16) {
       const __mmask16 mask = ChunkMask(head_dim, d);
       _mm512_mask_storeu_ps(acc + d, mask,
@@ -187,13 +329,16 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int gr
 
 }  // namespace
 
-void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                          std::span<const int32_t> block_table, int num_positions, float scale,
-                          float* out) {
+void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q,
+                          int64_t q_stride, int group, std::span<const int32_t> block_table,
+                          int first_position, int num_tokens, float scale, float* out,
+                          int64_t out_stride) {
   if (kv.type == KvType::kF32) {
-    Attention<KvType::kF32>(kv, layer, kv_head, q, group, block_table, num_positions, scale, out);
+    Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+                            num_tokens, scale, out, out_stride);
   } else {
-    Attention<KvType::kF16>(kv, layer, kv_head, q, group, block_table, num_positions, scale, out);
+    Attention<KvType::kF16>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+                            num_tokens, scale, out, out_stride);
   }
 }
 

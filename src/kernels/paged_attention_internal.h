@@ -11,13 +11,27 @@ namespace reprise::kernels {
 inline constexpr int kMaxAttentionBlockSize = 256;
 inline constexpr int kMaxAttentionGroup = 64;
 inline constexpr int kMaxAttentionHeadDim = 512;
+// Query rows (tokens x group heads) one kernel call keeps state for; PagedAttentionTokensOnTarget
+// splits longer runs into calls of at most this many rows.
+inline constexpr int kMaxAttentionRows = 64;
 
-// Arguments already checked by PagedAttentionOnTarget.
-void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                          std::span<const int32_t> block_table, int num_positions, float scale,
-                          float* out);
-void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                          std::span<const int32_t> block_table, int num_positions, float scale,
-                          float* out);
+// Arguments already checked by PagedAttentionTokensOnTarget; num_tokens * group <=
+// kMaxAttentionRows. Token t of the run is at position first_position + t (see
+// PagedAttentionTokens). A single query of n positions is the run of one token at n - 1.
+using PagedAttentionKernel = void (*)(const PagedKv& kv, int layer, int kv_head, const float* q,
+                                      int64_t q_stride, int group,
+                                      std::span<const int32_t> block_table, int first_position,
+                                      int num_tokens, float scale, float* out, int64_t out_stride);
+void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q,
+                          int64_t q_stride, int group, std::span<const int32_t> block_table,
+                          int first_position, int num_tokens, float scale, float* out,
+                          int64_t out_stride);
+void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
+                        int group, std::span<const int32_t> block_table, int first_position,
+                        int num_tokens, float scale, float* out, int64_t out_stride);
+void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q,
+                          int64_t q_stride, int group, std::span<const int32_t> block_table,
+                          int first_position, int num_tokens, float scale, float* out,
+                          int64_t out_stride);
 
 }  // namespace reprise::kernels

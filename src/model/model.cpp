@@ -12,6 +12,9 @@ namespace reprise {
 
 namespace {
 
+// Longest run of one sequence's tokens given to one attention call (see Forward).
+constexpr int kAttentionRunTokens = 16;
+
 using gguf::TensorInfo;
 using kernels::WeightType;
 using kernels::WeightView;
@@ -193,6 +196,23 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
     for (size_t i = 0; i < num_tokens; ++i) kernels::Add(rows + i * width, bias, width, rows + i * width);
   };
 
+  // Runs of consecutive positions of one sequence, cut to at most kAttentionRunTokens so that
+  // the threads have several pieces of work (a run's cut points do not change any bits).
+  attention_runs_.clear();
+  for (size_t i = 0; i < num_tokens; ++i) {
+    if (!attention_runs_.empty()) {
+      AttentionRun& last = attention_runs_.back();
+      size_t prev = last.first + static_cast<size_t>(last.count) - 1;
+      if (prev + 1 == i && last.count < kAttentionRunTokens &&
+          batch.sequence_index[prev] == batch.sequence_index[i] &&
+          batch.positions[prev] + 1 == batch.positions[i]) {
+        ++last.count;
+        continue;
+      }
+    }
+    attention_runs_.push_back(AttentionRun{.first = i, .count = 1});
+  }
+
   for (int l = 0; l < c.n_layer; ++l) {
     const LayerWeights& layer = layers_[static_cast<size_t>(l)];
     rms_norm_rows(x, layer.attn_norm, normed_.data());
@@ -221,14 +241,21 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       kernels::StoreKv(kv, l, table[block_index], position % kv.block_size,
                        k_.data() + i * kv_dim, v_.data() + i * kv_dim);
     }
-    pool.ParallelFor(num_tokens * static_cast<size_t>(c.n_kv_head), [&](size_t begin, size_t end) {
+    // One call per (run, KV head): each K/V block is read once for all the run's tokens and
+    // heads, and each token still gets the bits it would get alone.
+    // A run's cost grows with its positions and the pool gives each thread a contiguous range,
+    // so the runs are dealt from both ends (0, n-1, 1, n-2, ...) to even the threads' shares.
+    const size_t num_runs = attention_runs_.size();
+    pool.ParallelFor(num_runs * static_cast<size_t>(c.n_kv_head), [&](size_t begin, size_t end) {
       for (size_t work = begin; work < end; ++work) {
-        size_t i = work / static_cast<size_t>(c.n_kv_head);
+        const size_t k = work / static_cast<size_t>(c.n_kv_head);
+        const AttentionRun& run = attention_runs_[k % 2 == 0 ? k / 2 : num_runs - 1 - k / 2];
         int kv_head = static_cast<int>(work % static_cast<size_t>(c.n_kv_head));
-        auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[i])];
-        size_t head_offset = i * q_dim + static_cast<size_t>(kv_head) * group * c.head_dim;
-        kernels::PagedAttention(kv, l, kv_head, q_.data() + head_offset, group, table,
-                                batch.positions[i] + 1, scale, attn_.data() + head_offset);
+        auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[run.first])];
+        size_t head_offset = run.first * q_dim + static_cast<size_t>(kv_head) * group * c.head_dim;
+        kernels::PagedAttentionTokens(kv, l, kv_head, q_.data() + head_offset, q_dim, group, table,
+                                      batch.positions[run.first], run.count, scale,
+                                      attn_.data() + head_offset, q_dim);
       }
     });
     kernels::MatMul(layer.wo, attn_.data(), tokens, proj_.data(), pool);

@@ -73,6 +73,13 @@ class Model {
   AlignedBuffer<float> gate_;    // [tokens][n_ff]
   AlignedBuffer<float> up_;      // [tokens][n_ff]
   AlignedBuffer<float> final_;   // [logit rows][n_embd]
+  // Attention work of the current step: runs of batch rows [first, first + count) that are
+  // consecutive positions of one sequence, at most kAttentionRunTokens long.
+  struct AttentionRun {
+    size_t first = 0;
+    int count = 0;
+  };
+  std::vector<AttentionRun> attention_runs_;
 };
 
 }  // namespace reprise

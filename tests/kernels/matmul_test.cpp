@@ -122,7 +122,8 @@ TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : kAllTypes) {
       // 544 = one full 512-column segment of the decode tiles plus a lone block of 32.
-      const int64_t cols = testing::IsKQuant(type) ? 768 : (type == WeightType::kQ8_0 ? 544 : 96);
+      const bool fused_legacy = type == WeightType::kQ8_0 || type == WeightType::kQ4_0;
+      const int64_t cols = testing::IsKQuant(type) ? 768 : (fused_legacy ? 544 : 96);
       for (int64_t rows : {int64_t{5}, int64_t{67}}) {
         TestWeights w(type, rows, cols, 103);
         std::vector<float> x = RandomValues(64 * cols, 203, 2.0f);

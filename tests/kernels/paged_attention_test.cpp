@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu_target.h"
@@ -21,14 +22,14 @@ struct TestCache {
   std::vector<uint8_t> storage;  // [num_blocks][BlockBytes]
 
   TestCache(KvType type, int num_blocks, int block_size, int n_layer = 2, int n_kv_head = 2,
-            int head_dim = 64) {
+            int head_dim = 64, uint8_t garbage = 0xAB) {
     kv = PagedKv{.base = nullptr,
                  .type = type,
                  .n_layer = n_layer,
                  .n_kv_head = n_kv_head,
                  .head_dim = head_dim,
                  .block_size = block_size};
-    storage.assign(kv.BlockBytes() * num_blocks, 0xAB);  // garbage in unused slots
+    storage.assign(kv.BlockBytes() * num_blocks, garbage);  // garbage in unused slots
     kv.base = storage.data();
   }
 
@@ -88,7 +89,7 @@ std::vector<float> NaiveAttention(const std::vector<float>& q, int group, int he
 TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
   const int n_kv_head = 2, group = 4, block_size = 16;
   for (CpuTarget target : Targets())
-    for (int head_dim : {64, 80})
+    for (int head_dim : {64, 80, 36})  // 36: a partial last chunk on every target
       for (KvType type : {KvType::kF32, KvType::kF16}) {
         for (int n : {1, 15, 16, 17, 100}) {
           TestCache cache(type, 12, block_size, 2, n_kv_head, head_dim);
@@ -136,6 +137,52 @@ TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
                              alone.data());
       EXPECT_EQ(std::memcmp(alone.data(), out_a.data() + head_dim, head_dim * sizeof(float)), 0);
     }
+}
+
+// A run of consecutive tokens gives each token the bits it gets alone, for any run start and
+// length (across block boundaries, longer than one kernel call), group size and block table,
+// with NaN in every slot no query may read.
+TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
+  const int n_kv_head = 2, n = 150;
+  for (CpuTarget target : Targets())
+    for (KvType type : {KvType::kF32, KvType::kF16})
+      for (auto [head_dim, block_size] : {std::pair{64, 16}, {80, 16}, {36, 12}, {64, 40}})
+        for (int group : {1, 3, 4, 5}) {
+          TestCache cache(type, 16, block_size, 2, n_kv_head, head_dim, 0xFF);  // NaN garbage
+          std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1, 3, 10, 5, 15, 13, 6, 8};
+          std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 60, 2.0f);
+          std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 61);
+          cache.Fill(1, table, k, v, n);
+          const int64_t q_stride = static_cast<int64_t>(group + 1) * head_dim;  // strided rows
+          std::vector<float> q = RandomValues(n * q_stride, 62, 2.0f);
+          const float scale = 1.0f / std::sqrt(float(head_dim));
+          for (auto [first, count] : {std::pair{0, 1},
+                                      {0, 40},
+                                      {5, 11},
+                                      {15, 2},
+                                      {16, 16},
+                                      {3, 120},
+                                      {130, 20},
+                                      {149, 1}}) {
+            std::vector<float> out(count * q_stride, -7.0f);
+            PagedAttentionTokensOnTarget(target, cache.kv, 1, 1, q.data() + first * q_stride,
+                                         q_stride, group, table, first, count, scale, out.data(),
+                                         q_stride);
+            for (int t = 0; t < count; ++t) {
+              std::vector<float> alone(group * head_dim);
+              PagedAttentionOnTarget(target, cache.kv, 1, 1, q.data() + (first + t) * q_stride,
+                                     group, table, first + t + 1, scale, alone.data());
+              ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * q_stride,
+                                    alone.size() * sizeof(float)),
+                        0)
+                  << CpuTargetName(target) << " group " << group << " head_dim " << head_dim
+                  << " block " << block_size << " run " << first << "+" << count << " token " << t;
+              for (int i = group * head_dim; i < q_stride; ++i) {  // the gap is not written
+                ASSERT_EQ(out[t * q_stride + i], -7.0f);
+              }
+            }
+          }
+        }
 }
 
 TEST(KernelPagedAttentionTest, F16CloseToF32) {

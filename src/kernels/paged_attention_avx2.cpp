@@ -1,0 +1,324 @@
+// PagedAttention with AVX2 + FMA + F16C (compiled with those flags only for this file; chosen at
+// run time). The AVX-512 kernel's algorithm at 8 lanes:
+//
+//   for each KV block in order:
+//     s[r][j] = scale * (even + odd), the fused sums of q[r][d] * k[j][d] over even and odd d,
+//     8 slots j at once from keys transposed to [head_dim][8]
+//     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (the sum lane-wise
+//     over 8-slot chunks, then HorizontalSum; both exps by ExpNonPositive below)
+//     acc[r] = acc[r] * c;  then for j in order: acc[r] = fma(exp(s[r][j] - m'), v[j], acc[r])
+//   out = acc * (1 / l)
+//
+// A query row (head g of token t of a run) reads only its own positions, so its bits are the
+// same alone or in a run of tokens (PagedAttentionTokens). They differ from the other targets'.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/paged_attention.h"
+#include "kernels/paged_attention_internal.h"
+#include "kernels/simd.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+// A fixed reduction tree: 8 -> 4 -> 2 -> 1.
+inline float HorizontalSum(__m256 v) {
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
+  return _mm_cvtss_f32(one);
+}
+
+inline float HorizontalMax(__m256 v) {  // exact in any order
+  __m128 four = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  __m128 two = _mm_max_ps(four, _mm_movehl_ps(four, four));
+  __m128 one = _mm_max_ss(two, _mm_movehdup_ps(two));
+  return _mm_cvtss_f32(one);
+}
+
+// Lanes i < n set (all ones), the others clear.
+inline __m256i LaneMask(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// min(8, n) elements of a stored K or V row from `offset` as f32, zeros in the other lanes.
+template <KvType kType>
+inline __m256 LoadRow(const uint8_t* row, int offset, int n) {
+  if constexpr (kType == KvType::kF32) {
+    const float* p = reinterpret_cast<const float*>(row) + offset;
+    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, LaneMask(n));
+  } else {
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(row) + offset;
+    if (n >= 8) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    alignas(16) uint16_t tail[8] = {};
+    std::memcpy(tail, p, static_cast<size_t>(n) * sizeof(uint16_t));
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(tail)));
+  }
+}
+
+// exp(x) for x <= 0 (Cephes' expf polynomial, as the AVX-512 kernel's, about 1 ulp;
+// deterministic). Arguments below -87 are taken as -87 (about 1.6e-38, where the AVX-512 kernel
+// gives 0), which keeps 2^n a normal number.
+inline __m256 ExpNonPositive(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));  // y * 2^n, exact
+}
+
+// Transposes an 8 x 8 tile held as 8 rows: afterwards r[i][j] is the old r[j][i].
+inline void Transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+    r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+  }
+}
+
+// Keys of up to 8 slots as f32 columns: kt[d][s] = k[s][d] for s < count, 0 for the other slots
+// (never read from storage).  k_rows: [count][head_dim] stored rows; kt: [head_dim][8]
+template <KvType kType>
+inline void TransposeKeys(const uint8_t* k_rows, size_t row_bytes, int count, int head_dim,
+                          float* kt) {
+  for (int d0 = 0; d0 < head_dim; d0 += 8) {
+    const int n = std::min(8, head_dim - d0);
+    __m256 tile[8];
+    for (int s = 0; s < 8; ++s) {
+      tile[s] = s < count ? LoadRow<kType>(k_rows + s * row_bytes, d0, n) : _mm256_setzero_ps();
+    }
+    Transpose8(tile);
+    for (int d = 0; d < n; ++d) _mm256_store_ps(kt + (d0 + d) * 8, tile[d]);
+  }
+}
+
+// acc row: min(8, n) floats from p (zeros elsewhere), and back.
+inline __m256 LoadAcc(const float* p, int n) {
+  return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, LaneMask(n));
+}
+inline void StoreAcc(float* p, int n, __m256 v) {
+  if (n >= 8) {
+    _mm256_storeu_ps(p, v);
+  } else {
+    _mm256_maskstore_ps(p, LaneMask(n), v);
+  }
+}
+
+constexpr int kGroupStep = 4;    // query rows whose dot products are accumulated together
+constexpr int kValueHeads = 4;   // query rows x
+constexpr int kValueChunks = 2;  //   8-wide chunks of V accumulated in registers
+
+// As the AVX-512 kernel's Attention (paged_attention_avx512.cpp), at 8 lanes.
+template <KvType kType>
+void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
+               int group, std::span<const int32_t> block_table, int first_position, int num_tokens,
+               float scale, float* out, int64_t out_stride) {
+  const int head_dim = kv.head_dim;
+  const int block_size = kv.block_size;
+  const int num_rows = num_tokens * group;
+  const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);
+  const float* q_rows[kMaxAttentionRows];  // [num_rows] -> [head_dim]
+  float* out_rows[kMaxAttentionRows];      // [num_rows] -> [head_dim], the accumulators
+  int positions[kMaxAttentionRows];        // [num_rows] positions each row attends over
+  float running_max[kMaxAttentionRows];
+  float running_sum[kMaxAttentionRows];
+  for (int r = 0; r < num_rows; ++r) {
+    const int t = r / group, g = r % group;
+    q_rows[r] = q + t * q_stride + g * head_dim;
+    out_rows[r] = out + t * out_stride + g * head_dim;
+    positions[r] = first_position + t + 1;
+    std::fill(out_rows[r], out_rows[r] + head_dim, 0.0f);
+    running_max[r] = -std::numeric_limits<float>::infinity();
+    running_sum[r] = 0.0f;
+  }
+  // [num_rows][block_size rounded up to 8]; whole 8-lane chunks are stored.
+  alignas(32) float scores[kMaxAttentionRows][kMaxAttentionBlockSize];
+  int filled[kMaxAttentionRows];                  // [num_rows] in the current block
+  alignas(32) float kt[kMaxAttentionHeadDim][8];  // [head_dim][8 slots] keys
+
+  const int total_positions = first_position + num_tokens;  // of the last token
+  const int num_blocks = (total_positions + block_size - 1) / block_size;
+  for (int b = 0; b < num_blocks; ++b) {
+    // Rows [first_row, num_rows) reach into this block; their filled counts do not decrease.
+    const int first_token = std::max(0, b * block_size - first_position);
+    const int first_row = first_token * group;
+    for (int r = first_row; r < num_rows; ++r) {
+      filled[r] = std::min(block_size, positions[r] - b * block_size);
+    }
+    const int max_filled = filled[num_rows - 1];
+    const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
+    const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
+    if (b + 1 < num_blocks) {  // the next block's keys are the next thing read from memory
+      const uint8_t* next = kv.Plane(block_table[b + 1], layer, 0, kv_head);
+      for (size_t line = 0; line < row_bytes * block_size; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
+      }
+    }
+    // Scores of 8 slots at a time, one slot per lane (see the top of the file).
+    for (int j0 = 0; j0 < max_filled; j0 += 8) {
+      const int count = std::min(8, max_filled - j0);
+      TransposeKeys<kType>(k_plane + j0 * row_bytes, row_bytes, count, head_dim, &kt[0][0]);
+      for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
+        // Rows past the end repeat the first one and are not stored.
+        const int nr = std::min(kGroupStep, num_rows - r0);
+        const float* rows[kGroupStep];
+        for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
+        __m256 even[kGroupStep], odd[kGroupStep];
+        for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm256_setzero_ps();
+        int d = 0;
+        for (; d + 2 <= head_dim; d += 2) {
+          const __m256 k0 = _mm256_load_ps(kt[d]);
+          const __m256 k1 = _mm256_load_ps(kt[d + 1]);
+          for (int i = 0; i < kGroupStep; ++i) {
+            even[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d), k0, even[i]);
+            odd[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d + 1), k1, odd[i]);
+          }
+        }
+        if (d < head_dim) {
+          const __m256 k0 = _mm256_load_ps(kt[d]);
+          for (int i = 0; i < kGroupStep; ++i) {
+            even[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d), k0, even[i]);
+          }
+        }
+        const __m256 scale8 = _mm256_set1_ps(scale);
+        for (int i = 0; i < kGroupStep; ++i) {  // constant trip counts keep even/odd in registers
+          if (i >= nr) break;
+          _mm256_store_ps(scores[r0 + i] + j0,
+                          _mm256_mul_ps(_mm256_add_ps(even[i], odd[i]), scale8));
+        }
+      }
+    }
+    // Softmax bookkeeping, then values.
+    for (int r = first_row; r < num_rows; ++r) {
+      const int n = filled[r];
+      const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+      __m256 maxes = minus_inf;
+      for (int j = 0; j < n; j += 8) {
+        const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
+        maxes =
+            _mm256_max_ps(maxes, _mm256_blendv_ps(minus_inf, _mm256_load_ps(scores[r] + j), live));
+      }
+      const float new_max = std::max(running_max[r], HorizontalMax(maxes));
+      const float correction =
+          _mm256_cvtss_f32(ExpNonPositive(_mm256_set1_ps(running_max[r] - new_max)));
+      // The block's probabilities summed lane-wise over its 8-slot chunks, then by the fixed
+      // tree of HorizontalSum.
+      const __m256 max = _mm256_set1_ps(new_max);
+      __m256 sums = _mm256_setzero_ps();
+      for (int j = 0; j < n; j += 8) {
+        const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
+        const __m256 e =
+            _mm256_and_ps(ExpNonPositive(_mm256_sub_ps(_mm256_load_ps(scores[r] + j), max)), live);
+        _mm256_store_ps(scores[r] + j, e);
+        sums = _mm256_add_ps(sums, e);  // + 0 in the lanes past n: exact, as p >= 0
+      }
+      running_max[r] = new_max;
+      running_sum[r] = running_sum[r] * correction + HorizontalSum(sums);
+      float* acc = out_rows[r];
+      const __m256 c = _mm256_set1_ps(correction);
+      for (int d = 0; d < head_dim; d += 8) {
+        const int m = std::min(8, head_dim - d);
+        StoreAcc(acc + d, m, _mm256_mul_ps(LoadAcc(acc + d, m), c));
+      }
+    }
+    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
+    // 4 rows x 16 dimensions held in registers across the block's slots.
+    for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
+      const int nr = std::min(kValueHeads, num_rows - r0);
+      // Rows past the end repeat the first one and are not stored.
+      int rows[kValueHeads];
+      for (int i = 0; i < kValueHeads; ++i) rows[i] = r0 + (i < nr ? i : 0);
+      const int common = filled[rows[0]];
+      const int tile_filled = filled[rows[nr - 1]];
+      for (int d0 = 0; d0 < head_dim; d0 += 8 * kValueChunks) {
+        int widths[kValueChunks];  // lanes of each chunk inside head_dim (0: past it)
+        for (int c = 0; c < kValueChunks; ++c) {
+          widths[c] = std::clamp(head_dim - (d0 + 8 * c), 0, 8);
+        }
+        __m256 acc[kValueHeads][kValueChunks];
+        for (int i = 0; i < kValueHeads; ++i) {
+          for (int c = 0; c < kValueChunks; ++c) {
+            acc[i][c] = widths[c] > 0 ? LoadAcc(out_rows[rows[i]] + d0 + 8 * c, widths[c])
+                                      : _mm256_setzero_ps();
+          }
+        }
+        // Slots every row of the tile reads, then (rows of a later token only) the rest.
+        for (int j = 0; j < common; ++j) {
+          const uint8_t* v_row = v_plane + j * row_bytes;
+          __m256 p[kValueHeads];
+          for (int i = 0; i < kValueHeads; ++i) p[i] = _mm256_broadcast_ss(scores[rows[i]] + j);
+          for (int c = 0; c < kValueChunks; ++c) {
+            const __m256 v =
+                widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
+            for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm256_fmadd_ps(p[i], v, acc[i][c]);
+          }
+        }
+        for (int j = common; j < tile_filled; ++j) {
+          const uint8_t* v_row = v_plane + j * row_bytes;
+          for (int c = 0; c < kValueChunks; ++c) {
+            const __m256 v =
+                widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
+            for (int i = 0; i < kValueHeads; ++i) {
+              if (j < filled[rows[i]]) {
+                acc[i][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(scores[rows[i]] + j), v, acc[i][c]);
+              }
+            }
+          }
+        }
+        for (int i = 0; i < kValueHeads; ++i) {  // constant trip counts keep acc in registers
+          if (i >= nr) break;
+          for (int c = 0; c < kValueChunks; ++c) {
+            if (widths[c] > 0) StoreAcc(out_rows[r0 + i] + d0 + 8 * c, widths[c], acc[i][c]);
+          }
+        }
+      }
+    }
+  }
+  for (int r = 0; r < num_rows; ++r) {
+    const __m256 inverse = _mm256_set1_ps(1.0f / running_sum[r]);
+    float* acc = out_rows[r];
+    for (int d = 0; d < head_dim; d += 8) {
+      const int m = std::min(8, head_dim - d);
+      StoreAcc(acc + d, m, _mm256_mul_ps(LoadAcc(acc + d, m), inverse));
+    }
+  }
+}
+
+}  // namespace
+
+void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
+                        int group, std::span<const int32_t> block_table, int first_position,
+                        int num_tokens, float scale, float* out, int64_t out_stride) {
+  if (kv.type == KvType::kF32) {
+    Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+                            num_tokens, scale, out, out_stride);
+  } else {
+    Attention<KvType::kF16>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+                            num_tokens, scale, out, out_stride);
+  }
+}
+
+}  // namespace reprise::kernels
