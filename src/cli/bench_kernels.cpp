@@ -128,7 +128,7 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
   progress.Step("FMA peak, all threads");
   const double fma_peak = MeasureFmaPeak(peak_target, pool, 0.004, context.Pick(60, 15));
   progress.Step("read bandwidth peak");
-  const double read_peak = MeasureReadBandwidth(peak_target, pool, read_bytes, context.Pick(30, 10));
+  const double read_peak = MeasureReadBandwidth(peak_target, pool, read_bytes, context.Pick(45, 15));
 
   BenchTable peaks("[kernels] machine peaks (" + std::to_string(pool.num_threads()) + " threads, " +
                        std::string(kernels::CpuTargetName(peak_target)) + ")",
