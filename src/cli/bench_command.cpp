@@ -112,9 +112,10 @@ int RunBench(const BenchOptions& options) {
 
   std::vector<std::string> names;
   if (options.workload == "all") {
+    // Validation made sure there is a model or a server; kernels run in process only.
     for (const auto& name : BenchWorkloadNames()) {
       if (name == "all" || (name == "kernels" && context.remote())) continue;
-      if (name == "kernels" || !model_path.empty() || context.remote()) names.push_back(name);
+      names.push_back(name);
     }
   } else {
     names.push_back(options.workload);

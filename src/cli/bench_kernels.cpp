@@ -128,7 +128,7 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
   progress.Step("FMA peak, all threads");
   const double fma_peak = MeasureFmaPeak(peak_target, pool, 0.004, context.Pick(60, 15));
   progress.Step("read bandwidth peak");
-  const double read_peak = MeasureReadBandwidth(peak_target, pool, read_bytes, context.Pick(30, 10));
+  const double read_peak = MeasureReadBandwidth(peak_target, pool, read_bytes, context.Pick(45, 15));
 
   BenchTable peaks("[kernels] machine peaks (" + std::to_string(pool.num_threads()) + " threads, " +
                        std::string(kernels::CpuTargetName(peak_target)) + ")",
@@ -227,8 +227,9 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
   result.charts = {std::move(prefill_chart), std::move(decode_chart)};
   if (fma_peak < 0.85 * fma_one * pool.num_threads()) {
     result.notes.push_back(fmt::format(
-        "the {}-thread FMA peak is {:.0f}% of {} x the 1-thread peak: other work shares these cores, "
-        "so figures against it are noisy",
+        "the {}-thread FMA peak is {:.0f}% of {} x the 1-thread peak: the threads share FMA units "
+        "(other work on the machine, or SMT siblings under a hypervisor), so figures against it "
+        "are noisy",
         pool.num_threads(), 100.0 * fma_peak / (fma_one * pool.num_threads()), pool.num_threads()));
   }
   result.notes.insert(result.notes.begin(), {

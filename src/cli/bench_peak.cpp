@@ -70,18 +70,19 @@ FmaLoop FmaLoopFor(kernels::CpuTarget target) {
   }
 }
 
-ReadSum ReadSumFor(kernels::CpuTarget target) {
+// The read loops `target` can run, widest first; the probe keeps the best of them all.
+std::vector<ReadSum> ReadSumsFor(kernels::CpuTarget target) {
   switch (target) {
 #if defined(REPRISE_BENCH_AVX512)
     case kernels::CpuTarget::kAvx512:
-      return peak::ReadSumAvx512;
+      return {peak::ReadSumAvx512, peak::ReadSum4Avx512, peak::ReadSumAvx2};
 #endif
 #if defined(REPRISE_BENCH_AVX2)
     case kernels::CpuTarget::kAvx2:
-      return peak::ReadSumAvx2;
+      return {peak::ReadSumAvx2};
 #endif
     default:
-      return peak::ReadSumScalar;
+      return {peak::ReadSumScalar};
   }
 }
 
@@ -128,7 +129,7 @@ double MeasureFmaPeak(kernels::CpuTarget target, ThreadPool& pool, double second
 double MeasureReadBandwidth(kernels::CpuTarget target, ThreadPool& pool, size_t bytes, int passes) {
   REPRISE_CHECK(kernels::CpuTargetSupported(target), "CPU target {} not supported",
                 kernels::CpuTargetName(target));
-  ReadSum read = ReadSumFor(target);
+  const std::vector<ReadSum> reads = ReadSumsFor(target);
   const size_t floats = std::max<size_t>(bytes / sizeof(float) / 128, 1) * 128;
   const size_t chunks = floats / 128;  // threads split whole 512-byte chunks
   AlignedBuffer<float> buffer(floats);  // [floats]
@@ -139,6 +140,7 @@ double MeasureReadBandwidth(kernels::CpuTarget target, ThreadPool& pool, size_t 
   std::atomic<float> sink{0};
   double best = 0;
   for (int pass = 0; pass < std::max(1, passes); ++pass) {
+    ReadSum read = reads[static_cast<size_t>(pass) % reads.size()];
     Clock::time_point start = Clock::now();
     pool.ParallelFor(chunks, [&](size_t begin, size_t end) {
       sink.store(read(buffer.data() + begin * 128, (end - begin) * 128), std::memory_order_relaxed);

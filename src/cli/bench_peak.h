@@ -16,7 +16,8 @@ namespace reprise::cli {
 double MeasureFmaPeak(kernels::CpuTarget target, ThreadPool& pool, double seconds, int trials);
 
 // Best GB/s (1e9 bytes) of reading a `bytes` buffer (first touched by the reading threads), each
-// thread summing its contiguous share, over `passes` passes.
+// thread summing its contiguous share, over `passes` passes that take turns among the target's
+// read loops (one stream, four streams, narrower vectors).
 // Bytes of the largest cache of CPU 0 (sysfs, else sysconf), or 32 MiB when neither says.
 size_t LastLevelCacheBytes();
 double MeasureReadBandwidth(kernels::CpuTarget target, ThreadPool& pool, size_t bytes, int passes);

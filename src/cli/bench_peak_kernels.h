@@ -17,5 +17,8 @@ float FmaLoopAvx512(int64_t iterations, double* flops);
 float ReadSumScalar(const float* data, size_t count);
 float ReadSumAvx2(const float* data, size_t count);
 float ReadSumAvx512(const float* data, size_t count);
+// The same over four streams (the quarters of the range) read side by side: more misses in
+// flight, which some memory systems need to reach their bandwidth.
+float ReadSum4Avx512(const float* data, size_t count);
 
 }  // namespace reprise::cli::peak

@@ -1,0 +1,125 @@
+// `reprise bench` end to end on a tiny random-weight model: exit codes, messages for bad
+// arguments, and the shape of the JSON and SVG it writes. Checks structure, never timings.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace reprise {
+namespace {
+
+struct BenchRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+BenchRun RunBench(const std::string& arguments) {
+  const std::filesystem::path err_path =
+      std::filesystem::temp_directory_path() / ("reprise_bench_err_" + std::to_string(::getpid()));
+  std::string command = std::string(REPRISE_BINARY) + " --log-level warn bench " + arguments +
+                        " 2>" + err_path.string();
+  BenchRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  char buffer[4096];
+  size_t read;
+  while ((read = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.out.append(buffer, read);
+  int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_path);
+  run.err.assign(std::istreambuf_iterator<char>(in), {});
+  std::filesystem::remove(err_path);
+  return run;
+}
+
+std::string Slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST(BenchCommandTest, BadArgumentsFailWithOneLine) {
+  BenchRun run = RunBench("doc");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("needs a model"), std::string::npos) << run.err;
+  run = RunBench("speed -m x.gguf");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("unknown workload 'speed'"), std::string::npos) << run.err;
+  run = RunBench("kernels --url http://127.0.0.1:9");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("in process only"), std::string::npos) << run.err;
+  run = RunBench("doc -m /nonexistent/model.gguf --quick");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("reprise: error:"), std::string::npos) << run.err;
+}
+
+TEST(BenchCommandTest, UnreachableUrlIsAnError) {
+  BenchRun run = RunBench("prefill --url http://127.0.0.1:9 --quick");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("cannot reach http://127.0.0.1:9"), std::string::npos) << run.err;
+}
+
+// Every engine workload on the tiny model with --quick: tables on stdout, and JSON and SVG whose
+// shape the lead's scripts can rely on.
+TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
+  REPRISE_REQUIRE_FIXTURES();
+  const auto dir = std::filesystem::temp_directory_path() / ("reprise_bench_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string vocab = testing::Fixture("vocab/ggml-vocab-llama-bpe.gguf");
+  const std::set<std::string> workloads = {"prefill", "decode", "doc", "chat", "multidoc", "unique",
+                                           "concurrent"};
+  for (const auto& workload : workloads) {
+    const auto json_path = dir / (workload + ".json");
+    const auto svg_path = dir / (workload + ".svg");
+    BenchRun run = RunBench(workload + " --make-model tiny --type q8_0 --vocab-from '" + vocab +
+                       "' --quick --repeat 1 -t 2 --json '" + json_path.string() + "' --chart '" +
+                       svg_path.string() + "'");
+    ASSERT_EQ(run.exit_code, 0) << workload << ": " << run.err;
+    EXPECT_NE(run.out.find("[" + workload + "]"), std::string::npos) << run.out;
+    EXPECT_NE(run.err.find("[bench] " + workload + " done"), std::string::npos) << run.err;
+
+    nlohmann::json report = nlohmann::json::parse(Slurp(json_path));
+    EXPECT_EQ(report["tool"], "reprise bench");
+    EXPECT_EQ(report["settings"]["workload"], workload);
+    EXPECT_EQ(report["settings"]["quick"], true);
+    EXPECT_TRUE(report["machine"].contains("cpu"));
+    ASSERT_EQ(report["workloads"].size(), 1u);
+    const auto& result = report["workloads"][0];
+    EXPECT_EQ(result["name"], workload);
+    ASSERT_FALSE(result["tables"].empty()) << workload;
+    for (const auto& table : result["tables"]) {
+      ASSERT_FALSE(table["rows"].empty()) << workload << " " << table["title"];
+      for (const auto& row : table["rows"]) EXPECT_EQ(row.size(), table["columns"].size());
+    }
+    ASSERT_FALSE(result["figures"].empty()) << workload;
+    for (const auto& [name, figure] : result["figures"].items()) {
+      EXPECT_TRUE(figure.contains("value")) << name;
+      EXPECT_TRUE(figure.contains("unit")) << name;
+    }
+    const std::string svg = Slurp(svg_path);
+    EXPECT_EQ(svg.rfind("<svg", 0), 0u) << workload;
+    EXPECT_NE(svg.find("</svg>"), std::string::npos) << workload;
+  }
+  // Figures each workload must report.
+  auto figures = [&](const std::string& workload) {
+    return nlohmann::json::parse(Slurp(dir / (workload + ".json")))["workloads"][0]["figures"];
+  };
+  EXPECT_TRUE(figures("decode").contains("decode_64_tok_s"));
+  EXPECT_TRUE(figures("doc").contains("warm_over_question_alone"));
+  EXPECT_TRUE(figures("unique").contains("cache_cost_percent"));
+  EXPECT_TRUE(figures("concurrent").contains("ttft_p99_ms"));
+  // The doc's warm questions reuse the document.
+  auto doc = nlohmann::json::parse(Slurp(dir / "doc.json"))["workloads"][0]["tables"][0]["rows"];
+  EXPECT_GT(doc[1][2].get<double>(), 0.8 * doc[1][1].get<double>());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace reprise
