@@ -60,9 +60,12 @@ void Scheduler::Admit(Sequence& sequence) {
 }
 
 void Scheduler::TryExtendMatch(Sequence& sequence) {
+  // Only between steps' worth of blocks: a sequence holding blocks allocated ahead of its
+  // computed positions is mid-plan. A start inside a block (after a partial match) is fine: the
+  // new match replaces that private block too.
   const auto block_size = static_cast<size_t>(config_.block_size);
-  if (!config_.enable_reuse || sequence.num_computed % block_size != 0 ||
-      sequence.blocks.size() * block_size != sequence.num_computed) {
+  if (!config_.enable_reuse ||
+      sequence.blocks.size() != (sequence.num_computed + block_size - 1) / block_size) {
     return;
   }
   PrefixMatch match =
@@ -184,11 +187,12 @@ StepPlan Scheduler::Schedule() {
       continue;
     }
     TryExtendMatch(sequence);
+    // The block this chunk would start in (or complete, after a partial match). When another
+    // request computes that very block in this step, wait and reuse it next step instead.
     size_t next_block = sequence.num_computed / block_size;
-    if (sequence.num_computed % block_size == 0 &&
-        (next_block + 1) * block_size <= sequence.tokens.size() &&
+    if ((next_block + 1) * block_size <= sequence.tokens.size() &&
         in_flight.count(PrefixHash(sequence, next_block)) != 0) {
-      continue;  // another request computes this very block now: reuse it next step instead
+      continue;
     }
     schedule(sequence, std::min(sequence.Remaining(), budget));
   }

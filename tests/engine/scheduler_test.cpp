@@ -111,6 +111,28 @@ TEST_F(SchedulerTest, TwinRequestWaitsForTheBlocksBeingComputedInsteadOfRecomput
   EXPECT_EQ(plan.entries[1].count, 1u);
 }
 
+TEST_F(SchedulerTest, TwinsStartingInsideABlockStillComputeItOnce) {
+  Build(64, 64);
+  // An earlier request shares the first 2 tokens with the twins: both start inside block 0
+  // after a partial match.
+  std::vector<int32_t> earlier = {100, 101, 7, 7, 7};
+  Sequence* first = Add(1, earlier);
+  Step();
+  scheduler_->Finish(first);
+  std::vector<int32_t> twin_tokens = Range(20);  // 100, 101, 102, ...
+  Sequence* leader = Add(2, twin_tokens);
+  Sequence* twin = Add(3, twin_tokens);
+  StepPlan plan = Step();
+  EXPECT_EQ(leader->cached_tokens, 2u);
+  ASSERT_EQ(plan.entries.size(), 1u);  // the twin waits for the leader's blocks
+  EXPECT_EQ(plan.entries[0].sequence, leader);
+  plan = Step();
+  EXPECT_EQ(twin->cached_tokens, 19u);  // everything but its last token, from the leader
+  ASSERT_EQ(plan.entries.size(), 2u);
+  EXPECT_EQ(plan.entries[1].sequence, twin);
+  EXPECT_EQ(plan.entries[1].count, 1u);
+}
+
 TEST_F(SchedulerTest, RunningOutOfBlocksPreemptsTheNewestAndEveryoneFinishes) {
   Build(8, 64);  // 32 positions in all
   Sequence* first = Add(1, Range(14));
