@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "kernels/matmul_kernels.h"
+#include "kernels/reduce_avx2.h"
 #include "kernels/simd.h"
 
 namespace reprise::kernels {
@@ -20,12 +21,6 @@ namespace reprise::kernels {
 namespace {
 
 // A fixed reduction tree: 8 -> 4 -> 2 -> 1.
-inline float HorizontalSum(__m256 v) {
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
-  return _mm_cvtss_f32(one);
-}
 
 // All-ones in the first n of 8 lanes (n in 1..7).
 inline __m256i FirstLanes(int64_t n) {

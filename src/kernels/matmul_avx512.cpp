@@ -18,20 +18,12 @@
 
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/reduce_avx512.h"
 #include "kernels/simd.h"
 
 namespace reprise::kernels {
 
 namespace {
-
-// A fixed reduction tree: 16 -> 8 -> 4 -> 2 -> 1.
-inline float HorizontalSum(__m512 v) {
-  __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
-  return _mm_cvtss_f32(one);
-}
 
 // How a float tile reads 16 weights of each stored type as f32 (exact conversions; a masked
 // read gives +0 in the unread lanes, as a masked f32 read does).

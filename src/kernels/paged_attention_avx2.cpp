@@ -18,6 +18,7 @@
 
 #include "kernels/paged_attention.h"
 #include "kernels/paged_attention_internal.h"
+#include "kernels/reduce_avx2.h"
 #include "kernels/simd.h"
 
 namespace reprise::kernels {
@@ -25,12 +26,6 @@ namespace reprise::kernels {
 namespace {
 
 // A fixed reduction tree: 8 -> 4 -> 2 -> 1.
-inline float HorizontalSum(__m256 v) {
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
-  return _mm_cvtss_f32(one);
-}
 
 inline float HorizontalMax(__m256 v) {  // exact in any order
   __m128 four = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -20,19 +20,12 @@
 
 #include "kernels/paged_attention.h"
 #include "kernels/paged_attention_internal.h"
+#include "kernels/reduce_avx512.h"
 #include "kernels/simd.h"
 
 namespace reprise::kernels {
 
 namespace {
-
-inline float HorizontalSum(__m512 v) {
-  __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
-  return _mm_cvtss_f32(one);
-}
 
 // 16 elements (fewer under `mask`, zeros elsewhere) of a stored K or V row as f32.
 template <KvType kType>
