@@ -370,9 +370,9 @@ void EngineImpl::Step() {
   }
 }
 
-void EngineImpl::HandleLogits(Sequence& sequence, const float* logits) {
+void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
-  std::span<float> row(const_cast<float*>(logits), vocab);
+  std::span<float> row(logits, vocab);
   if (sequence.request.record_logits) sequence.logits.emplace_back(row.begin(), row.end());
   int32_t token = sequence.sampler->Sample(row);
   sequence.sampler->Accept(token);

@@ -48,7 +48,8 @@ class EngineImpl {
   void ComputeTaskPrompts(const std::string& json_text);
   void Loop();
   void Step();
-  void HandleLogits(Sequence& sequence, const float* logits);
+  // Samples the next token from `logits` ([vocab], modified by the penalties).
+  void HandleLogits(Sequence& sequence, float* logits);
   void Emit(Sequence& sequence, bool final);
   void FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error = "");
   void Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason, const std::string& error);

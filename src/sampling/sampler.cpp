@@ -67,7 +67,8 @@ int32_t Sampler::Sample(std::span<float> logits) {
 
   // Softmax over the kept candidates (sorted, so the first is the maximum).
   float max_logit = candidates_.front().first;
-  std::vector<double> probabilities(candidates_.size());
+  std::vector<double>& probabilities = probabilities_;
+  probabilities.resize(candidates_.size());
   double total = 0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
     probabilities[i] = std::exp(static_cast<double>(candidates_[i].first - max_logit));

@@ -33,6 +33,7 @@ class Sampler {
   std::unordered_map<int32_t, int> output_counts_;
   std::unordered_map<int32_t, bool> seen_;  // prompt and output tokens, for repetition_penalty
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch: (logit, token)
+  std::vector<double> probabilities_;                 // scratch: [kept candidates]
 };
 
 // Index of the largest logit; the lowest index wins ties, so greedy decoding is deterministic.
