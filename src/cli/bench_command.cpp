@@ -23,7 +23,14 @@ namespace reprise::cli {
 
 namespace {
 
-constexpr const char* kDefaultVocab = "../shared/fixtures/vocab/ggml-vocab-llama-bpe.gguf";
+// A vocabulary of the real model's size: SmolLM2 (135m, 360m) has 49,152 tokens, as StarCoder's
+// does; Llama 3.2 (1b) has Llama 3's 128,256. The output matrix is a large part of a small model.
+constexpr const char* kSmolVocab = "../shared/fixtures/vocab/ggml-vocab-starcoder.gguf";
+constexpr const char* kLlama3Vocab = "../shared/fixtures/vocab/ggml-vocab-llama-bpe.gguf";
+
+const char* DefaultVocab(const std::string& shape) {
+  return shape == "135m" || shape == "360m" ? kSmolVocab : kLlama3Vocab;
+}
 
 using Workload = std::function<WorkloadResult(const BenchContext&)>;
 
@@ -52,7 +59,7 @@ class TemporaryModel {
     MakeModelOptions make;
     make.shape = options.make_model_shape;
     make.type = static_cast<kernels::WeightType>(*type);
-    make.vocab_path = options.vocab_path.empty() ? kDefaultVocab : options.vocab_path;
+    make.vocab_path = options.vocab_path.empty() ? DefaultVocab(make.shape) : options.vocab_path;
     make.threads = options.threads;
     path_ = (std::filesystem::temp_directory_path() /
              fmt::format("reprise-bench-{}-{}-{}.gguf", options.make_model_shape,
@@ -161,7 +168,8 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
                       "write a temporary random-weight model of this shape (135m, 360m, 1b, tiny)");
   command->add_option("--type", options->make_model_type, "weight type for --make-model (default q8_0)");
   command->add_option("--vocab-from", options->vocab_path,
-                      std::string("vocabulary GGUF for --make-model (default ") + kDefaultVocab + ")");
+                      std::string("vocabulary GGUF for --make-model (default: ") + kSmolVocab +
+                          " for 135m and 360m, " + kLlama3Vocab + " otherwise)");
   command->add_option("-t,--threads", options->threads, "kernel threads (0 = all cores)");
   command->add_option("--block-size", options->block_size, "KV positions per block");
   command->add_option("--kv-cache-memory", options->kv_cache_memory,
