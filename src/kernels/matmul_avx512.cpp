@@ -281,14 +281,8 @@ struct RawSource {
 // mins -(dmin m_j) written to `mins`: the arithmetic of UnpackBlocks, so the same values.
 inline __m512 KGroupScales(const uint8_t* packed, uint16_t d_bits, uint16_t dmin_bits,
                            float* mins) {
-  constexpr uint32_t kLow6 = 0x3F3F3F3Fu, kLow4 = 0x0F0F0F0Fu, kLow2 = 0x03030303u;
-  uint32_t words[4];  // after the shuffle: bytes 0-7 the scales, bytes 8-15 the mins
-  std::memcpy(words, packed, kKScaleBytes);
-  words[3] = ((words[2] >> 4) & kLow4) | (((words[1] >> 6) & kLow2) << 4);
-  const uint32_t low_mins = words[1] & kLow6;
-  words[1] = (words[2] & kLow4) | (((words[0] >> 6) & kLow2) << 4);
-  words[2] = low_mins;
-  words[0] &= kLow6;
+  uint32_t words[4];  // bytes 0-7 the scales, bytes 8-15 the mins
+  SpreadKScales(packed, words);
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
   const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
   const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));

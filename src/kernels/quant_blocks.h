@@ -7,12 +7,25 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace reprise::kernels {
 
 inline constexpr int kQk = 32;    // elements per legacy block
 inline constexpr int kQkK = 256;  // elements per K-quant super-block
 inline constexpr int kKScaleBytes = 12;
+
+// Q4_K and Q5_K pack eight 6-bit scales and eight 6-bit mins into kKScaleBytes bytes; this
+// spreads them into 16 bytes: bytes 0-7 the scales, bytes 8-15 the mins (one byte each).
+inline void SpreadKScales(const uint8_t* packed, uint32_t words[4]) {
+  constexpr uint32_t kLow6 = 0x3F3F3F3Fu, kLow4 = 0x0F0F0F0Fu, kLow2 = 0x03030303u;
+  std::memcpy(words, packed, kKScaleBytes);
+  words[3] = ((words[2] >> 4) & kLow4) | (((words[1] >> 6) & kLow2) << 4);
+  const uint32_t low_mins = words[1] & kLow6;
+  words[1] = (words[2] & kLow4) | (((words[0] >> 6) & kLow2) << 4);
+  words[2] = low_mins;
+  words[0] &= kLow6;
+}
 
 // w = d * (q - 8), q in [0, 15]
 struct BlockQ4_0 {
