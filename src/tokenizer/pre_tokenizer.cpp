@@ -308,6 +308,71 @@ size_t MatchDeepseek3(Text text, size_t pos, size_t end) {
   return MatchTrailingWhitespace(text, pos, end, /*or_any_whitespace=*/true);
 }
 
+// Tekken (Mistral) and GPT-4o (Llama 4) split words at case changes. As llama.cpp adapts their
+// regexes, "upper" means a letter other than a-z and "lower" a letter other than A-Z (so a
+// non-ASCII letter is both), and marks are not letters. With kDigits/kContractions:
+// [^\r\n\p{L}\p{N}]?UPPER*LOWER+CONTRACTION?|[^\r\n\p{L}\p{N}]?UPPER+LOWER*CONTRACTION?
+//   |\p{N}{1,kDigits}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+bool IsUpperish(uint32_t c) { return IsL(c) && !(c >= 'a' && c <= 'z'); }
+bool IsLowerish(uint32_t c) { return IsL(c) && !(c >= 'A' && c <= 'Z'); }
+
+// UPPER*LOWER+ at `pos`: the end of the match, or `pos` when there is none. Greedy UPPER* gives
+// back one character at a time until LOWER+ can start.
+size_t UpperStarLowerPlus(Text text, size_t pos, size_t end) {
+  const size_t upper = Run(text, pos, end, IsUpperish);
+  for (size_t j = pos + upper + 1; j-- > pos;) {
+    if (j < end && IsLowerish(text[j])) {
+      return j + Run(text, j, end, IsLowerish);
+    }
+  }
+  return pos;
+}
+
+// UPPER+LOWER* at `pos`: the end of the match, or `pos` when there is none.
+size_t UpperPlusLowerStar(Text text, size_t pos, size_t end) {
+  const size_t upper = Run(text, pos, end, IsUpperish);
+  return upper == 0 ? pos : pos + upper + Run(text, pos + upper, end, IsLowerish);
+}
+
+template <size_t kDigits, bool kContractions>
+size_t MatchCasedWords(Text text, size_t pos, size_t end) {
+  const uint32_t c = text[pos];
+  const bool prefix = !IsCrLf(c) && !IsL(c) && !IsN(c);
+  for (auto word : {UpperStarLowerPlus, UpperPlusLowerStar}) {
+    // The optional prefix character is tried first, then the word alone at `pos`.
+    size_t word_end = pos;
+    if (prefix) {
+      if (const size_t e = word(text, pos + 1, end); e > pos + 1) {
+        word_end = e;
+      }
+    } else {
+      word_end = word(text, pos, end);
+    }
+    if (word_end > pos) {
+      if (kContractions && word_end < end) {
+        word_end += MatchContraction(text, word_end, end, /*ignore_case=*/true);
+      }
+      return word_end - pos;
+    }
+  }
+  if (IsN(c)) {
+    return std::min(kDigits, Run(text, pos, end, IsN));
+  }
+  const size_t start = (c == ' ' && pos + 1 < end) ? pos + 1 : pos;
+  if (IsOther(text[start])) {
+    size_t i = start + Run(text, start, end, IsOther);
+    i += Run(text, i, end, [](uint32_t x) { return IsCrLf(x) || x == '/'; });
+    return i - pos;
+  }
+  const size_t run = Run(text, pos, end, IsS);
+  for (size_t i = pos + run; i > pos; --i) {
+    if (IsCrLf(text[i - 1])) {
+      return i - pos;
+    }
+  }
+  return MatchTrailingWhitespace(text, pos, end, /*or_any_whitespace=*/true);
+}
+
 // BLOOM family: " ?[^(\s|.,!?…。，、।۔،)]+"
 size_t MatchBloom(Text text, size_t pos, size_t end) {
   const auto word_char = [](uint32_t c) {
@@ -383,6 +448,8 @@ std::span<const Matcher> PassesOf(PreTokenizerKind kind) {
   static constexpr std::array<Matcher, 2> kStarcoder = {MatchNumber, MatchGpt2};
   static constexpr std::array<Matcher, 1> kBloom = {MatchBloom};
   static constexpr std::array<Matcher, 2> kViking = {MatchBloom, MatchNumber};
+  static constexpr std::array<Matcher, 1> kTekken = {MatchCasedWords<1, false>};
+  static constexpr std::array<Matcher, 1> kGpt4o = {MatchCasedWords<3, true>};
   switch (kind) {
     case PreTokenizerKind::kDefault:
       return kDefault;
@@ -406,6 +473,10 @@ std::span<const Matcher> PassesOf(PreTokenizerKind kind) {
       return kBloom;
     case PreTokenizerKind::kViking:
       return kViking;
+    case PreTokenizerKind::kTekken:
+      return kTekken;
+    case PreTokenizerKind::kGpt4o:
+      return kGpt4o;
   }
   return kDefault;
 }
@@ -413,7 +484,7 @@ std::span<const Matcher> PassesOf(PreTokenizerKind kind) {
 }  // namespace
 
 std::optional<PreTokenizerKind> ParsePreTokenizer(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, PreTokenizerKind>, 34> kNames = {{
+  static constexpr std::array<std::pair<std::string_view, PreTokenizerKind>, 37> kNames = {{
       {"default", PreTokenizerKind::kDefault},
       {"llama3", PreTokenizerKind::kLlama3},
       {"llama-v3", PreTokenizerKind::kLlama3},
@@ -448,6 +519,9 @@ std::optional<PreTokenizerKind> ParsePreTokenizer(std::string_view name) {
       {"minerva-7b", PreTokenizerKind::kStarcoder},
       {"bloom", PreTokenizerKind::kBloom},
       {"viking", PreTokenizerKind::kViking},
+      {"tekken", PreTokenizerKind::kTekken},
+      {"gpt-4o", PreTokenizerKind::kGpt4o},
+      {"llama4", PreTokenizerKind::kGpt4o},
   }};
   for (const auto& [known, kind] : kNames) {
     if (known == name) {

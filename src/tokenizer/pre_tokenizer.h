@@ -23,6 +23,8 @@ enum class PreTokenizerKind {
   kStarcoder,      // "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", ...
   kBloom,          // "bloom", "poro-chat", "gpt3-finnish"
   kViking,         // "viking"
+  kTekken,         // "tekken" (Mistral Nemo, Mistral Small 3)
+  kGpt4o,          // "gpt-4o", "llama4"
 };
 
 // Maps a tokenizer.ggml.pre name to its pre-tokenizer; std::nullopt for names not supported.

@@ -24,6 +24,7 @@ struct DecodeOptions {
   bool unparse_special = false;
 };
 
+// Immutable once loaded: one Tokenizer may serve many threads at once.
 class Tokenizer {
  public:
   // Throws Error for an unsupported or broken vocabulary.

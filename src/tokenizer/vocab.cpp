@@ -97,7 +97,8 @@ void Vocab::LoadSettings(const gguf::GgufFile& file, const std::string& pre_name
       throw Error(fmt::format("{}: unsupported pre-tokenizer '{}' (tokenizer.ggml.pre)",
                               file.path(), pre_name));
     }
-    if (pre_tokenizer_ == PreTokenizerKind::kLlama3) {
+    if (pre_tokenizer_ == PreTokenizerKind::kLlama3 ||
+        pre_tokenizer_ == PreTokenizerKind::kTekken) {
       ignore_merges_ = true;
       add_bos_ = true;
     }

@@ -128,3 +128,27 @@ TEST(TokenizerUnicode, Gpt2ByteMappingIsABijection) {
 
 }  // namespace
 }  // namespace reprise
+
+namespace reprise {
+namespace {
+
+TEST(TokenizerPreTokenizer, TekkenSplitsAtCaseChanges) {
+  EXPECT_EQ(ParsePreTokenizer("tekken"), PreTokenizerKind::kTekken);
+  EXPECT_EQ(Split(PreTokenizerKind::kTekken, "HelloWorld"), (Words{"Hello", "World"}));
+  EXPECT_EQ(Split(PreTokenizerKind::kTekken, "HELLOworld"), (Words{"HELLOworld"}));
+  EXPECT_EQ(Split(PreTokenizerKind::kTekken, "HELLO world"), (Words{"HELLO", " world"}));
+  EXPECT_EQ(Split(PreTokenizerKind::kTekken, "x=2024"), (Words{"x", "=", "2", "0", "2", "4"}));
+  EXPECT_EQ(Split(PreTokenizerKind::kTekken, "a/b//\nc"), (Words{"a", "/b", "//\n", "c"}));
+  EXPECT_EQ(Split(PreTokenizerKind::kTekken, "don't"), (Words{"don", "'t"}));
+  EXPECT_EQ(Split(PreTokenizerKind::kTekken, "Führer Ünïcode"), (Words{"Führer", " Ünïcode"}));
+}
+
+TEST(TokenizerPreTokenizer, Gpt4oKeepsContractionsAndThreeDigits) {
+  EXPECT_EQ(ParsePreTokenizer("llama4"), PreTokenizerKind::kGpt4o);
+  EXPECT_EQ(Split(PreTokenizerKind::kGpt4o, "don't"), (Words{"don't"}));
+  EXPECT_EQ(Split(PreTokenizerKind::kGpt4o, "We'VE 12345"), (Words{"We'VE", " ", "123", "45"}));
+  EXPECT_EQ(Split(PreTokenizerKind::kGpt4o, "camelCase"), (Words{"camel", "Case"}));
+}
+
+}  // namespace
+}  // namespace reprise

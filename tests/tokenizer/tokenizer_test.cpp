@@ -166,7 +166,9 @@ TEST_P(TokenizerRoundTrip, DecodeEncodeIsIdentity) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabs, TokenizerRoundTrip,
-                         ::testing::Values("llama-bpe", "qwen2", "llama-spm", "gpt-2"),
+                         ::testing::Values("llama-bpe", "qwen2", "llama-spm", "phi-3", "gpt-2",
+                                           "deepseek-coder", "deepseek-llm", "falcon", "mpt",
+                                           "starcoder", "refact", "gpt-neox", "baichuan"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name) {
