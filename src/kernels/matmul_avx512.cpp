@@ -233,6 +233,16 @@ struct PanelSource {
 // unpacked into L1 one segment ahead of its use (two slots), so memory reads overlap with the
 // arithmetic and the unpacker's stores have retired before the tile loads them; the codes and
 // scales are the same bytes a panel would hold.
+// Asks for bytes [first_byte, first_byte + bytes) of matrix row `row`: a decode tile reads its
+// rows side by side, so "ahead" is the same stretch of the next tile's rows, not further along
+// the row being read.
+inline void PrefetchRowStretch(const RawRows& raw, int64_t row, int64_t first_byte, int64_t bytes) {
+  const uint8_t* start = raw.data + static_cast<size_t>(row) * raw.row_bytes + first_byte;
+  for (int64_t line = 0; line < bytes; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T0);
+  }
+}
+
 template <int NR>
 struct RawSource {
   // The buffers are left uninitialised: each segment is written before it is read.
@@ -251,12 +261,7 @@ struct RawSource {
     const int64_t first_byte = c / block * static_cast<int64_t>(BlockBytes(raw.type));
     const int64_t bytes = n / block * static_cast<int64_t>(BlockBytes(raw.type));
     for (int r = 0; r < NR; ++r) {
-      // Ask for the same stretch of the next tile's rows: the rows are read side by side, so
-      // "ahead" is a tile of rows further, not further along this row.
-      const uint8_t* next = raw.data + (r0 + NR + r) * raw.row_bytes + first_byte;
-      for (int64_t line = 0; line < bytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
-      }
+      PrefetchRowStretch(raw, r0 + NR + r, first_byte, bytes);
       UnpackBlocksAvx512NoPrefetch(raw.type, raw.data + (r0 + r) * raw.row_bytes, c / block,
                                    n / block, codes[slot][r], scales[slot][r],
                                    raw.has_min ? mins[r] + c / 32 : nullptr);
@@ -313,10 +318,8 @@ struct Q4KSource {
     for (int r = 0; r < NR; ++r) {
       const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
       blocks[r] = reinterpret_cast<const BlockQ4_K*>(row) + c / kQkK;
-      const uint8_t* next = row + NR * raw.row_bytes + c / kQkK * sizeof(BlockQ4_K);
-      for (int64_t line = 0; line < bytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
-      }
+      PrefetchRowStretch(raw, r0 + NR + r, c / kQkK * static_cast<int64_t>(sizeof(BlockQ4_K)),
+                         bytes);
       for (int b = 0; b < kPerSegment; ++b) {
         if (b * kQkK < n) {
           const BlockQ4_K& block = blocks[r][b];
@@ -364,11 +367,7 @@ struct LegacySource {
     for (int r = 0; r < NR; ++r) {
       const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
       blocks[r] = reinterpret_cast<const Block*>(row) + c / kQk;
-      // The same stretch of the next tile's rows (see RawSource::Prepare).
-      const uint8_t* next = row + NR * raw.row_bytes + c / kQk * sizeof(Block);
-      for (int64_t line = 0; line < bytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
-      }
+      PrefetchRowStretch(raw, r0 + NR + r, c / kQk * static_cast<int64_t>(sizeof(Block)), bytes);
     }
   }
   static __m256i BlockCodes(const Block& block) {
@@ -418,10 +417,8 @@ struct Q6KSource {
     for (int r = 0; r < NR; ++r) {
       const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
       blocks[r] = reinterpret_cast<const BlockQ6_K*>(row) + c / kQkK;
-      const uint8_t* next = row + NR * raw.row_bytes + c / kQkK * sizeof(BlockQ6_K);
-      for (int64_t line = 0; line < bytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + line), _MM_HINT_T0);
-      }
+      PrefetchRowStretch(raw, r0 + NR + r, c / kQkK * static_cast<int64_t>(sizeof(BlockQ6_K)),
+                         bytes);
       for (int b = 0; b < kPerSegment; ++b) {
         if (b * kQkK < n) {
           const BlockQ6_K& block = blocks[r][b];
