@@ -223,6 +223,9 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->prompt_len = sequence->tokens.size();
   sequence->sampler = std::make_unique<Sampler>(sampler_config, sequence->tokens);
   sequence->detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer_);
+  for (const auto& stop : sampling.stop) {
+    sequence->longest_stop = std::max(sequence->longest_stop, stop.size());
+  }
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
@@ -398,8 +401,7 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   size_t previous = sequence.text.size();
   sequence.text += sequence.detokenizer->Push(token);
   // A stop string may straddle tokens: search from just before the new text.
-  size_t longest_stop = 0;
-  for (const auto& stop : sampling.stop) longest_stop = std::max(longest_stop, stop.size());
+  const size_t longest_stop = sequence.longest_stop;
   size_t from = previous >= longest_stop ? previous - longest_stop + 1 : 0;
   for (const auto& stop : sampling.stop) {
     if (stop.empty()) continue;
@@ -424,8 +426,7 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
 
 void EngineImpl::Emit(Sequence& sequence, bool final) {
   // Hold back what could still become a stop string.
-  size_t longest_stop = 0;
-  for (const auto& stop : sequence.request.sampling.stop) longest_stop = std::max(longest_stop, stop.size());
+  const size_t longest_stop = sequence.longest_stop;
   size_t safe = sequence.text.size();
   if (!final && longest_stop > 0) safe = safe >= longest_stop - 1 ? safe - (longest_stop - 1) : 0;
   // Never cut a UTF-8 character in two.

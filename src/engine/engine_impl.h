@@ -71,7 +71,6 @@ class EngineImpl {
   AlignedBuffer<float> logits_;  // [max_running][vocab]
   std::map<std::string, TaskPrompt> task_prompts_;
   std::vector<TaskPromptInfo> task_infos_;
-  size_t max_stop_bytes_ = 0;
 
   std::mutex mutex_;  // guards the members below
   std::condition_variable wake_;

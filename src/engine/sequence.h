@@ -47,6 +47,7 @@ struct Sequence {
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamingDetokenizer> detokenizer;
   std::string text;         // output text so far (stop strings cut it)
+  size_t longest_stop = 0;  // bytes of the longest stop string: how much text to hold back
   size_t emitted_bytes = 0; // how much of `text` has been streamed
   size_t generated = 0;
   bool first_token_seen = false;
