@@ -69,6 +69,26 @@ std::string_view Span(std::string_view text, const Symbol& symbol) {
   return text.substr(symbol.offset, symbol.length);
 }
 
+// Offers every adjacent pair to `consider` (which queues the mergeable ones), then merges the
+// best queued pair first until none is left, offering each merged symbol's new neighbours.
+template <typename Queue, typename Consider>
+void MergeBestFirst(std::vector<Symbol>& symbols, Queue& queue, const Consider& consider) {
+  for (size_t i = 1; i < symbols.size(); ++i) {
+    consider(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
+  }
+  while (!queue.empty()) {
+    const auto pair = queue.top();
+    queue.pop();
+    if (IsStale(symbols, pair)) {
+      continue;
+    }
+    Merge(symbols, pair.left, pair.right);
+    const Symbol& merged = symbols[static_cast<size_t>(pair.left)];
+    consider(merged.prev, pair.left);
+    consider(pair.left, merged.next);
+  }
+}
+
 }  // namespace
 
 void EncodeSpm(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
@@ -95,20 +115,7 @@ void EncodeSpm(const Vocab& vocab, std::string_view text, std::vector<int32_t>& 
     }
   };
 
-  for (size_t i = 1; i < symbols.size(); ++i) {
-    consider(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
-  }
-  while (!queue.empty()) {
-    const Pair pair = queue.top();
-    queue.pop();
-    if (IsStale(symbols, pair)) {
-      continue;
-    }
-    Merge(symbols, pair.left, pair.right);
-    const Symbol& merged = symbols[static_cast<size_t>(pair.left)];
-    consider(merged.prev, pair.left);
-    consider(pair.left, merged.next);
-  }
+  MergeBestFirst(symbols, queue, consider);
 
   // Every merged symbol is a token; a single character that is not falls back to byte tokens.
   for (int32_t i = 0; i != -1; i = symbols[static_cast<size_t>(i)].next) {
@@ -156,20 +163,7 @@ void EncodeBpeWord(const Vocab& vocab, std::string_view word, std::vector<int32_
     }
   };
 
-  for (size_t i = 1; i < symbols.size(); ++i) {
-    consider(static_cast<int32_t>(i - 1), static_cast<int32_t>(i));
-  }
-  while (!queue.empty()) {
-    const Pair pair = queue.top();
-    queue.pop();
-    if (IsStale(symbols, pair)) {
-      continue;
-    }
-    Merge(symbols, pair.left, pair.right);
-    const Symbol& merged = symbols[static_cast<size_t>(pair.left)];
-    consider(merged.prev, pair.left);
-    consider(pair.left, merged.next);
-  }
+  MergeBestFirst(symbols, queue, consider);
 
   for (int32_t i = 0; i != -1; i = symbols[static_cast<size_t>(i)].next) {
     const std::string_view piece = Span(word, symbols[static_cast<size_t>(i)]);
