@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 namespace reprise::testing {
 
@@ -14,6 +18,30 @@ inline std::filesystem::path FixturesDir() { return REPRISE_FIXTURES_DIR; }
 inline bool HaveFixtures() { return std::filesystem::is_directory(FixturesDir()); }
 
 inline std::string Fixture(const std::string& relative) { return (FixturesDir() / relative).string(); }
+
+// A folder for this test process's files (models it writes, logs of servers it starts), removed
+// with everything in it when the process exits, so that test runs leave nothing in /tmp
+// (kept when REPRISE_KEEP_TEST_FILES is set, to read a failed run's server logs).
+inline const std::filesystem::path& ScratchDir() {
+  struct Folder {
+    std::filesystem::path path;
+    Folder()
+        : path(std::filesystem::temp_directory_path() /
+               ("reprise_test_" + std::to_string(::getpid()))) {
+      std::filesystem::create_directories(path);
+    }
+    ~Folder() {
+      if (std::getenv("REPRISE_KEEP_TEST_FILES") != nullptr) return;
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Folder folder;
+  return folder.path;
+}
+
+// ScratchDir() / name, as a string.
+inline std::string ScratchPath(const std::string& name) { return (ScratchDir() / name).string(); }
 
 }  // namespace reprise::testing
 

@@ -23,7 +23,7 @@ struct BenchRun {
 
 BenchRun RunBench(const std::string& arguments) {
   const std::filesystem::path err_path =
-      std::filesystem::temp_directory_path() / ("reprise_bench_err_" + std::to_string(::getpid()));
+      testing::ScratchDir() / "bench_stderr.txt";
   std::string command = std::string(REPRISE_BINARY) + " --log-level warn bench " + arguments +
                         " 2>" + err_path.string();
   BenchRun run;
@@ -70,7 +70,7 @@ TEST(BenchCommandTest, UnreachableUrlIsAnError) {
 // shape the lead's scripts can rely on.
 TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
   REPRISE_REQUIRE_FIXTURES();
-  const auto dir = std::filesystem::temp_directory_path() / ("reprise_bench_" + std::to_string(::getpid()));
+  const auto dir = testing::ScratchDir() / "bench";
   std::filesystem::create_directories(dir);
   const std::string vocab = testing::Fixture("vocab/ggml-vocab-llama-bpe.gguf");
   const std::set<std::string> workloads = {"prefill", "decode", "doc", "chat", "multidoc", "unique",

@@ -21,8 +21,7 @@ struct CommandResult {
 
 // Runs the reprise binary with `arguments` (already shell-quoted); stderr goes to a temp file.
 CommandResult RunReprise(const std::string& arguments, std::string* err = nullptr) {
-  std::string err_path = (std::filesystem::temp_directory_path() /
-                          ("reprise_cli_err_" + std::to_string(::getpid()))).string();
+  std::string err_path = testing::ScratchPath("cli_stderr.txt");
   std::string command = std::string(REPRISE_BINARY) + " " + arguments + " 2>" + err_path;
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -104,8 +103,7 @@ TEST(CliTest, MissingAndMalformedModelsGiveAOneLineErrorAndExitCode1) {
   EXPECT_NE(err.find("/nonexistent/model.gguf"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 
-  std::string bad_path = (std::filesystem::temp_directory_path() /
-                          ("reprise_bad_" + std::to_string(::getpid()) + ".gguf")).string();
+  std::string bad_path = testing::ScratchPath("bad.gguf");
   {
     std::ofstream out(bad_path, std::ios::binary);
     out << "GGUF\x03\x00\x00\x00garbage";
@@ -119,8 +117,7 @@ TEST(CliTest, MissingAndMalformedModelsGiveAOneLineErrorAndExitCode1) {
 
 TEST(CliTest, MakeModelRoundTripsAndGeneratesDeterministically) {
   REPRISE_REQUIRE_FIXTURES();
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("reprise_made_" + std::to_string(::getpid()) + ".gguf")).string();
+  std::string path = testing::ScratchPath("made.gguf");
   std::string err;
   CommandResult made = RunReprise("make-model --shape tiny --vocab-from " +
                                       Quote(testing::Fixture("vocab/ggml-vocab-llama-spm.gguf")) +

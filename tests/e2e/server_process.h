@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "http_test_client.h"
+#include "test_support.h"
 
 extern char** environ;
 
@@ -63,9 +64,7 @@ inline ProcessResult RunToExit(std::vector<std::string> argv,
                                const std::map<std::string, std::string>& env,
                                std::chrono::seconds timeout) {
   static int counter = 0;
-  auto output_path = std::filesystem::temp_directory_path() /
-                     ("reprise_e2e_run_" + std::to_string(::getpid()) + "_" +
-                      std::to_string(counter++) + ".out");
+  auto output_path = testing::ScratchDir() / ("run_" + std::to_string(counter++) + ".out");
   std::vector<std::string> env_strings = ChildEnvironment(env);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -114,9 +113,7 @@ class ServerProcess {
   ServerProcess(std::vector<std::string> args, std::map<std::string, std::string> env = {},
                 std::chrono::seconds timeout = std::chrono::seconds(60)) {
     static int counter = 0;
-    log_path_ = std::filesystem::temp_directory_path() /
-                ("reprise_e2e_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) +
-                 ".log");
+    log_path_ = testing::ScratchDir() / ("server_" + std::to_string(counter++) + ".log");
     std::vector<std::string> argv = {REPRISE_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"};
     argv.insert(argv.end(), args.begin(), args.end());
 
@@ -157,7 +154,7 @@ class ServerProcess {
 
   ~ServerProcess() {
     Stop();
-    if (std::getenv("REPRISE_KEEP_E2E_LOGS") == nullptr) {
+    if (std::getenv("REPRISE_KEEP_TEST_FILES") == nullptr) {
       std::error_code ignored;
       std::filesystem::remove(log_path_, ignored);
     }

@@ -37,8 +37,7 @@ ProcessResult ServeToExit(std::vector<std::string> extra, std::map<std::string, 
 }
 
 std::filesystem::path WriteTemp(const std::string& name, const std::string& text) {
-  auto path = std::filesystem::temp_directory_path() /
-              ("reprise_e2e_" + std::to_string(::getpid()) + "_" + name);
+  auto path = testing::ScratchDir() / name;
   std::ofstream(path) << text;
   return path;
 }

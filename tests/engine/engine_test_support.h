@@ -21,9 +21,8 @@ namespace reprise::testing {
 // of architecture `architecture` (llama, or qwen2 with NeoX rope and Q/K/V biases).
 inline std::string TinyModelPath(kernels::WeightType type = kernels::WeightType::kF16,
                                  const std::string& architecture = "llama") {
-  auto path = std::filesystem::temp_directory_path() /
-              ("reprise_tiny_" + architecture + "_" + std::string(kernels::WeightTypeName(type)) +
-               "_" + std::to_string(::getpid()) + ".gguf");
+  auto path = ScratchDir() / ("tiny_" + architecture + "_" +
+                                   std::string(kernels::WeightTypeName(type)) + ".gguf");
   if (!std::filesystem::exists(path)) {
     cli::MakeModelOptions options;
     options.shape = "tiny";

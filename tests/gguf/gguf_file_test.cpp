@@ -14,9 +14,7 @@ namespace reprise::gguf {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          (name + "_" + std::to_string(::getpid()) + ".gguf"))
-      .string();
+  return testing::ScratchPath(name + ".gguf");
 }
 
 std::vector<uint8_t> ReadAll(const std::string& path) {

@@ -13,8 +13,7 @@ namespace {
 
 TEST(ModelTest, Qwen2FilesLoadWithNeoxRopeAndBiases) {
   REPRISE_REQUIRE_FIXTURES();
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("reprise_model_qwen2_" + std::to_string(::getpid()) + ".gguf")).string();
+  std::string path = testing::ScratchPath("qwen2.gguf");
   cli::MakeModelOptions options;
   options.architecture = "qwen2";
   options.vocab_path = testing::Fixture("vocab/ggml-vocab-qwen2.gguf");

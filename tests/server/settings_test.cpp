@@ -1,5 +1,6 @@
 // Settings: flags over environment over defaults, every environment switch, bad values.
 #include "server/settings.h"
+#include "test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -182,8 +183,7 @@ TEST(SettingsTest, DescribePrintsEffectiveSettings) {
 }
 
 TEST(SettingsTest, EngineConfigCarriesSettingsAndReadsTaskFile) {
-  auto path = std::filesystem::temp_directory_path() /
-              ("reprise_settings_test_" + std::to_string(::getpid()) + ".json");
+  auto path = testing::ScratchDir() / "tasks.json";
   {
     std::ofstream file(path);
     file << R"([{"task_id": 1, "prompt": "You are helpful."}])";

@@ -191,9 +191,7 @@ TEST(TokenizerEncode, InvalidUtf8BecomesReplacementCharacter) {
 class TokenizerErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("reprise_tokenizer_test_" + std::to_string(::getpid()) + ".gguf"))
-                .string();
+    path_ = testing::ScratchPath("tokenizer_test.gguf");
   }
   void TearDown() override { std::filesystem::remove(path_); }
 
