@@ -75,11 +75,12 @@ std::vector<ReadSum> ReadSumsFor(kernels::CpuTarget target) {
   switch (target) {
 #if defined(REPRISE_BENCH_AVX512)
     case kernels::CpuTarget::kAvx512:
-      return {peak::ReadSumAvx512, peak::ReadSum4Avx512, peak::ReadSumAvx2};
+      return {peak::ReadSumAvx512, peak::ReadSum4Avx512, peak::ReadSum4PrefetchAvx512,
+              peak::ReadSumAvx2, peak::ReadSumPrefetchAvx2};
 #endif
 #if defined(REPRISE_BENCH_AVX2)
     case kernels::CpuTarget::kAvx2:
-      return {peak::ReadSumAvx2};
+      return {peak::ReadSumAvx2, peak::ReadSumPrefetchAvx2};
 #endif
     default:
       return {peak::ReadSumScalar};

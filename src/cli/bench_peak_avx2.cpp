@@ -45,5 +45,24 @@ float ReadSumAvx2(const float* data, size_t count) {
   return Sum(acc[0]);
 }
 
+float ReadSumPrefetchAvx2(const float* data, size_t count) {
+  constexpr size_t kAheadFloats = 1024;  // 4 KiB
+  __m256 acc[8];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (size_t i = 0; i < count; i += 128) {
+    if (i + kAheadFloats < count) {
+      for (int k = 0; k < 8; ++k) {
+        _mm_prefetch(reinterpret_cast<const char*>(data + i + kAheadFloats + 16 * k), _MM_HINT_T1);
+      }
+    }
+    for (int k = 0; k < 8; ++k) {
+      acc[k] = _mm256_add_ps(acc[k], _mm256_add_ps(_mm256_load_ps(data + i + 16 * k),
+                                                   _mm256_load_ps(data + i + 16 * k + 8)));
+    }
+  }
+  for (int k = 1; k < 8; ++k) acc[0] = _mm256_add_ps(acc[0], acc[k]);
+  return Sum(acc[0]);
+}
+
 }  // namespace reprise::cli::peak
 #endif

@@ -20,5 +20,10 @@ float ReadSumAvx512(const float* data, size_t count);
 // The same over four streams (the quarters of the range) read side by side: more misses in
 // flight, which some memory systems need to reach their bandwidth.
 float ReadSum4Avx512(const float* data, size_t count);
+// ReadSum4Avx512 / ReadSumAvx2 asking for each stream's lines a few KiB ahead into L2, as the
+// decode kernels do: on some cores software prefetch reaches more bandwidth than the hardware
+// prefetcher alone, and the peak must not be lower than what a kernel can read.
+float ReadSum4PrefetchAvx512(const float* data, size_t count);
+float ReadSumPrefetchAvx2(const float* data, size_t count);
 
 }  // namespace reprise::cli::peak

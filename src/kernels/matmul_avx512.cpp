@@ -229,19 +229,21 @@ struct PanelSource {
   const float* Mins(int r) const { return w.min + (r0 + r) * (w.cols / 32); }
 };
 
+// Asks for bytes [first_byte, first_byte + bytes) of matrix row `row`: a decode tile reads its
+// rows side by side, so "ahead" is the same stretch of the next tile's rows, not further along
+// the row being read. Into L2, not L1: prefetches from DRAM into L1 hold the L1 miss buffers
+// that the tile's own loads then queue behind (T0 here made Q8_0 decode 1.5x slower).
+inline void PrefetchRowStretch(const RawRows& raw, int64_t row, int64_t first_byte, int64_t bytes) {
+  const uint8_t* start = raw.data + static_cast<size_t>(row) * raw.row_bytes + first_byte;
+  for (int64_t line = 0; line < bytes; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T1);
+  }
+}
+
 // Rows still in their stored blocks (decode: each weight is used once). Each segment is
 // unpacked into L1 one segment ahead of its use (two slots), so memory reads overlap with the
 // arithmetic and the unpacker's stores have retired before the tile loads them; the codes and
 // scales are the same bytes a panel would hold.
-// Asks for bytes [first_byte, first_byte + bytes) of matrix row `row`: a decode tile reads its
-// rows side by side, so "ahead" is the same stretch of the next tile's rows, not further along
-// the row being read.
-inline void PrefetchRowStretch(const RawRows& raw, int64_t row, int64_t first_byte, int64_t bytes) {
-  const uint8_t* start = raw.data + static_cast<size_t>(row) * raw.row_bytes + first_byte;
-  for (int64_t line = 0; line < bytes; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T0);
-  }
-}
 
 template <int NR>
 struct RawSource {
@@ -383,15 +385,30 @@ struct LegacySource {
   }
   __m512i Codes(int r, int64_t offset, __mmask64 mask) const {
     const Block* first = blocks[r] + offset / kQk;
-    const __m256i low = BlockCodes(first[0]);
-    if (mask != ~__mmask64{0}) return _mm512_zextsi256_si512(low);  // the row's last block
-    return _mm512_inserti64x4(_mm512_castsi256_si512(low), BlockCodes(first[1]), 1);
+    if (mask != ~__mmask64{0}) return _mm512_zextsi256_si512(BlockCodes(first[0]));  // last block
+    if constexpr (std::is_same_v<Block, BlockQ8_0>) {
+      return _mm512_inserti64x4(_mm512_castsi256_si512(BlockCodes(first[0])), BlockCodes(first[1]),
+                                1);
+    } else {
+      // Both blocks' packed bytes in every other 128-bit lane, [qs0 qs0 qs1 qs1]; shifting the
+      // odd lanes by 4 brings the high nibbles down: [low0 high0 low1 high1] after the mask.
+      const __m256i packed = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first[0].qs))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(first[1].qs)), 1);
+      const __m512i spread = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
+                                                      _mm512_castsi256_si512(packed));
+      const __m512i shifted =
+          _mm512_srlv_epi64(spread, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
+      return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+    }
   }
   __m512 Scales(int r, int64_t offset, __mmask8 mask) const {
+    // [d0 d1] (d1 = +0 past a masked last block) spread to lanes [d0 x8, d1 x8].
     const Block* first = blocks[r] + offset / kQk;
-    const float d0 = _cvtsh_ss(first[0].d);
-    const float d1 = mask == 0xF ? _cvtsh_ss(first[1].d) : 0.0f;
-    return ExpandGroupScales(_mm_setr_ps(d0, d0, d1, d1));
+    __m128i bits = _mm_cvtsi32_si128(first[0].d);
+    if (mask == 0xF) bits = _mm_insert_epi16(bits, first[1].d, 1);
+    const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    return _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(bits)));
   }
   const float* Mins(int /*r*/) const { return nullptr; }  // no mins
 };
@@ -561,10 +578,13 @@ void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t
     QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
     return;
   }
-  // Q8_0 stays with RawSource: its fused source (LegacySource<NR, BlockQ8_0>) measured no
-  // faster, often slower (34-byte blocks: most 32-byte code loads straddle two cache lines).
   if (w.type == WeightType::kQ4_0) {
     LegacySource<NR, BlockQ4_0> source(w, r0);
+    QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
+    return;
+  }
+  if (w.type == WeightType::kQ8_0) {
+    LegacySource<NR, BlockQ8_0> source(w, r0);
     QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
     return;
   }
