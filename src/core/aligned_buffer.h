@@ -48,6 +48,11 @@ class AlignedBuffer {
     if (bytes >= kMapThreshold) {
       void* address = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (address == MAP_FAILED) throw std::bad_alloc();
+#if defined(MADV_HUGEPAGE)
+      // Attention walks the KV pool block by block across the whole mapping: with 4 KiB pages
+      // nearly every block is a TLB miss. Only a hint (kernels with THP off ignore it).
+      ::madvise(address, bytes, MADV_HUGEPAGE);
+#endif
       data_ = static_cast<T*>(address);
       mapped_bytes_ = bytes;
     } else {
