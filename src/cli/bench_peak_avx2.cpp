@@ -32,25 +32,16 @@ float FmaLoopAvx2(int64_t iterations, double* flops) {
   return Sum(sum);
 }
 
-float ReadSumAvx2(const float* data, size_t count) {
-  __m256 acc[8];
-  for (auto& a : acc) a = _mm256_setzero_ps();
-  for (size_t i = 0; i < count; i += 128) {
-    for (int k = 0; k < 8; ++k) {
-      acc[k] = _mm256_add_ps(acc[k], _mm256_add_ps(_mm256_load_ps(data + i + 16 * k),
-                                                   _mm256_load_ps(data + i + 16 * k + 8)));
-    }
-  }
-  for (int k = 1; k < 8; ++k) acc[0] = _mm256_add_ps(acc[0], acc[k]);
-  return Sum(acc[0]);
-}
+namespace {
+// kPrefetch: ask for the lines this far ahead into L2, as the decode kernels do.
+constexpr size_t kAheadFloats = 1024;  // 4 KiB
 
-float ReadSumPrefetchAvx2(const float* data, size_t count) {
-  constexpr size_t kAheadFloats = 1024;  // 4 KiB
+template <bool kPrefetch>
+float ReadSum(const float* data, size_t count) {
   __m256 acc[8];
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (size_t i = 0; i < count; i += 128) {
-    if (i + kAheadFloats < count) {
+    if (kPrefetch && i + kAheadFloats < count) {
       for (int k = 0; k < 8; ++k) {
         _mm_prefetch(reinterpret_cast<const char*>(data + i + kAheadFloats + 16 * k), _MM_HINT_T1);
       }
@@ -63,6 +54,10 @@ float ReadSumPrefetchAvx2(const float* data, size_t count) {
   for (int k = 1; k < 8; ++k) acc[0] = _mm256_add_ps(acc[0], acc[k]);
   return Sum(acc[0]);
 }
+}  // namespace
+
+float ReadSumAvx2(const float* data, size_t count) { return ReadSum<false>(data, count); }
+float ReadSumPrefetchAvx2(const float* data, size_t count) { return ReadSum<true>(data, count); }
 
 }  // namespace reprise::cli::peak
 #endif

@@ -167,14 +167,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
     const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
     if (b + 1 < num_blocks) {
-      // The next block's keys are the next thing read from memory (into L1); its values are
-      // read after its scores (into L2: a large block's planes together would not fit L1).
-      const uint8_t* next_k = kv.Plane(block_table[b + 1], layer, 0, kv_head);
-      const uint8_t* next_v = kv.Plane(block_table[b + 1], layer, 1, kv_head);
-      for (size_t line = 0; line < row_bytes * block_size; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next_k + line), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(next_v + line), _MM_HINT_T1);
-      }
+      PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
     }
     // Scores of 8 slots at a time, one slot per lane (see the top of the file).
     for (int j0 = 0; j0 < max_filled; j0 += 8) {
