@@ -52,6 +52,15 @@ void StoreRow(const float* src, KvType type, int n, uint8_t* dst) {
   }
 }
 
+// Key of `slot` from a transposed key plane ([head_dim][block_size]) as f32. dst: [head_dim]
+void LoadKey(const uint8_t* k_plane, KvType type, int block_size, int head_dim, int slot,
+             float* dst) {
+  const size_t element = KvElementBytes(type);
+  for (int d = 0; d < head_dim; ++d) {
+    LoadRow(k_plane + (static_cast<size_t>(d) * block_size + slot) * element, type, 1, dst + d);
+  }
+}
+
 // Dot product with a fixed order: 8 interleaved partial sums, then a fixed tree.
 float Dot(const float* a, const float* b, int n) {
   float partial[8] = {};
@@ -91,7 +100,7 @@ void QueryScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int 
       float* acc = out + static_cast<int64_t>(g) * head_dim;
       float block_max = -std::numeric_limits<float>::infinity();
       for (int j = 0; j < filled; ++j) {
-        LoadRow(k_plane + j * row_bytes, kv.type, head_dim, row);
+        LoadKey(k_plane, kv.type, block_size, head_dim, j, row);
         scores[j] = scale * Dot(qg, row, head_dim);
         block_max = std::max(block_max, scores[j]);
       }
@@ -126,10 +135,14 @@ void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float*
                 kv.block_size);
   REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && block >= 0, "bad layer {} or block {}", layer,
                 block);
-  const size_t row_bytes = static_cast<size_t>(kv.head_dim) * KvElementBytes(kv.type);
+  const size_t element = KvElementBytes(kv.type);
+  const size_t row_bytes = static_cast<size_t>(kv.head_dim) * element;
   for (int h = 0; h < kv.n_kv_head; ++h) {
-    StoreRow(k + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
-             kv.Plane(block, layer, 0, h) + slot * row_bytes);
+    uint8_t* k_plane = kv.Plane(block, layer, 0, h);
+    for (int d = 0; d < kv.head_dim; ++d) {  // keys are stored transposed: a column per slot
+      StoreRow(k + static_cast<int64_t>(h) * kv.head_dim + d, kv.type, 1,
+               k_plane + (static_cast<size_t>(d) * kv.block_size + slot) * element);
+    }
     StoreRow(v + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
              kv.Plane(block, layer, 1, h) + slot * row_bytes);
   }

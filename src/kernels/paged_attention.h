@@ -17,7 +17,9 @@ enum class KvType : uint32_t { kF32 = 0, kF16 = 1 };
 size_t KvElementBytes(KvType type);
 
 // The block storage, owned elsewhere (kvcache's BlockPool). One block:
-//   [n_layer][2 (K, V)][n_kv_head][block_size][head_dim] elements of `type`
+//   [n_layer][2 (K, V)][n_kv_head][plane] elements of `type`, where a key plane is
+//   [head_dim][block_size] (transposed: the kernels score many slots at once from contiguous
+//   slots of one dimension) and a value plane is [block_size][head_dim].
 // Blocks are `BlockBytes()` apart starting at `base`.
 struct PagedKv {
   uint8_t* base = nullptr;
@@ -31,7 +33,7 @@ struct PagedKv {
     return static_cast<size_t>(n_layer) * 2 * n_kv_head * block_size * head_dim *
            KvElementBytes(type);
   }
-  // Start of [block_size][head_dim] for (block, layer, K or V, kv head).
+  // Start of the plane of (block, layer, K or V, kv head).
   uint8_t* Plane(int32_t block, int layer, int kv, int kv_head) const {
     size_t plane = static_cast<size_t>(block_size) * head_dim * KvElementBytes(type);
     return base + static_cast<size_t>(block) * BlockBytes() +

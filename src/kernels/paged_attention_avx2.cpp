@@ -3,7 +3,7 @@
 //
 //   for each KV block in order:
 //     s[r][j] = scale * (even + odd), the fused sums of q[r][d] * k[j][d] over even and odd d,
-//     8 slots j at once from keys transposed to [head_dim][8]
+//     8 slots j at once from the keys, stored transposed ([head_dim][block_size])
 //     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (the sum lane-wise
 //     over 8-slot chunks, then HorizontalSum; both exps by ExpNonPositive below)
 //     acc[r] = acc[r] * c;  then for j in order: acc[r] = fma(exp(s[r][j] - m'), v[j], acc[r])
@@ -75,38 +75,15 @@ inline __m256 ExpNonPositive(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));  // y * 2^n, exact
 }
 
-// Transposes an 8 x 8 tile held as 8 rows: afterwards r[i][j] is the old r[j][i].
-inline void Transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
-    r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
-  }
-}
-
-// Keys of up to 8 slots as f32 columns: kt[d][s] = k[s][d] for s < count, 0 for the other slots
-// (never read from storage).  k_rows: [count][head_dim] stored rows; kt: [head_dim][8]
+// Keys of up to 8 slots from j0 on, widened to f32 rows: kt[d][s] = k[j0 + s][d] for s < count,
+// 0 for the other slots (never read from storage). Keys are stored transposed (PagedKv), so this
+// is a plain copy or widening, done once when several row tiles read the same keys.
+//   k_plane: [head_dim][block_size] stored keys; kt: [head_dim][8]
 template <KvType kType>
-inline void TransposeKeys(const uint8_t* k_rows, size_t row_bytes, int count, int head_dim,
-                          float* kt) {
-  for (int d0 = 0; d0 < head_dim; d0 += 8) {
-    const int n = std::min(8, head_dim - d0);
-    __m256 tile[8];
-    for (int s = 0; s < 8; ++s) {
-      tile[s] = s < count ? LoadRow<kType>(k_rows + s * row_bytes, d0, n) : _mm256_setzero_ps();
-    }
-    Transpose8(tile);
-    for (int d = 0; d < n; ++d) _mm256_store_ps(kt + (d0 + d) * 8, tile[d]);
+inline void WidenKeys(const uint8_t* k_plane, size_t column_bytes, int j0, int count, int head_dim,
+                      float* kt) {
+  for (int d = 0; d < head_dim; ++d) {
+    _mm256_store_ps(kt + d * 8, LoadRow<kType>(k_plane + d * column_bytes, j0, count));
   }
 }
 
@@ -134,7 +111,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   const int num_rows = num_tokens * group;
-  const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);
+  const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);       // a value
+  const size_t column_bytes = static_cast<size_t>(block_size) * KvElementBytes(kType);  // a key dim
   const float* q_rows[kMaxAttentionRows];  // [num_rows] -> [head_dim]
   float* out_rows[kMaxAttentionRows];      // [num_rows] -> [head_dim], the accumulators
   int positions[kMaxAttentionRows];        // [num_rows] positions each row attends over
@@ -169,38 +147,49 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     if (b + 1 < num_blocks) {
       PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
     }
-    // Scores of 8 slots at a time, one slot per lane (see the top of the file).
+    // Scores of 8 slots at a time, one slot per lane (see the top of the file). A single row
+    // tile (decode) reads the stored keys directly; several widen them once.
+    const bool stage_keys = num_rows - first_row > kGroupStep;
     for (int j0 = 0; j0 < max_filled; j0 += 8) {
       const int count = std::min(8, max_filled - j0);
-      TransposeKeys<kType>(k_plane + j0 * row_bytes, row_bytes, count, head_dim, &kt[0][0]);
-      for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
-        // Rows past the end repeat the first one and are not stored.
-        const int nr = std::min(kGroupStep, num_rows - r0);
-        const float* rows[kGroupStep];
-        for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
-        __m256 even[kGroupStep], odd[kGroupStep];
-        for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm256_setzero_ps();
-        int d = 0;
-        for (; d + 2 <= head_dim; d += 2) {
-          const __m256 k0 = _mm256_load_ps(kt[d]);
-          const __m256 k1 = _mm256_load_ps(kt[d + 1]);
-          for (int i = 0; i < kGroupStep; ++i) {
-            even[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d), k0, even[i]);
-            odd[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d + 1), k1, odd[i]);
+      if (stage_keys) WidenKeys<kType>(k_plane, column_bytes, j0, count, head_dim, &kt[0][0]);
+      // The row tiles, given where key dimension d of the 8 slots comes from (a branch-free
+      // inner loop either way).
+      auto score_rows = [&](auto keys) {
+        for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
+          // Rows past the end repeat the first one and are not stored.
+          const int nr = std::min(kGroupStep, num_rows - r0);
+          const float* rows[kGroupStep];
+          for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
+          __m256 even[kGroupStep], odd[kGroupStep];
+          for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm256_setzero_ps();
+          int d = 0;
+          for (; d + 2 <= head_dim; d += 2) {
+            const __m256 k0 = keys(d);
+            const __m256 k1 = keys(d + 1);
+            for (int i = 0; i < kGroupStep; ++i) {
+              even[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d), k0, even[i]);
+              odd[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d + 1), k1, odd[i]);
+            }
+          }
+          if (d < head_dim) {
+            const __m256 k0 = keys(d);
+            for (int i = 0; i < kGroupStep; ++i) {
+              even[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d), k0, even[i]);
+            }
+          }
+          const __m256 scale8 = _mm256_set1_ps(scale);
+          for (int i = 0; i < kGroupStep; ++i) {  // constant trip counts keep even/odd in registers
+            if (i >= nr) break;
+            _mm256_store_ps(scores[r0 + i] + j0,
+                            _mm256_mul_ps(_mm256_add_ps(even[i], odd[i]), scale8));
           }
         }
-        if (d < head_dim) {
-          const __m256 k0 = _mm256_load_ps(kt[d]);
-          for (int i = 0; i < kGroupStep; ++i) {
-            even[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d), k0, even[i]);
-          }
-        }
-        const __m256 scale8 = _mm256_set1_ps(scale);
-        for (int i = 0; i < kGroupStep; ++i) {  // constant trip counts keep even/odd in registers
-          if (i >= nr) break;
-          _mm256_store_ps(scores[r0 + i] + j0,
-                          _mm256_mul_ps(_mm256_add_ps(even[i], odd[i]), scale8));
-        }
+      };
+      if (stage_keys) {
+        score_rows([&](int d) { return _mm256_load_ps(kt[d]); });
+      } else {
+        score_rows([&](int d) { return LoadRow<kType>(k_plane + d * column_bytes, j0, count); });
       }
     }
     // Softmax bookkeeping, then values.

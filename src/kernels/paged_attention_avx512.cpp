@@ -3,7 +3,7 @@
 //
 //   for each KV block in order:
 //     s[g][j] = scale * (even + odd), the fused sums of q[g][d] * k[j][d] over even and odd d,
-//     16 slots j at once from keys transposed to [head_dim][16]
+//     16 slots j at once from the keys, stored transposed ([head_dim][block_size])
 //     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (the sum lane-wise
 //     over 16-slot chunks, then HorizontalSum; both exps by one fixed polynomial, ExpNonPositive)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
@@ -61,45 +61,16 @@ inline __mmask16 ChunkMask(int head_dim, int offset) {
   return static_cast<__mmask16>((1u << n) - 1);
 }
 
-// Transposes a 16 x 16 tile held as 16 rows: afterwards r[i][j] is the old r[j][i].
-inline void Transpose16(__m512 r[16]) {
-  __m512 t[16], u[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int h = 0; h < 2; ++h) {
-    for (int i = 0; i < 4; ++i) {
-      t[8 * h + i] = _mm512_shuffle_f32x4(u[8 * h + i], u[8 * h + 4 + i], 0x88);
-      t[8 * h + 4 + i] = _mm512_shuffle_f32x4(u[8 * h + i], u[8 * h + 4 + i], 0xDD);
-    }
-  }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
-    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
-  }
-}
-
-// Keys of up to 16 slots as f32 columns: kt[d][s] = k[s][d] for s < count, 0 for the other
-// slots (never read from storage).  k_rows: [count][head_dim] stored rows; kt: [head_dim][16]
+// Keys of up to 16 slots from j0 on, widened to f32 rows: kt[d][s] = k[j0 + s][d] for s < count,
+// 0 for the other slots (never read from storage). Keys are stored transposed (PagedKv), so this
+// is a plain copy or widening, done once when several row tiles read the same keys.
+//   k_plane: [head_dim][block_size] stored keys; kt: [head_dim][16]
 template <KvType kType>
-inline void TransposeKeys(const uint8_t* k_rows, size_t row_bytes, int count, int head_dim,
-                          float* kt) {
-  for (int d0 = 0; d0 < head_dim; d0 += 16) {
-    const __mmask16 mask = ChunkMask(head_dim, d0);
-    __m512 tile[16];
-    for (int s = 0; s < 16; ++s) {
-      tile[s] = s < count ? LoadRow<kType>(k_rows + s * row_bytes, d0, mask) : _mm512_setzero_ps();
-    }
-    Transpose16(tile);
-    const int n = std::min(16, head_dim - d0);
-    for (int d = 0; d < n; ++d) _mm512_store_ps(kt + (d0 + d) * 16, tile[d]);
+inline void WidenKeys(const uint8_t* k_plane, size_t column_bytes, int j0, int count, int head_dim,
+                      float* kt) {
+  const __mmask16 mask = ChunkMask(count, 0);
+  for (int d = 0; d < head_dim; ++d) {
+    _mm512_store_ps(kt + d * 16, LoadRow<kType>(k_plane + d * column_bytes, j0, mask));
   }
 }
 
@@ -174,7 +145,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   const int num_rows = num_tokens * group;
-  const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);
+  const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);       // a value
+  const size_t column_bytes = static_cast<size_t>(block_size) * KvElementBytes(kType);  // a key dim
   const float* q_rows[kMaxAttentionRows];  // [num_rows] -> [head_dim]
   float* out_rows[kMaxAttentionRows];      // [num_rows] -> [head_dim], the accumulators
   int positions[kMaxAttentionRows];        // [num_rows] positions each row attends over
@@ -209,42 +181,53 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     if (b + 1 < num_blocks) {
       PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
     }
-    // Scores of 16 slots at a time, one slot per lane, from the keys transposed once for all
-    // rows: lane s of a row is scale * (even + odd), where even and odd sum q[d] * k[s][d] over
-    // the even and the odd d in order (fused multiply-adds). Slots up to the longest row's are
-    // computed; a row reads only its own filled ones.
+    // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
+    // where even and odd sum q[d] * k[s][d] over the even and the odd d in order (fused
+    // multiply-adds). Slots up to the longest row's are computed; a row reads only its own filled
+    // ones. A single row tile (decode) reads the stored keys directly; several widen them once.
+    const bool stage_keys = num_rows - first_row > kGroupStep;
     for (int j0 = 0; j0 < max_filled; j0 += 16) {
       const int count = std::min(16, max_filled - j0);
-      TransposeKeys<kType>(k_plane + j0 * row_bytes, row_bytes, count, head_dim, &kt[0][0]);
       const __mmask16 store_mask = ChunkMask(count, 0);
-      for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
-        // A constant number of rows keeps the accumulators in registers; rows past the end
-        // repeat the first one and are not stored.
-        const int nr = std::min(kGroupStep, num_rows - r0);
-        const float* rows[kGroupStep];
-        for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
-        __m512 even[kGroupStep], odd[kGroupStep];
-        for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm512_setzero_ps();
-        int d = 0;
-        for (; d + 2 <= head_dim; d += 2) {
-          const __m512 k0 = _mm512_load_ps(kt[d]);
-          const __m512 k1 = _mm512_load_ps(kt[d + 1]);
-          for (int i = 0; i < kGroupStep; ++i) {
-            even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
-            odd[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d + 1]), k1, odd[i]);
+      if (stage_keys) WidenKeys<kType>(k_plane, column_bytes, j0, count, head_dim, &kt[0][0]);
+      // The row tiles, given where key dimension d of the 16 slots comes from (a branch-free
+      // inner loop either way).
+      auto score_rows = [&](auto keys) {
+        for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
+          // A constant number of rows keeps the accumulators in registers; rows past the end
+          // repeat the first one and are not stored.
+          const int nr = std::min(kGroupStep, num_rows - r0);
+          const float* rows[kGroupStep];
+          for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
+          __m512 even[kGroupStep], odd[kGroupStep];
+          for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm512_setzero_ps();
+          int d = 0;
+          for (; d + 2 <= head_dim; d += 2) {
+            const __m512 k0 = keys(d);
+            const __m512 k1 = keys(d + 1);
+            for (int i = 0; i < kGroupStep; ++i) {
+              even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
+              odd[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d + 1]), k1, odd[i]);
+            }
+          }
+          if (d < head_dim) {
+            const __m512 k0 = keys(d);
+            for (int i = 0; i < kGroupStep; ++i) {
+              even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
+            }
+          }
+          const __m512 scale16 = _mm512_set1_ps(scale);
+          for (int i = 0; i < nr; ++i) {
+            _mm512_mask_storeu_ps(scores[r0 + i] + j0, store_mask,
+                                  _mm512_mul_ps(_mm512_add_ps(even[i], odd[i]), scale16));
           }
         }
-        if (d < head_dim) {
-          const __m512 k0 = _mm512_load_ps(kt[d]);
-          for (int i = 0; i < kGroupStep; ++i) {
-            even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
-          }
-        }
-        const __m512 scale16 = _mm512_set1_ps(scale);
-        for (int i = 0; i < nr; ++i) {
-          _mm512_mask_storeu_ps(scores[r0 + i] + j0, store_mask,
-                                _mm512_mul_ps(_mm512_add_ps(even[i], odd[i]), scale16));
-        }
+      };
+      if (stage_keys) {
+        score_rows([&](int d) { return _mm512_load_ps(kt[d]); });
+      } else {
+        score_rows(
+            [&](int d) { return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask); });
       }
     }
     // Softmax bookkeeping, then values.

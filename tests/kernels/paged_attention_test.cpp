@@ -86,33 +86,47 @@ std::vector<float> NaiveAttention(const std::vector<float>& q, int group, int he
   return out;
 }
 
+// Blocks of a sequence scattered over a pool of 2 * num_blocks: 2k + 1 for even k, then the even
+// ids from the top down.
+std::vector<int32_t> ScatteredTable(int num_blocks) {
+  std::vector<int32_t> table(num_blocks);
+  for (int k = 0; k < num_blocks; ++k) {
+    table[k] = k % 2 == 0 ? k + 1 : 2 * num_blocks - 1 - k;
+  }
+  return table;
+}
+
 TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
-  const int n_kv_head = 2, group = 4, block_size = 16;
+  const int n_kv_head = 2, group = 4;
+  // Keys are stored [head_dim][block_size]: block sizes of less than a vector of slots, one, and
+  // several vectors.
   for (CpuTarget target : Targets())
-    for (int head_dim : {64, 80, 36})  // 36: a partial last chunk on every target
-      for (KvType type : {KvType::kF32, KvType::kF16}) {
-        for (int n : {1, 15, 16, 17, 100}) {
-          TestCache cache(type, 12, block_size, 2, n_kv_head, head_dim);
-          std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1};
-          std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 10, 2.0f);
-          std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 11);
-          cache.Fill(1, table, k, v, n);
-          std::vector<float> q = RandomValues(group * head_dim, 12, 2.0f);
-          const float scale = 1.0f / std::sqrt(float(head_dim));
-          for (int kv_head = 0; kv_head < n_kv_head; ++kv_head) {
-            std::vector<float> out(group * head_dim);
-            PagedAttentionOnTarget(target, cache.kv, 1, kv_head, q.data(), group, table, n, scale,
-                                   out.data());
-            std::vector<float> expected =
-                NaiveAttention(q, group, head_dim, k, v, n_kv_head, kv_head, n, scale, type);
-            for (int i = 0; i < group * head_dim; ++i) {
-              ASSERT_NEAR(out[i], expected[i], 2e-5)
-                  << CpuTargetName(target) << " head_dim " << head_dim << " n " << n << " head "
-                  << kv_head;
+    for (int block_size : {16, 4, 64})
+      for (int head_dim : {64, 80, 36})  // 36: a partial last chunk on every target
+        for (KvType type : {KvType::kF32, KvType::kF16}) {
+          for (int n : {1, 15, 16, 17, 100}) {
+            const int num_blocks = (100 + block_size - 1) / block_size;
+            TestCache cache(type, 2 * num_blocks, block_size, 2, n_kv_head, head_dim);
+            std::vector<int32_t> table = ScatteredTable(num_blocks);
+            std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 10, 2.0f);
+            std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 11);
+            cache.Fill(1, table, k, v, n);
+            std::vector<float> q = RandomValues(group * head_dim, 12, 2.0f);
+            const float scale = 1.0f / std::sqrt(float(head_dim));
+            for (int kv_head = 0; kv_head < n_kv_head; ++kv_head) {
+              std::vector<float> out(group * head_dim);
+              PagedAttentionOnTarget(target, cache.kv, 1, kv_head, q.data(), group, table, n, scale,
+                                     out.data());
+              std::vector<float> expected =
+                  NaiveAttention(q, group, head_dim, k, v, n_kv_head, kv_head, n, scale, type);
+              for (int i = 0; i < group * head_dim; ++i) {
+                ASSERT_NEAR(out[i], expected[i], 2e-5)
+                    << CpuTargetName(target) << " block " << block_size << " head_dim " << head_dim
+                    << " n " << n << " head " << kv_head;
+              }
             }
           }
         }
-      }
 }
 
 // The same positions stored in other blocks, with other garbage around, give the same bits.
