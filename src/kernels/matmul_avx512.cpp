@@ -229,13 +229,17 @@ struct PanelSource {
   const float* Mins(int r) const { return w.min + (r0 + r) * (w.cols / 32); }
 };
 
-// Asks for bytes [first_byte, first_byte + bytes) of matrix row `row`: a decode tile reads its
-// rows side by side, so "ahead" is the same stretch of the next tile's rows, not further along
-// the row being read. Into L2, not L1: prefetches from DRAM into L1 hold the L1 miss buffers
-// that the tile's own loads then queue behind (T0 here made Q8_0 decode 1.5x slower).
+// Asks for bytes [first_byte, first_byte + bytes) of matrix row `row` (nothing from
+// raw.prefetch_end on): a decode tile reads its rows side by side, so "ahead" is the same stretch
+// of later tiles' rows (RawRows::prefetch_rows), not further along the row being read. Into L2,
+// not L1: prefetches from DRAM into L1 hold the L1 miss buffers that the tile's own loads then
+// queue behind (T0 here made Q8_0 decode 1.5x slower).
 inline void PrefetchRowStretch(const RawRows& raw, int64_t row, int64_t first_byte, int64_t bytes) {
+  // A zero-trip loop rather than an early return: with the return, GCC 12 at -O3 emitted no
+  // prefetch at all in the inlined tiles (checked with objdump).
+  const int64_t n = row < raw.prefetch_end ? bytes : 0;
   const uint8_t* start = raw.data + static_cast<size_t>(row) * raw.row_bytes + first_byte;
-  for (int64_t line = 0; line < bytes; line += 64) {
+  for (int64_t line = 0; line < n; line += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T1);
   }
 }
@@ -263,7 +267,7 @@ struct RawSource {
     const int64_t first_byte = c / block * static_cast<int64_t>(BlockBytes(raw.type));
     const int64_t bytes = n / block * static_cast<int64_t>(BlockBytes(raw.type));
     for (int r = 0; r < NR; ++r) {
-      PrefetchRowStretch(raw, r0 + NR + r, first_byte, bytes);
+      PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r, first_byte, bytes);
       UnpackBlocksAvx512NoPrefetch(raw.type, raw.data + (r0 + r) * raw.row_bytes, c / block,
                                    n / block, codes[slot][r], scales[slot][r],
                                    raw.has_min ? mins[r] + c / 32 : nullptr);
@@ -320,8 +324,8 @@ struct Q4KSource {
     for (int r = 0; r < NR; ++r) {
       const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
       blocks[r] = reinterpret_cast<const BlockQ4_K*>(row) + c / kQkK;
-      PrefetchRowStretch(raw, r0 + NR + r, c / kQkK * static_cast<int64_t>(sizeof(BlockQ4_K)),
-                         bytes);
+      PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r,
+                         c / kQkK * static_cast<int64_t>(sizeof(BlockQ4_K)), bytes);
       for (int b = 0; b < kPerSegment; ++b) {
         if (b * kQkK < n) {
           const BlockQ4_K& block = blocks[r][b];
@@ -369,7 +373,8 @@ struct LegacySource {
     for (int r = 0; r < NR; ++r) {
       const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
       blocks[r] = reinterpret_cast<const Block*>(row) + c / kQk;
-      PrefetchRowStretch(raw, r0 + NR + r, c / kQk * static_cast<int64_t>(sizeof(Block)), bytes);
+      PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r,
+                         c / kQk * static_cast<int64_t>(sizeof(Block)), bytes);
     }
   }
   static __m256i BlockCodes(const Block& block) {
@@ -397,8 +402,7 @@ struct LegacySource {
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(first[1].qs)), 1);
       const __m512i spread = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
                                                       _mm512_castsi256_si512(packed));
-      const __m512i shifted =
-          _mm512_srlv_epi64(spread, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
+      const __m512i shifted = _mm512_srlv_epi64(spread, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
       return _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
     }
   }
@@ -434,8 +438,8 @@ struct Q6KSource {
     for (int r = 0; r < NR; ++r) {
       const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
       blocks[r] = reinterpret_cast<const BlockQ6_K*>(row) + c / kQkK;
-      PrefetchRowStretch(raw, r0 + NR + r, c / kQkK * static_cast<int64_t>(sizeof(BlockQ6_K)),
-                         bytes);
+      PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r,
+                         c / kQkK * static_cast<int64_t>(sizeof(BlockQ6_K)), bytes);
       for (int b = 0; b < kPerSegment; ++b) {
         if (b * kQkK < n) {
           const BlockQ6_K& block = blocks[r][b];

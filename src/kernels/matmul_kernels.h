@@ -36,6 +36,11 @@ struct RawRows {
   size_t row_bytes = 0;
   int zero_point = 0;
   bool has_min = false;
+  // A tile at row r asks for rows [r + prefetch_rows, r + prefetch_rows + its rows) ahead of
+  // their use (about as many bytes ahead as memory needs to answer, whatever the row length),
+  // but none from prefetch_end on: those are another thread's, or past the matrix.
+  int64_t prefetch_rows = 0;
+  int64_t prefetch_end = 0;
 };
 
 // The most columns a raw tile accepts (it keeps a row's mins on the stack); wider matrices use
