@@ -304,44 +304,34 @@ inline __m512 KGroupScales(const uint8_t* packed, uint16_t d_bits, uint16_t dmin
   return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(scaled));
 }
 
-// Q4_K rows read straight from their blocks (decode): codes are split from the packed nibbles
-// in registers and scales kept in registers per super-block, with no unpacked copy. Same codes
-// and scales as UnpackBlocks produces, so the same bits as the other sources.
-template <int NR>
-struct Q4KSource {
-  Q4KSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
+// K-quant rows read straight from their super-blocks (decode): per segment, each row's first
+// super-block and each super-block's 16 group scales, kept in a register, from
+// Derived::GroupScales(block, row, first column). Derived supplies Codes and Mins.
+template <int NR, typename Block, typename Derived>
+struct SuperBlockSource {
+  SuperBlockSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
 
   static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
   const RawRows& raw;
   int64_t r0;
-  const BlockQ4_K* blocks[NR];                   // the current segment's first super-block per row
-  __m512 group_scales[NR][kPerSegment];          // [row][super-block of the segment]
-  alignas(64) float mins[NR][kMaxRawCols / 32];  // [NR][cols / 32], whole rows
+  const Block* blocks[NR];               // the current segment's first super-block per row
+  __m512 group_scales[NR][kPerSegment];  // [row][super-block of the segment]
 
   void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
   void Use(int64_t c, int64_t n, int /*slot*/) {
-    const int64_t bytes = n / kQkK * static_cast<int64_t>(sizeof(BlockQ4_K));
+    const int64_t bytes = n / kQkK * static_cast<int64_t>(sizeof(Block));
     for (int r = 0; r < NR; ++r) {
       const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
-      blocks[r] = reinterpret_cast<const BlockQ4_K*>(row) + c / kQkK;
+      blocks[r] = reinterpret_cast<const Block*>(row) + c / kQkK;
       PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r,
-                         c / kQkK * static_cast<int64_t>(sizeof(BlockQ4_K)), bytes);
+                         c / kQkK * static_cast<int64_t>(sizeof(Block)), bytes);
       for (int b = 0; b < kPerSegment; ++b) {
         if (b * kQkK < n) {
-          const BlockQ4_K& block = blocks[r][b];
           group_scales[r][b] =
-              KGroupScales(block.scales, block.d, block.dmin, mins[r] + (c + b * kQkK) / 32);
+              static_cast<Derived*>(this)->GroupScales(blocks[r][b], r, c + b * kQkK);
         }
       }
     }
-  }
-  __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q4_K rows are whole chunks*/) const {
-    const uint8_t* packed = blocks[r][offset / kQkK].qs + (offset % kQkK) / 64 * 32;
-    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed));
-    const __m256i low_mask = _mm256_set1_epi8(0x0F);
-    const __m256i low = _mm256_and_si256(bytes, low_mask);
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
   }
   __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
     // Chunk q of a super-block covers its groups 4q .. 4q + 3.
@@ -350,6 +340,27 @@ struct Q4KSource {
         _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
                          _mm512_set1_epi32(4 * quarter));
     return _mm512_permutexvar_ps(index, group_scales[r][offset / kQkK]);
+  }
+};
+
+// Q4_K: codes are split from the packed nibbles in registers, mins kept for whole rows. Same
+// codes and scales as UnpackBlocks produces, so the same bits as the other sources.
+template <int NR>
+struct Q4KSource : SuperBlockSource<NR, BlockQ4_K, Q4KSource<NR>> {
+  using SuperBlockSource<NR, BlockQ4_K, Q4KSource<NR>>::SuperBlockSource;
+
+  alignas(64) float mins[NR][kMaxRawCols / 32];  // [NR][cols / 32], whole rows
+
+  __m512 GroupScales(const BlockQ4_K& block, int r, int64_t column) {
+    return KGroupScales(block.scales, block.d, block.dmin, mins[r] + column / 32);
+  }
+  __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q4_K rows are whole chunks*/) const {
+    const uint8_t* packed = this->blocks[r][offset / kQkK].qs + (offset % kQkK) / 64 * 32;
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed));
+    const __m256i low_mask = _mm256_set1_epi8(0x0F);
+    const __m256i low = _mm256_and_si256(bytes, low_mask);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
   }
   const float* Mins(int r) const { return mins[r]; }
 };
@@ -417,43 +428,21 @@ struct LegacySource {
   const float* Mins(int /*r*/) const { return nullptr; }  // no mins
 };
 
-// One chunk of 64 codes (or the masked last 32) at column c for every output of the tile;
-// `offset` is c within the source's current segment.
-// Q6_K rows read straight from their blocks (decode), like Q4KSource: the 6-bit codes of a
-// chunk are assembled in registers from ql and qh, and each super-block's 16 scales
-// d * scales[i] are kept in a register. Same values as UnpackBlocks.
+// Q6_K, like Q4KSource: the 6-bit codes of a chunk are assembled in registers from ql and qh;
+// the group scales are d * scales[i]. Same values as UnpackBlocks.
 template <int NR>
-struct Q6KSource {
-  Q6KSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
+struct Q6KSource : SuperBlockSource<NR, BlockQ6_K, Q6KSource<NR>> {
+  using SuperBlockSource<NR, BlockQ6_K, Q6KSource<NR>>::SuperBlockSource;
 
-  static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
-  const RawRows& raw;
-  int64_t r0;
-  const BlockQ6_K* blocks[NR];           // the current segment's first super-block per row
-  __m512 group_scales[NR][kPerSegment];  // [row][super-block of the segment]
-
-  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
-  void Use(int64_t c, int64_t n, int /*slot*/) {
-    const int64_t bytes = n / kQkK * static_cast<int64_t>(sizeof(BlockQ6_K));
-    for (int r = 0; r < NR; ++r) {
-      const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
-      blocks[r] = reinterpret_cast<const BlockQ6_K*>(row) + c / kQkK;
-      PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r,
-                         c / kQkK * static_cast<int64_t>(sizeof(BlockQ6_K)), bytes);
-      for (int b = 0; b < kPerSegment; ++b) {
-        if (b * kQkK < n) {
-          const BlockQ6_K& block = blocks[r][b];
-          const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales))));
-          group_scales[r][b] = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(block.d)), sc);
-        }
-      }
-    }
+  __m512 GroupScales(const BlockQ6_K& block, int /*r*/, int64_t /*column*/) {
+    const __m512 sc = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales))));
+    return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(block.d)), sc);
   }
   __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q6_K rows are whole chunks*/) const {
     // A chunk is quarters (0, 1) or (2, 3) of one half: low or high nibbles of ql[0..31] and
     // ql[32..63], with bit pairs (0, 2) or (4, 6) of qh[0..31].
-    const BlockQ6_K& block = blocks[r][offset / kQkK];
+    const BlockQ6_K& block = this->blocks[r][offset / kQkK];
     const int within = static_cast<int>(offset % kQkK);
     const int half = within / 128;
     const int shift = (within % 128) / 64 * 4;
@@ -470,16 +459,11 @@ struct Q6KSource {
         _mm512_and_si512(_mm512_srli_epi16(high, shift), _mm512_set1_epi8(0x03));
     return _mm512_or_si512(low_bits, _mm512_slli_epi16(high_bits, 4));
   }
-  __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
-    const int quarter = static_cast<int>((offset % kQkK) / 64);
-    const __m512i index =
-        _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-                         _mm512_set1_epi32(4 * quarter));
-    return _mm512_permutexvar_ps(index, group_scales[r][offset / kQkK]);
-  }
   const float* Mins(int /*r*/) const { return nullptr; }  // Q6_K has no mins
 };
 
+// One chunk of 64 codes (or the masked last 32) at column c for every output of the tile;
+// `offset` is c within the source's current segment.
 template <int MT, int NR, bool kZeroPoint, typename Source>
 inline void QuantChunk(const QuantizedRows& x, int64_t t0, const Source& w, int64_t c,
                        int64_t offset, __mmask64 code_mask, __mmask8 scale_mask, __m512i zero_bytes,
