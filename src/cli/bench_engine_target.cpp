@@ -1,10 +1,11 @@
 #include "cli/bench_engine_target.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <ctime>
 #include <future>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -21,6 +22,16 @@ double BenchResult::DecodeTokensPerSecond() const {
   return static_cast<double>(completion_tokens - 1) / seconds;
 }
 
+namespace {
+
+double ProcessCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
 BenchEngineTarget::BenchEngineTarget(const EngineConfig& config)
     : config_(config), engine_(std::make_unique<Engine>(config)) {}
 
@@ -35,13 +46,16 @@ BenchResult BenchEngineTarget::Run(const BenchRequest& request) {
   std::future<GenerationOutput> finished = done.get_future();
   StreamCallbacks callbacks;
   callbacks.on_finish = [&done](const GenerationOutput& output) { done.set_value(output); };
+  const double cpu_before = ProcessCpuSeconds();
   engine_->Submit(std::move(generation), std::move(callbacks));
   GenerationOutput output = finished.get();
+  const double cpu_after = ProcessCpuSeconds();
   if (output.finish_reason == FinishReason::kError) throw Error(output.error);
   BenchResult result;
   result.ttft_seconds = output.ttft_seconds;
   result.prefill_compute_seconds = output.prefill_compute_seconds;
   result.total_seconds = output.total_seconds;
+  result.cpu_seconds = cpu_after - cpu_before;
   result.prompt_tokens = output.prompt_tokens;
   result.cached_tokens = output.cached_tokens;
   result.completion_tokens = output.token_ids.size();

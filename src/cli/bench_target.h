@@ -14,17 +14,21 @@ struct BenchRequest {
   std::string prompt;                  // text, tokenized by the target (BOS added as it adds it)
   std::vector<int32_t> prompt_tokens;  // in process only: these ids instead of the text
   int max_tokens = 16;
-  bool ignore_eos = true;              // generate exactly max_tokens (greedy either way)
+  bool ignore_eos = true;  // generate exactly max_tokens (greedy either way)
 };
 
 struct BenchResult {
-  double ttft_seconds = 0;    // submission to first token
-  double total_seconds = 0;   // submission to the last token
+  double ttft_seconds = 0;   // submission to first token
+  double total_seconds = 0;  // submission to the last token
   size_t prompt_tokens = 0;
   std::optional<size_t> cached_tokens;  // unset when a server does not report it
   // In process only: the forward time of the steps that computed the uncached prompt suffix
   // (TTFT minus queueing, matching, scheduling and sampling).
   std::optional<double> prefill_compute_seconds;
+  // In process only: CPU time the process spent from submission to the end (all threads). Time
+  // the machine gave to other work does not count, so on a shared machine it varies less than
+  // total_seconds; with one engine busy at a time it is that engine's work.
+  std::optional<double> cpu_seconds;
   size_t completion_tokens = 0;
   std::string text;
 
