@@ -13,6 +13,7 @@
 #include "core/aligned_buffer.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "kernels/matmul.h"
 
 namespace reprise::cli {
@@ -89,11 +90,6 @@ std::string TypeName(WeightType type) {
   std::string name(kernels::WeightTypeName(type));
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return name;
-}
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
 }
 
 }  // namespace
@@ -186,11 +182,11 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
       const bool headline = s + 1 == shapes.size();
       if (headline && (type == WeightType::kF32 || type == WeightType::kF16)) {
         result.figures.push_back(BenchFigure::AtLeast(
-            fmt::format("prefill_{}_percent_of_fma_peak", Lower(name)),
+            fmt::format("prefill_{}_percent_of_fma_peak", AsciiLower(name)),
             fmt::format("prefill matmul {} ({}), % of FMA peak", name, shape.name), percent, "%", 50));
       } else if (headline && (type == WeightType::kQ8_0 || type == WeightType::kQ4_0)) {
         result.figures.push_back(BenchFigure::AtLeast(
-            fmt::format("prefill_{}_percent_of_fma_peak", Lower(name)),
+            fmt::format("prefill_{}_percent_of_fma_peak", AsciiLower(name)),
             fmt::format("prefill matmul {} ({}), % of FMA peak", name, shape.name), percent, "%", 40));
       }
     }
@@ -214,7 +210,7 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
     if (type == WeightType::kF16 || type == WeightType::kQ8_0 || type == WeightType::kQ4_0 ||
         type == WeightType::kF32) {
       result.figures.push_back(BenchFigure::AtLeast(
-          fmt::format("decode_{}_percent_of_read_peak", Lower(name)),
+          fmt::format("decode_{}_percent_of_read_peak", AsciiLower(name)),
           fmt::format("decode matmul {}, % of read bandwidth", name), percent, "%", 70));
     }
   }

@@ -8,36 +8,19 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace reprise {
 
-namespace {
-
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-std::string Trim(const std::string& text) {
-  size_t begin = 0;
-  size_t end = text.size();
-  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
-  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
-  return text.substr(begin, end - begin);
-}
-
-}  // namespace
-
 size_t ParseByteSize(const std::string& text) {
-  std::string trimmed = Trim(text);
+  std::string trimmed = TrimAsciiSpace(text);
   size_t split = 0;
   while (split < trimmed.size() &&
          (std::isdigit(static_cast<unsigned char>(trimmed[split])) || trimmed[split] == '.')) {
     ++split;
   }
   std::string number = trimmed.substr(0, split);
-  std::string unit = Lower(Trim(trimmed.substr(split)));
+  std::string unit = AsciiLower(TrimAsciiSpace(trimmed.substr(split)));
   auto bad = [&]() {
     return Error(fmt::format("'{}' is not a memory size (examples: 2GiB, 512MiB, 1.5G, 1000000)",
                              text));

@@ -14,26 +14,14 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace reprise::server {
 namespace {
 
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-std::string Trim(const std::string& text) {
-  size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return "";
-  size_t end = text.find_last_not_of(" \t\r\n");
-  return text.substr(begin, end - begin + 1);
-}
-
 int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min,
                      int64_t max) {
-  std::string trimmed = Trim(text);
+  std::string trimmed = TrimAsciiSpace(text);
   char* end = nullptr;
   errno = 0;
   long long value = std::strtoll(trimmed.c_str(), &end, 10);
@@ -108,7 +96,7 @@ EnvLookup ProcessEnvironment() {
 }
 
 std::optional<bool> ParseBoolText(const std::string& text) {
-  std::string value = Lower(Trim(text));
+  std::string value = AsciiLower(TrimAsciiSpace(text));
   if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
   if (value == "0" || value == "false" || value == "no" || value == "off") return false;
   return std::nullopt;
@@ -198,12 +186,12 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   std::optional<std::string> env_text = env("MULTI_TASK_PROMPT_STR");
   if (flags.multi_task_prompt) {
     settings.task_prompts_file = *flags.multi_task_prompt;
-  } else if (env_file && !Trim(*env_file).empty()) {
-    if (env_text && !Trim(*env_text).empty()) {
+  } else if (env_file && !TrimAsciiSpace(*env_file).empty()) {
+    if (env_text && !TrimAsciiSpace(*env_text).empty()) {
       throw Error("both MULTI_TASK_PROMPT and MULTI_TASK_PROMPT_STR are set; set one of them");
     }
-    settings.task_prompts_file = Trim(*env_file);
-  } else if (env_text && !Trim(*env_text).empty()) {
+    settings.task_prompts_file = TrimAsciiSpace(*env_file);
+  } else if (env_text && !TrimAsciiSpace(*env_text).empty()) {
     settings.task_prompts_json = *env_text;
   }
   return settings;

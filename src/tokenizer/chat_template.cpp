@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "core/text.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise {
@@ -24,16 +25,6 @@ constexpr std::array<std::pair<std::string_view, ChatTemplateKind>, 13> kNames =
     {"gemma", ChatTemplateKind::kGemma},
 }};
 
-std::string Trim(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\n\v\f\r";
-  const size_t first = text.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) {
-    return "";
-  }
-  const size_t last = text.find_last_not_of(kSpace);
-  return std::string(text.substr(first, last - first + 1));
-}
-
 // Whether the family's official templates start with {{ bos_token }}.
 bool StartsWithBos(ChatTemplateKind kind) {
   return kind != ChatTemplateKind::kChatML && kind != ChatTemplateKind::kZephyr;
@@ -51,7 +42,7 @@ void RenderLlama2(ChatTemplateKind kind, const std::vector<ChatMessage>& message
   bool inside_turn = true;
   out += "[INST] ";
   for (const ChatMessage& message : messages) {
-    const std::string content = strip ? Trim(message.content) : message.content;
+    const std::string content = strip ? TrimAsciiSpace(message.content) : message.content;
     if (!inside_turn) {
       inside_turn = true;
       out += bos_inside_history ? bos + "[INST] " : "[INST] ";
@@ -87,7 +78,8 @@ void RenderMistral(ChatTemplateKind kind, const std::vector<ChatMessage>& messag
     } else if (message.role == "user") {
       out += message.content + leading_space + "[/INST]";
     } else {
-      out += trailing_space + (trim_assistant ? Trim(message.content) : message.content) + eos;
+      out += trailing_space +
+             (trim_assistant ? TrimAsciiSpace(message.content) : message.content) + eos;
       inside_turn = false;
     }
   }
@@ -112,7 +104,7 @@ void RenderGemma(const std::vector<ChatMessage>& messages, bool add_generation_p
   std::string system_prompt;
   for (const ChatMessage& message : messages) {
     if (message.role == "system") {
-      system_prompt += Trim(message.content);
+      system_prompt += TrimAsciiSpace(message.content);
       continue;
     }
     const std::string role = message.role == "assistant" ? "model" : message.role;
@@ -121,7 +113,7 @@ void RenderGemma(const std::vector<ChatMessage>& messages, bool add_generation_p
       out += system_prompt + "\n\n";
       system_prompt.clear();
     }
-    out += Trim(message.content) + "<end_of_turn>\n";
+    out += TrimAsciiSpace(message.content) + "<end_of_turn>\n";
   }
   if (add_generation_prompt) {
     out += "<start_of_turn>model\n";
@@ -228,7 +220,7 @@ std::string ApplyChatTemplate(ChatTemplateKind kind, const std::vector<ChatMessa
     case ChatTemplateKind::kLlama3:
       for (const ChatMessage& message : messages) {
         out += "<|start_header_id|>" + message.role + "<|end_header_id|>\n\n" +
-               Trim(message.content) + "<|eot_id|>";
+               TrimAsciiSpace(message.content) + "<|eot_id|>";
       }
       if (add_generation_prompt) {
         out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
