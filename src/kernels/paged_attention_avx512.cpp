@@ -144,25 +144,16 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
                float scale, float* out, int64_t out_stride) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
-  const int num_rows = num_tokens * group;
   const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);       // a value
   const size_t column_bytes = static_cast<size_t>(block_size) * KvElementBytes(kType);  // a key dim
-  const float* q_rows[kMaxAttentionRows];  // [num_rows] -> [head_dim]
-  float* out_rows[kMaxAttentionRows];      // [num_rows] -> [head_dim], the accumulators
-  int positions[kMaxAttentionRows];        // [num_rows] positions each row attends over
-  float running_max[kMaxAttentionRows];
-  float running_sum[kMaxAttentionRows];
-  for (int r = 0; r < num_rows; ++r) {
-    const int t = r / group, g = r % group;
-    q_rows[r] = q + t * q_stride + g * head_dim;
-    out_rows[r] = out + t * out_stride + g * head_dim;
-    positions[r] = first_position + t + 1;
-    std::fill(out_rows[r], out_rows[r] + head_dim, 0.0f);
-    running_max[r] = -std::numeric_limits<float>::infinity();
-    running_sum[r] = 0.0f;
-  }
+  AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride);
+  const int num_rows = state.num_rows;
+  const float* const* q_rows = state.q_rows;
+  float* const* out_rows = state.out_rows;
+  float* running_max = state.running_max;
+  float* running_sum = state.running_sum;
+  const int* filled = state.filled;
   float scores[kMaxAttentionRows][kMaxAttentionBlockSize];  // [num_rows][block_size]
-  int filled[kMaxAttentionRows];                            // [num_rows] in the current block
   alignas(64) float kt[kMaxAttentionHeadDim][16];           // [head_dim][16 slots] keys
   alignas(64) float v_wide[kMaxAttentionBlockSize][16 * kValueChunks];  // [slot][64] values
 
@@ -170,11 +161,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   const int num_blocks = (total_positions + block_size - 1) / block_size;
   for (int b = 0; b < num_blocks; ++b) {
     // Rows [first_row, num_rows) reach into this block; their filled counts do not decrease.
-    const int first_token = std::max(0, b * block_size - first_position);
-    const int first_row = first_token * group;
-    for (int r = first_row; r < num_rows; ++r) {
-      filled[r] = std::min(block_size, positions[r] - b * block_size);
-    }
+    const int first_row = state.EnterBlock(b, block_size);
     const int max_filled = filled[num_rows - 1];
     const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
     const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);

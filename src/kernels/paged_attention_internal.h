@@ -3,8 +3,10 @@
 
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include "kernels/paged_attention.h"
@@ -17,6 +19,47 @@ inline constexpr int kMaxAttentionHeadDim = 512;
 // Query rows (tokens x group heads) one kernel call keeps state for; PagedAttentionTokensOnTarget
 // splits longer runs into calls of at most this many rows.
 inline constexpr int kMaxAttentionRows = 64;
+
+// The query rows of one kernel call and their online-softmax state. Row r = t * group + g is
+// head g of token t of the run, at position first_position + t; it attends over positions
+// [0, positions[r]) and accumulates into its out row, which starts at zero.
+struct AttentionRows {
+  AttentionRows(const float* q, int64_t q_stride, int group_size, int head_dim,
+                int first_position_of_run, int num_tokens, float* out, int64_t out_stride)
+      : group(group_size), first_position(first_position_of_run), num_rows(num_tokens * group) {
+    for (int r = 0; r < num_rows; ++r) {
+      const int t = r / group, g = r % group;
+      q_rows[r] = q + t * q_stride + g * head_dim;
+      out_rows[r] = out + t * out_stride + g * head_dim;
+      positions[r] = first_position + t + 1;
+      std::fill(out_rows[r], out_rows[r] + head_dim, 0.0f);
+      running_max[r] = -std::numeric_limits<float>::infinity();
+      running_sum[r] = 0.0f;
+    }
+  }
+
+  // Sets filled[r] = min(block_size, positions[r] - b * block_size), the slots of block b that
+  // row r reads, for the rows that reach into block b: [first row, num_rows), returned. Their
+  // filled counts do not decrease with r.
+  int EnterBlock(int b, int block_size) {
+    const int first_token = std::max(0, b * block_size - first_position);
+    const int first_row = first_token * group;
+    for (int r = first_row; r < num_rows; ++r) {
+      filled[r] = std::min(block_size, positions[r] - b * block_size);
+    }
+    return first_row;
+  }
+
+  int group;
+  int first_position;
+  int num_rows;
+  const float* q_rows[kMaxAttentionRows];  // [num_rows] -> [head_dim]
+  float* out_rows[kMaxAttentionRows];      // [num_rows] -> [head_dim], the accumulators
+  int positions[kMaxAttentionRows];        // [num_rows] positions each row attends over
+  float running_max[kMaxAttentionRows];
+  float running_sum[kMaxAttentionRows];
+  int filled[kMaxAttentionRows];  // [num_rows] in the current block (EnterBlock)
+};
 
 // Asks for `block`'s K and V planes of (layer, kv_head), `plane_bytes` each, ahead of their use:
 // keys are the next thing read (into L1), values are read after the block's scores (into L2: a
