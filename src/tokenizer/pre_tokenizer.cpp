@@ -111,26 +111,20 @@ size_t MatchGpt2(Text text, size_t pos, size_t end) {
   return MatchTrailingWhitespace(text, pos, end, /*or_any_whitespace=*/false);
 }
 
-// Llama 3 (max_digits 3) and Qwen2 (max_digits 1):
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}
-//   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
-template <size_t kMaxDigits>
-size_t MatchLlama3Style(Text text, size_t pos, size_t end) {
-  if (size_t n = MatchContraction(text, pos, end, /*ignore_case=*/true)) {
-    return n;
-  }
+// The alternatives Llama 3 style patterns try after their words and contractions:
+//   \p{N}{1,max_digits}| ?[^\s\p{L}\p{N}]+<after>*|\s*[\r\n]+|\s+(?!\S)|\s+
+// where <after> is [\r\n] (Llama 3) or [\r\n/] (the cased-word patterns).
+template <typename After>
+size_t MatchNumbersSymbolsSpaces(Text text, size_t pos, size_t end, size_t max_digits,
+                                 After after) {
   const uint32_t c = text[pos];
-  const auto not_crlf_letter_number = [](uint32_t x) { return !IsCrLf(x) && !IsL(x) && !IsN(x); };
-  if (size_t n = OptionalThenRun(text, pos, end, not_crlf_letter_number, IsL)) {
-    return n;
-  }
   if (IsN(c)) {
-    return std::min(kMaxDigits, Run(text, pos, end, IsN));
+    return std::min(max_digits, Run(text, pos, end, IsN));
   }
   const size_t start = (c == ' ' && pos + 1 < end) ? pos + 1 : pos;
   if (IsOther(text[start])) {
     size_t i = start + Run(text, start, end, IsOther);
-    i += Run(text, i, end, IsCrLf);
+    i += Run(text, i, end, after);
     return i - pos;
   }
   // \s*[\r\n]+ : whitespace up to and including the last line break of the whitespace run.
@@ -141,6 +135,21 @@ size_t MatchLlama3Style(Text text, size_t pos, size_t end) {
     }
   }
   return MatchTrailingWhitespace(text, pos, end, /*or_any_whitespace=*/true);
+}
+
+// Llama 3 (max_digits 3) and Qwen2 (max_digits 1):
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}
+//   | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+template <size_t kMaxDigits>
+size_t MatchLlama3Style(Text text, size_t pos, size_t end) {
+  if (size_t n = MatchContraction(text, pos, end, /*ignore_case=*/true)) {
+    return n;
+  }
+  const auto not_crlf_letter_number = [](uint32_t x) { return !IsCrLf(x) && !IsL(x) && !IsN(x); };
+  if (size_t n = OptionalThenRun(text, pos, end, not_crlf_letter_number, IsL)) {
+    return n;
+  }
+  return MatchNumbersSymbolsSpaces(text, pos, end, kMaxDigits, IsCrLf);
 }
 
 // [\p{P}\$\+<=>\^~\|]+ (default) and the same with '`' (falcon).
@@ -355,22 +364,8 @@ size_t MatchCasedWords(Text text, size_t pos, size_t end) {
       return word_end - pos;
     }
   }
-  if (IsN(c)) {
-    return std::min(kDigits, Run(text, pos, end, IsN));
-  }
-  const size_t start = (c == ' ' && pos + 1 < end) ? pos + 1 : pos;
-  if (IsOther(text[start])) {
-    size_t i = start + Run(text, start, end, IsOther);
-    i += Run(text, i, end, [](uint32_t x) { return IsCrLf(x) || x == '/'; });
-    return i - pos;
-  }
-  const size_t run = Run(text, pos, end, IsS);
-  for (size_t i = pos + run; i > pos; --i) {
-    if (IsCrLf(text[i - 1])) {
-      return i - pos;
-    }
-  }
-  return MatchTrailingWhitespace(text, pos, end, /*or_any_whitespace=*/true);
+  return MatchNumbersSymbolsSpaces(text, pos, end, kDigits,
+                                   [](uint32_t x) { return IsCrLf(x) || x == '/'; });
 }
 
 // BLOOM family: " ?[^(\s|.,!?…。，、।۔،)]+"
