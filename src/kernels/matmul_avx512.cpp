@@ -244,6 +244,20 @@ inline void PrefetchRowStretch(const RawRows& raw, int64_t row, int64_t first_by
   }
 }
 
+// For a tile reading its rows in place: points blocks[r] at row r0 + r's block holding column c
+// (blocks of kElements columns) and asks for columns [c, c + n) of the rows prefetch_rows ahead.
+template <int64_t kElements, typename Block, int NR>
+inline void PointAtSegment(const RawRows& raw, int64_t r0, int64_t c, int64_t n,
+                           const Block* (&blocks)[NR]) {
+  const int64_t first_byte = c / kElements * static_cast<int64_t>(sizeof(Block));
+  const int64_t bytes = n / kElements * static_cast<int64_t>(sizeof(Block));
+  for (int r = 0; r < NR; ++r) {
+    const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
+    blocks[r] = reinterpret_cast<const Block*>(row + first_byte);
+    PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r, first_byte, bytes);
+  }
+}
+
 // Rows still in their stored blocks (decode: each weight is used once). Each segment is
 // unpacked into L1 one segment ahead of its use (two slots), so memory reads overlap with the
 // arithmetic and the unpacker's stores have retired before the tile loads them; the codes and
@@ -319,12 +333,8 @@ struct SuperBlockSource {
 
   void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
   void Use(int64_t c, int64_t n, int /*slot*/) {
-    const int64_t bytes = n / kQkK * static_cast<int64_t>(sizeof(Block));
+    PointAtSegment<kQkK>(raw, r0, c, n, blocks);
     for (int r = 0; r < NR; ++r) {
-      const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
-      blocks[r] = reinterpret_cast<const Block*>(row) + c / kQkK;
-      PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r,
-                         c / kQkK * static_cast<int64_t>(sizeof(Block)), bytes);
       for (int b = 0; b < kPerSegment; ++b) {
         if (b * kQkK < n) {
           group_scales[r][b] =
@@ -379,15 +389,7 @@ struct LegacySource {
   const Block* blocks[NR];  // the current segment's first block per row
 
   void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
-  void Use(int64_t c, int64_t n, int /*slot*/) {
-    const int64_t bytes = n / kQk * static_cast<int64_t>(sizeof(Block));
-    for (int r = 0; r < NR; ++r) {
-      const uint8_t* row = raw.data + (r0 + r) * raw.row_bytes;
-      blocks[r] = reinterpret_cast<const Block*>(row) + c / kQk;
-      PrefetchRowStretch(raw, r0 + raw.prefetch_rows + r,
-                         c / kQk * static_cast<int64_t>(sizeof(Block)), bytes);
-    }
-  }
+  void Use(int64_t c, int64_t n, int /*slot*/) { PointAtSegment<kQk>(raw, r0, c, n, blocks); }
   static __m256i BlockCodes(const Block& block) {
     if constexpr (std::is_same_v<Block, BlockQ8_0>) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
