@@ -111,6 +111,12 @@ struct EngineStats {
   size_t requests_waiting = 0;
   uint64_t prompt_tokens_total = 0;
   uint64_t generation_tokens_total = 0;
+  // Where the engine's step thread spends its time. Scheduling covers admission, prefix
+  // matching and hashing, block allocation and eviction, committing blocks to the index and
+  // releasing them: with prefix caching off it is the bookkeeping that is left, so the difference
+  // between the two is what the cache itself costs.
+  double scheduling_seconds_total = 0;
+  double forward_seconds_total = 0;  // model forward passes
 };
 
 struct ModelInfo {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <future>
 #include <random>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -33,6 +34,21 @@ kernels::KvType ParseKvType(const std::string& name) {
   if (name == "f16") return kernels::KvType::kF16;
   if (name == "f32") return kernels::KvType::kF32;
   throw Error(fmt::format("unknown KV cache type '{}' (f16 or f32)", name));
+}
+
+// Runs `work` and adds its wall time to `seconds`: what the scheduler and the prefix cache cost
+// the step thread, reported beside the forward passes so that the cache's own price is visible.
+template <typename Work>
+auto TimeInto(double& seconds, Work&& work) {
+  Clock::time_point start = Clock::now();
+  if constexpr (std::is_void_v<decltype(work())>) {
+    work();
+    seconds += SecondsSince(start);
+  } else {
+    auto result = work();
+    seconds += SecondsSince(start);
+    return result;
+  }
 }
 
 }  // namespace
@@ -307,7 +323,9 @@ void EngineImpl::Loop() {
     }
     for (auto& task : tasks) task();
     for (uint64_t id : cancels) {
-      if (auto sequence = scheduler_->Remove(id)) {
+      std::unique_ptr<Sequence> sequence =
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
+      if (sequence) {
         Deliver(std::move(sequence), FinishReason::kCancelled, "");
       }
     }
@@ -330,7 +348,7 @@ void EngineImpl::Loop() {
 }
 
 void EngineImpl::Step() {
-  StepPlan plan = scheduler_->Schedule();
+  StepPlan plan = TimeInto(scheduling_seconds_, [&] { return scheduler_->Schedule(); });
   for (auto& failed : plan.failed) {
     Deliver(std::move(failed), FinishReason::kError,
             fmt::format("the KV cache ({} blocks) is too small for this request", num_blocks_));
@@ -354,7 +372,8 @@ void EngineImpl::Step() {
   Clock::time_point forward_start = Clock::now();
   model_->Forward(batch_, paged_kv_, *pool_, logits_.data());
   double forward_seconds = SecondsSince(forward_start);
-  scheduler_->Complete(plan);
+  forward_seconds_ += forward_seconds;
+  TimeInto(scheduling_seconds_, [&] { scheduler_->Complete(plan); });
   for (const StepEntry& entry : plan.entries) {
     if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
   }
@@ -365,7 +384,7 @@ void EngineImpl::Step() {
     Sequence& sequence = *entry.sequence;
     if (!entry.wants_logits) continue;
     if (sequence.prefill_only) {
-      scheduler_->Finish(&sequence, /*pin=*/true);
+      TimeInto(scheduling_seconds_, [&] { return scheduler_->Finish(&sequence, /*pin=*/true); });
       continue;
     }
     HandleLogits(sequence, logits_.data() + row * vocab);
@@ -446,7 +465,9 @@ void EngineImpl::Emit(Sequence& sequence, bool final) {
 }
 
 void EngineImpl::FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error) {
-  Deliver(scheduler_->Finish(sequence), reason, error);
+  std::unique_ptr<Sequence> finished =
+      TimeInto(scheduling_seconds_, [&] { return scheduler_->Finish(sequence); });
+  Deliver(std::move(finished), reason, error);
 }
 
 void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason,
@@ -496,6 +517,8 @@ void EngineImpl::PublishStats() {
   stats_.requests_cancelled = cancelled_;
   stats_.prompt_tokens_total = prompt_tokens_;
   stats_.generation_tokens_total = generation_tokens_;
+  stats_.scheduling_seconds_total = scheduling_seconds_;
+  stats_.forward_seconds_total = forward_seconds_;
 }
 
 EngineStats EngineImpl::Stats() const {

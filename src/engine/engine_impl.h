@@ -87,6 +87,9 @@ class EngineImpl {
   uint64_t cancelled_ = 0;
   uint64_t generation_tokens_ = 0;
   uint64_t prompt_tokens_ = 0;
+  // Step-thread only (published by PublishStats): where the step thread's time goes.
+  double scheduling_seconds_ = 0;
+  double forward_seconds_ = 0;
 
   std::thread thread_;
 };

@@ -117,6 +117,12 @@ std::string ServerMetrics::Render(const EngineStats& stats, const std::string& m
              stats.prompt_tokens_total);
   out.Metric("reprise:generation_tokens_total", "counter", "Tokens generated.",
              stats.generation_tokens_total);
+  out.Metric("reprise:scheduling_seconds_total", "counter",
+             "Engine time spent scheduling: admission, prefix matching and hashing, KV block "
+             "allocation, eviction and commits.",
+             stats.scheduling_seconds_total);
+  out.Metric("reprise:forward_seconds_total", "counter", "Engine time spent in forward passes.",
+             stats.forward_seconds_total);
   out.Metric("reprise:num_requests_running", "gauge", "Requests being computed.",
              stats.requests_running);
   out.Metric("reprise:num_requests_waiting", "gauge", "Requests waiting in the queue.",

@@ -44,6 +44,8 @@ TEST(MetricsTest, RendersEngineStatsAndServerCounters) {
   stats.requests_running = 2;
   stats.requests_waiting = 3;
   stats.preemptions = 1;
+  stats.scheduling_seconds_total = 0.25;
+  stats.forward_seconds_total = 12.5;
   ServerMetrics metrics;
   metrics.RecordFinished(FinishReason::kStop, 0.02, 0.5);
   metrics.RecordFinished(FinishReason::kLength, 0.3, 2.0);
@@ -60,6 +62,8 @@ TEST(MetricsTest, RendersEngineStatsAndServerCounters) {
   EXPECT_EQ(Sample(text, "reprise:num_requests_running" + label + "}"), 2);
   EXPECT_EQ(Sample(text, "reprise:num_requests_waiting" + label + "}"), 3);
   EXPECT_EQ(Sample(text, "reprise:num_preemptions_total" + label + "}"), 1);
+  EXPECT_DOUBLE_EQ(Sample(text, "reprise:scheduling_seconds_total" + label + "}"), 0.25);
+  EXPECT_DOUBLE_EQ(Sample(text, "reprise:forward_seconds_total" + label + "}"), 12.5);
   EXPECT_EQ(Sample(text, "reprise:kv_cache_blocks_in_use" + label + "}"), 10);
   EXPECT_EQ(Sample(text, "reprise:kv_cache_blocks_cached" + label + "}"), 40);
   EXPECT_EQ(Sample(text, "reprise:kv_cache_blocks_free" + label + "}"), 45);
