@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <future>
 #include <limits>
+#include <thread>
 
 #include "core/error.h"
 
@@ -50,6 +52,7 @@ BenchResult BenchEngineTarget::Run(const BenchRequest& request) {
   engine_->Submit(std::move(generation), std::move(callbacks));
   GenerationOutput output = finished.get();
   const double cpu_after = ProcessCpuSeconds();
+  runs_finished_.fetch_add(1);
   if (output.finish_reason == FinishReason::kError) throw Error(output.error);
   BenchResult result;
   result.ttft_seconds = output.ttft_seconds;
@@ -69,6 +72,19 @@ size_t BenchEngineTarget::CountTokens(const std::string& text) {
 
 std::vector<int32_t> BenchEngineTarget::Tokenize(const std::string& text) {
   return engine_->Tokenize(text, true);
+}
+
+std::optional<EngineTimes> BenchEngineTarget::Times() {
+  // The engine publishes its stats after the step that finished a request, a moment after the
+  // request's caller is woken: wait for that step to be counted.
+  const uint64_t expected = runs_finished_.load();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  EngineStats stats = engine_->Stats();
+  while (stats.requests_finished < expected && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    stats = engine_->Stats();
+  }
+  return EngineTimes{stats.scheduling_seconds_total, stats.forward_seconds_total};
 }
 
 bool BenchEngineTarget::ClearCache() {

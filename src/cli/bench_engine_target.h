@@ -2,6 +2,8 @@
 // submit them and the engine's own TTFT figures are used.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "cli/bench_target.h"
@@ -18,6 +20,7 @@ class BenchEngineTarget : public BenchTarget {
   size_t CountTokens(const std::string& text) override;
   std::vector<int32_t> Tokenize(const std::string& text) override;
   bool ClearCache() override;
+  std::optional<EngineTimes> Times() override;
   bool in_process() const override { return true; }
   std::string Describe() const override;
 
@@ -26,6 +29,7 @@ class BenchEngineTarget : public BenchTarget {
  private:
   EngineConfig config_;
   std::unique_ptr<Engine> engine_;
+  std::atomic<uint64_t> runs_finished_{0};
 };
 
 }  // namespace reprise::cli

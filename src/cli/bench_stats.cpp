@@ -39,6 +39,26 @@ double Max(const std::vector<double>& samples) {
   return *std::max_element(samples.begin(), samples.end());
 }
 
+Interval MedianInterval(std::vector<double> samples, double confidence) {
+  const size_t n = samples.size();
+  const double tail = (1.0 - confidence) / 2.0;
+  // P(B <= k) for B ~ Binomial(n, 1/2), accumulated term by term in log space so large n does
+  // not overflow: C(n, k + 1) = C(n, k) (n - k) / (k + 1).
+  const double log_half_n = static_cast<double>(n) * std::log(0.5);
+  double log_term = 0.0;  // log C(n, 0)
+  double below = 0.0;     // P(B <= j - 1)
+  size_t rank = 0;        // the j found so far
+  for (size_t k = 0; 2 * k < n; ++k) {
+    below += std::exp(log_term + log_half_n);
+    if (below > tail) break;
+    rank = k + 1;
+    log_term += std::log(static_cast<double>(n - k)) - std::log(static_cast<double>(k + 1));
+  }
+  if (rank == 0) return {kNan, kNan};
+  std::sort(samples.begin(), samples.end());
+  return {samples[rank - 1], samples[n - rank]};
+}
+
 double Ratio(double a, double b) {
   if (b == 0.0 || std::isnan(a) || std::isnan(b)) return kNan;
   return a / b;

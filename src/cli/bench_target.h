@@ -39,6 +39,12 @@ struct BenchResult {
   double DecodeTokensPerSecond() const;
 };
 
+// Where an in-process engine's step thread has spent its time so far (EngineStats).
+struct EngineTimes {
+  double scheduling_seconds = 0;  // scheduler and prefix cache bookkeeping
+  double forward_seconds = 0;     // model forward passes
+};
+
 class BenchTarget {
  public:
   virtual ~BenchTarget() = default;
@@ -53,6 +59,9 @@ class BenchTarget {
   // Drops every cached block not in use; false where the target cannot (a server without
   // POST /v1/cache/clear).
   virtual bool ClearCache() = 0;
+  // In process only: the engine's step-thread times, once every request Run has returned is
+  // accounted. Unset for a server.
+  virtual std::optional<EngineTimes> Times() { return std::nullopt; }
   virtual bool in_process() const = 0;
   // "engine (reuse on, 2 threads, 512 MiB KV)" or "http://127.0.0.1:8080".
   virtual std::string Describe() const = 0;

@@ -36,22 +36,49 @@ WorkloadResult RunUniqueWorkload(const BenchContext& context) {
   progress.Begin("unique", rounds + pairs * (compare ? 2 : 1));
   std::unique_ptr<BenchTarget> on;
   std::unique_ptr<BenchTarget> off;
+  // The engines' own account of their step thread, summed over rounds from after each warm-up.
+  struct StepTime {
+    EngineTimes start;
+    double scheduling_seconds = 0;
+    double forward_seconds = 0;
+    int prompts = 0;
+    bool known = true;
+  };
+  StepTime on_time, off_time;
+  auto settle = [](BenchTarget* target, StepTime& time) {
+    if (target == nullptr) return;
+    std::optional<EngineTimes> now = target->Times();
+    if (!now) {
+      time.known = false;
+      return;
+    }
+    time.scheduling_seconds += now->scheduling_seconds - time.start.scheduling_seconds;
+    time.forward_seconds += now->forward_seconds - time.start.forward_seconds;
+  };
+  auto begin = [](BenchTarget& target, StepTime& time) {
+    time.start = target.Times().value_or(EngineTimes{});
+  };
   auto make_engines = [&](int index) {
     progress.Step(fmt::format("round {}: loading the models, warm-up", index + 1));
+    settle(on.get(), on_time);
+    settle(off.get(), off_time);
     on.reset();
     off.reset();
     if (!compare) {
       on = context.MakeTarget(/*prefix_caching=*/true, budget);
       WarmUp(*on);
+      begin(*on, on_time);
       return;
     }
     for (int k = 0; k < 2; ++k) {
       if ((k == 0) == (index % 2 == 0)) {
         on = context.MakeTarget(/*prefix_caching=*/true, budget);
         WarmUp(*on);
+        begin(*on, on_time);
       } else {
         off = context.MakeTarget(/*prefix_caching=*/false, budget);
         WarmUp(*off);
+        begin(*off, off_time);
       }
     }
   };
@@ -70,6 +97,7 @@ WorkloadResult RunUniqueWorkload(const BenchContext& context) {
     auto measure = [&](BenchTarget& target, Samples& samples, const char* name) {
       progress.Step(fmt::format("prompt {}, reuse {}", i + 1, name));
       BenchResult run = target.Run(request);
+      ++(&target == on.get() ? on_time : off_time).prompts;
       samples.ttft.push_back(run.ttft_seconds);
       samples.total.push_back(run.total_seconds);
       samples.throughput.push_back(static_cast<double>(run.prompt_tokens + run.completion_tokens) /
@@ -97,6 +125,8 @@ WorkloadResult RunUniqueWorkload(const BenchContext& context) {
       cpu_ratio.push_back(*a.cpu_seconds / *b.cpu_seconds);
     }
   }
+  settle(on.get(), on_time);
+  settle(off.get(), off_time);
   progress.End();
 
   BenchTable table(fmt::format("[unique] {} prompts of {} tokens sharing nothing, {} generated "
@@ -130,29 +160,75 @@ WorkloadResult RunUniqueWorkload(const BenchContext& context) {
     chart.series[0].values.push_back(Median(without.throughput));
     const double cost_total = 100.0 * (Median(total_ratio) - 1.0);
     const double cost_ttft = 100.0 * (Median(ttft_ratio) - 1.0);
-    BenchTable cost("[unique] cost of the cache (on / off - 1; median of the per-prompt ratios)",
-                    {{"measure", ""}, {"cost", "%"}, {"min", "%"}, {"max", "%"}});
-    cost.AddRow({"request time", BenchCell(cost_total, 2),
-                 BenchCell(100.0 * (Min(total_ratio) - 1.0), 2),
-                 BenchCell(100.0 * (Max(total_ratio) - 1.0), 2)});
-    cost.AddRow({"TTFT", BenchCell(cost_ttft, 2), BenchCell(100.0 * (Min(ttft_ratio) - 1.0), 2),
-                 BenchCell(100.0 * (Max(ttft_ratio) - 1.0), 2)});
+    BenchTable cost(
+        "[unique] cost of the cache (on / off - 1, per prompt: the median, its 95% "
+        "confidence interval, the extremes)",
+        {{"measure", ""},
+         {"cost", "%"},
+         {"95% low", "%"},
+         {"95% high", "%"},
+         {"min", "%"},
+         {"max", "%"}});
+    auto add_cost = [&](const char* name, const std::vector<double>& ratios) {
+      const Interval interval = MedianInterval(ratios);
+      cost.AddRow(
+          {name, BenchCell(100.0 * (Median(ratios) - 1.0), 2),
+           BenchCell(100.0 * (interval.low - 1.0), 2), BenchCell(100.0 * (interval.high - 1.0), 2),
+           BenchCell(100.0 * (Min(ratios) - 1.0), 2), BenchCell(100.0 * (Max(ratios) - 1.0), 2)});
+    };
+    add_cost("request time", total_ratio);
+    add_cost("TTFT", ttft_ratio);
     const bool have_cpu = !cpu_ratio.empty();
-    if (have_cpu) {
-      cost.AddRow({"CPU time", BenchCell(100.0 * (Median(cpu_ratio) - 1.0), 2),
-                   BenchCell(100.0 * (Min(cpu_ratio) - 1.0), 2),
-                   BenchCell(100.0 * (Max(cpu_ratio) - 1.0), 2)});
-    }
+    if (have_cpu) add_cost("CPU time", cpu_ratio);
     result.tables.push_back(std::move(table));
     result.tables.push_back(std::move(cost));
+    const Interval total_interval = MedianInterval(total_ratio);
     result.figures.push_back(BenchFigure::AtMost(
         "cache_cost_percent", "cost of reuse on (request time)", cost_total, "%", 1.0));
+    result.figures.push_back(BenchFigure::Plain("cache_cost_ci_low_percent",
+                                                "cost of reuse on, 95% interval low",
+                                                100.0 * (total_interval.low - 1.0), "%"));
+    result.figures.push_back(BenchFigure::Plain("cache_cost_ci_high_percent",
+                                                "cost of reuse on, 95% interval high",
+                                                100.0 * (total_interval.high - 1.0), "%"));
     result.figures.push_back(
         BenchFigure::Plain("cache_cost_ttft_percent", "cost of reuse on (TTFT)", cost_ttft, "%"));
     if (have_cpu) {
       result.figures.push_back(BenchFigure::Plain("cache_cost_cpu_percent",
                                                   "cost of reuse on (CPU time)",
                                                   100.0 * (Median(cpu_ratio) - 1.0), "%"));
+    }
+    // What the engines measured of their own step thread: the scheduling work the cache adds
+    // (hashing, matching, indexing, eviction) set against the whole request, without the
+    // machine's noise in the comparison of two separate runs.
+    if (on_time.known && off_time.known && on_time.prompts > 0 && off_time.prompts > 0) {
+      auto per_prompt = [](double seconds, int prompts) {
+        return seconds / static_cast<double>(prompts) * 1e3;
+      };
+      const double on_ms = per_prompt(on_time.scheduling_seconds, on_time.prompts);
+      const double off_ms = per_prompt(off_time.scheduling_seconds, off_time.prompts);
+      const double request_ms = Median(with.total) * 1e3;
+      BenchTable step(
+          "[unique] the engines' step thread per prompt: scheduling (admission, "
+          "prefix matching and hashing, block allocation, eviction, commits) and "
+          "forward passes",
+          {{"prefix caching", ""},
+           {"scheduling", "ms"},
+           {"forward", "ms"},
+           {"scheduling / request", "%"}});
+      step.AddRow({"on", BenchCell(on_ms, 3),
+                   BenchCell(per_prompt(on_time.forward_seconds, on_time.prompts), 1),
+                   BenchCell(100.0 * on_ms / request_ms, 3)});
+      step.AddRow({"off", BenchCell(off_ms, 3),
+                   BenchCell(per_prompt(off_time.forward_seconds, off_time.prompts), 1),
+                   BenchCell(100.0 * off_ms / Median(without.total) / 1e3, 3)});
+      result.tables.push_back(std::move(step));
+      result.figures.push_back(BenchFigure::Plain("cache_bookkeeping_us",
+                                                  "scheduling time reuse on adds per prompt",
+                                                  (on_ms - off_ms) * 1e3, "us"));
+      result.figures.push_back(BenchFigure::Plain("cache_bookkeeping_percent",
+                                                  "scheduling time reuse on adds, of a request",
+                                                  100.0 * (on_ms - off_ms) / request_ms, "%"));
     }
   } else {
     result.tables.push_back(std::move(table));
@@ -169,7 +245,14 @@ WorkloadResult RunUniqueWorkload(const BenchContext& context) {
                   "engines get a KV budget of {} prompts, so the reuse-on engine's cache is full "
                   "from prompt {} on and it hashes, indexes and evicts for every prompt",
                   capacity, capacity + 1)};
-  if (!compare) result.notes.push_back("against a server only its own setting is measured");
+  if (compare) {
+    result.notes.push_back(
+        "the 95% interval of the median ratio comes from order statistics (binomial ranks), "
+        "whatever the shape of the noise; the step-thread table is the engines' own account "
+        "(EngineStats), so the cache's bookkeeping is seen apart from the machine's noise");
+  } else {
+    result.notes.push_back("against a server only its own setting is measured");
+  }
   if (!cpu_ratio.empty()) {
     result.notes.push_back(
         "CPU time: the process's CPU time from submission to the last token (all threads); time "

@@ -114,6 +114,8 @@ TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
   EXPECT_TRUE(figures("decode").contains("decode_64_tok_s"));
   EXPECT_TRUE(figures("doc").contains("warm_over_question_alone"));
   EXPECT_TRUE(figures("unique").contains("cache_cost_percent"));
+  EXPECT_TRUE(figures("unique").contains("cache_cost_ci_high_percent"));
+  EXPECT_TRUE(figures("unique").contains("cache_bookkeeping_us"));
   EXPECT_TRUE(figures("concurrent").contains("ttft_p99_ms"));
   // The doc's warm questions reuse the document.
   auto doc = nlohmann::json::parse(Slurp(dir / "doc.json"))["workloads"][0]["tables"][0]["rows"];

@@ -39,5 +39,42 @@ TEST(BenchStatsTest, MedianMeanMinMaxRatio) {
   EXPECT_TRUE(std::isnan(Ratio(std::nan(""), 1)));
 }
 
+std::vector<double> OneTo(int n) {
+  std::vector<double> values;
+  for (int i = n; i >= 1; --i) values.push_back(i);  // unsorted on purpose
+  return values;
+}
+
+// Ranks from the binomial tail, checked against Python's math.comb: the classic [x_(2), x_(9)]
+// for 10 samples, and the ranks the unique benchmark's 36 and 48 pairs get.
+TEST(BenchStatsTest, MedianIntervalTakesOrderStatisticsFromTheBinomialTail) {
+  Interval ten = MedianInterval(OneTo(10));
+  EXPECT_DOUBLE_EQ(ten.low, 2);
+  EXPECT_DOUBLE_EQ(ten.high, 9);
+  Interval six = MedianInterval(OneTo(6));
+  EXPECT_DOUBLE_EQ(six.low, 1);
+  EXPECT_DOUBLE_EQ(six.high, 6);
+  Interval thirty_six = MedianInterval(OneTo(36));
+  EXPECT_DOUBLE_EQ(thirty_six.low, 12);
+  EXPECT_DOUBLE_EQ(thirty_six.high, 25);
+  Interval forty_eight = MedianInterval(OneTo(48));
+  EXPECT_DOUBLE_EQ(forty_eight.low, 17);
+  EXPECT_DOUBLE_EQ(forty_eight.high, 32);
+  Interval hundred = MedianInterval(OneTo(100));
+  EXPECT_DOUBLE_EQ(hundred.low, 40);
+  EXPECT_DOUBLE_EQ(hundred.high, 61);
+  // A lower confidence narrows it: 10 samples at 80% give [x_(3), x_(8)] (P(B <= 2) = 0.055).
+  Interval eighty = MedianInterval(OneTo(10), 0.80);
+  EXPECT_DOUBLE_EQ(eighty.low, 3);
+  EXPECT_DOUBLE_EQ(eighty.high, 8);
+}
+
+TEST(BenchStatsTest, MedianIntervalNeedsEnoughSamples) {
+  Interval five = MedianInterval(OneTo(5));
+  EXPECT_TRUE(std::isnan(five.low));
+  EXPECT_TRUE(std::isnan(five.high));
+  EXPECT_TRUE(std::isnan(MedianInterval({}).low));
+}
+
 }  // namespace
 }  // namespace reprise::cli
