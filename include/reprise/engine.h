@@ -21,6 +21,10 @@ struct EngineConfig {
   std::string kv_type = "f16";         // "f16" or "f32"
   int max_batch_tokens = 512;          // tokens computed per engine step (decode + prefill)
   int max_running_requests = 64;       // requests in flight at once; more wait in the queue
+  // The order of prefill chunks: "cache-aware" (least uncached prompt first, so requests that
+  // reuse a cached prefix are not queued behind cold prompts; "lpm", SGLang's name, is the same)
+  // or "fcfs" (arrival order).
+  std::string schedule_policy = "cache-aware";
   size_t max_queued_requests = 1024;   // Submit refuses beyond this (the server answers 503)
   int num_threads = 0;                 // kernel threads; 0: every core
   int64_t max_context = 0;             // 0: the model's context length

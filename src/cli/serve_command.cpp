@@ -131,6 +131,10 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_option_function<int>(
       "--max-running-requests", [flags](const int& v) { flags->max_running_requests = v; },
       "Requests computed at once; more wait in the queue (default 64)");
+  command->add_option_function<std::string>(
+      "--schedule-policy", [flags](const std::string& v) { flags->schedule_policy = v; },
+      "Prefill order: cache-aware (default: least uncached prompt first; lpm is the same) or "
+      "fcfs (arrival order)");
   command->add_option_function<int>(
       "--threads", [flags](const int& v) { flags->threads = v; },
       "Kernel threads (default 0: every core)");

@@ -36,6 +36,12 @@ kernels::KvType ParseKvType(const std::string& name) {
   throw Error(fmt::format("unknown KV cache type '{}' (f16 or f32)", name));
 }
 
+PrefillOrder ParseSchedulePolicy(const std::string& name) {
+  if (name == "cache-aware" || name == "lpm") return PrefillOrder::kCacheAware;
+  if (name == "fcfs") return PrefillOrder::kArrival;
+  throw Error(fmt::format("unknown schedule policy '{}' (cache-aware, lpm or fcfs)", name));
+}
+
 // Runs `work` and adds its wall time to `seconds`: what the scheduler and the prefix cache cost
 // the step thread, reported beside the forward passes so that the cache's own price is visible.
 template <typename Work>
@@ -60,6 +66,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   }
   if (config_.max_batch_tokens < 1) throw Error("max batch tokens must be at least 1");
   if (config_.max_running_requests < 1) throw Error("max running requests must be at least 1");
+  const PrefillOrder prefill_order = ParseSchedulePolicy(config_.schedule_policy);
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
@@ -110,6 +117,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   scheduler_config.max_batch_tokens = config_.max_batch_tokens;
   scheduler_config.max_running = config_.max_running_requests;
   scheduler_config.enable_reuse = config_.enable_prefix_caching;
+  scheduler_config.prefill_order = prefill_order;
   scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
 
   size_t max_logit_rows = static_cast<size_t>(

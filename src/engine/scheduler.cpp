@@ -17,7 +17,8 @@ uint64_t Mix(uint64_t hash, uint64_t value) {
 
 Scheduler::Scheduler(const SchedulerConfig& config, PrefixCache& cache)
     : config_(config), cache_(cache) {
-  REPRISE_CHECK(config_.block_size > 0 && config_.max_batch_tokens > 0 && config_.max_running > 0,
+  REPRISE_CHECK(config_.block_size > 0 && config_.max_batch_tokens > 0 && config_.max_running > 0 &&
+                    config_.prefill_aging_steps > 0,
                 "bad scheduler config");
 }
 
@@ -52,6 +53,7 @@ void Scheduler::Admit(Sequence& sequence) {
   PrefixMatch match = cache_.Match(sequence.tokens, max_match, sequence.extras, sequence.retention);
   if (!sequence.admitted_once) {
     sequence.admitted_once = true;
+    sequence.admitted_step = steps_;
     sequence.cached_tokens = std::min(match.cached_tokens, sequence.prompt_len);
     stats_.prompt_tokens_queried += sequence.prompt_len;
     stats_.prompt_tokens_hit += sequence.cached_tokens;
@@ -75,7 +77,9 @@ void Scheduler::TryExtendMatch(Sequence& sequence) {
     return;
   }
   if (sequence.generated == 0) {
-    size_t gained = std::min(match.cached_tokens, sequence.prompt_len) - sequence.cached_tokens;
+    // Only what lies beyond the positions it computed itself came from cache.
+    size_t gained = std::min(match.cached_tokens, sequence.prompt_len) -
+                    std::min(sequence.num_computed, sequence.prompt_len);
     sequence.cached_tokens += gained;
     stats_.prompt_tokens_hit += gained;
   }
@@ -135,7 +139,36 @@ size_t Scheduler::EnsureBlocks(Sequence& sequence, size_t end,
   return std::min(end, sequence.blocks.size() * block_size);
 }
 
+bool Scheduler::IsRunning(const Sequence* sequence) const {
+  return std::any_of(running_.begin(), running_.end(),
+                     [&](const auto& owned) { return owned.get() == sequence; });
+}
+
+std::vector<Sequence*> Scheduler::PrefillCandidates(const std::vector<Sequence*>& snapshot) {
+  std::vector<Sequence*> candidates;
+  for (Sequence* sequence : snapshot) {
+    if (sequence->Remaining() <= 1 || !IsRunning(sequence)) continue;
+    // Match before ordering: what is left to compute is what the cache does not hold, and
+    // blocks another request committed since the last step count.
+    TryExtendMatch(*sequence);
+    candidates.push_back(sequence);
+  }
+  if (config_.prefill_order == PrefillOrder::kCacheAware) {
+    const double aging = static_cast<double>(config_.max_batch_tokens) /
+                         static_cast<double>(config_.prefill_aging_steps);
+    auto key = [&](const Sequence* sequence) {
+      return static_cast<double>(sequence->Remaining()) -
+             aging * static_cast<double>(steps_ - sequence->admitted_step);
+    };
+    // Stable: equal keys stay in arrival order.
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](const Sequence* a, const Sequence* b) { return key(a) < key(b); });
+  }
+  return candidates;
+}
+
 StepPlan Scheduler::Schedule() {
+  ++steps_;
   StepPlan plan;
   while (static_cast<int>(running_.size()) < config_.max_running && !waiting_.empty()) {
     std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
@@ -169,24 +202,19 @@ StepPlan Scheduler::Schedule() {
   // ones that are no longer running.
   std::vector<Sequence*> snapshot;
   for (auto& sequence : running_) snapshot.push_back(sequence.get());
-  auto still_running = [&](Sequence* sequence) {
-    return std::any_of(running_.begin(), running_.end(),
-                       [&](const auto& owned) { return owned.get() == sequence; });
-  };
+  auto still_running = [&](Sequence* sequence) { return IsRunning(sequence); };
 
   // Decode tokens first: they are one position each and hold a client waiting on every token.
   for (Sequence* sequence : snapshot) {
     if (budget == 0) break;
     if (sequence->Remaining() == 1 && still_running(sequence)) schedule(*sequence, 1);
   }
-  // Then prefill chunks, oldest request first. A chunk starts after the cached prefix.
-  for (Sequence* candidate : snapshot) {
+  // Then prefill chunks. A chunk starts after the cached prefix.
+  std::vector<Sequence*> candidates = PrefillCandidates(snapshot);
+  for (Sequence* candidate : candidates) {
     if (budget == 0) break;
     Sequence& sequence = *candidate;
-    if (sequence.Remaining() <= 1 || planned.count(&sequence) != 0 || !still_running(candidate)) {
-      continue;
-    }
-    TryExtendMatch(sequence);
+    if (planned.count(&sequence) != 0 || !still_running(candidate)) continue;
     // The block this chunk would start in (or complete, after a partial match). When another
     // request computes that very block in this step, wait and reuse it next step instead.
     size_t next_block = sequence.num_computed / block_size;

@@ -1,6 +1,7 @@
 // Decides what each engine step computes: continuous batching under a token budget, decode
-// tokens first, then prefill chunks that start after each request's cached prefix. Knows the
-// prefix cache but not the model, so it is tested without one.
+// tokens first, then prefill chunks that start after each request's cached prefix, the requests
+// with the least left to compute first. Knows the prefix cache but not the model, so it is
+// tested without one.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +15,27 @@
 
 namespace reprise {
 
+// The order in which running requests get prefill chunks.
+enum class PrefillOrder {
+  // Arrival order: a request whose prompt is mostly cached still waits behind every older
+  // request's uncached prompt.
+  kArrival,
+  // Least uncached prompt left first (after matching the cache), so requests that reuse a
+  // cached prefix get their first token at once instead of queueing behind long cold prompts:
+  // shortest-remaining-first, which minimises mean TTFT. Waiting ages a request: every
+  // `prefill_aging_steps` steps since admission count as one step's budget off what it has
+  // left, so a long prompt overtakes newer short ones after about that many times its own
+  // prefill, and is never starved.
+  kCacheAware,
+};
+
 struct SchedulerConfig {
   int block_size = 16;
   int max_batch_tokens = 512;
   int max_running = 64;
   bool enable_reuse = true;
+  PrefillOrder prefill_order = PrefillOrder::kCacheAware;
+  int prefill_aging_steps = 8;
 };
 
 // One sequence's share of a step: positions [start, start + count).
@@ -73,6 +90,10 @@ class Scheduler {
   // Makes sure blocks exist for positions [0, end); may preempt newer sequences not in the plan.
   // Returns the end actually covered (>= sequence.num_computed).
   size_t EnsureBlocks(Sequence& sequence, size_t end, const std::unordered_set<Sequence*>& planned);
+  // Preemption moves sequences from running_ to waiting_ while a step is planned.
+  bool IsRunning(const Sequence* sequence) const;
+  // The running sequences that want prefill, in the order they get chunks this step.
+  std::vector<Sequence*> PrefillCandidates(const std::vector<Sequence*>& snapshot);
   bool PreemptNewest(const Sequence& keep, const std::unordered_set<Sequence*>& planned);
   void Preempt(Sequence& sequence);
   void ReleaseBlocks(Sequence& sequence);
@@ -82,6 +103,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order: oldest first
   SchedulerStats stats_;
+  uint64_t steps_ = 0;  // Schedule calls so far: the clock of prefill aging
 };
 
 }  // namespace reprise

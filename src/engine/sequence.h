@@ -42,6 +42,7 @@ struct Sequence {
   RetentionPolicy retention;
 
   bool admitted_once = false;
+  uint64_t admitted_step = 0;  // the scheduler step of its first admission (prefill aging)
   size_t cached_tokens = 0;  // reported reuse: prompt tokens whose KV came from cache
 
   std::unique_ptr<Sampler> sampler;

@@ -26,6 +26,7 @@ struct ServeFlags {
   std::optional<std::string> kv_type;
   std::optional<int> max_batch_tokens;
   std::optional<int> max_running_requests;
+  std::optional<std::string> schedule_policy;
   std::optional<int> threads;
   std::optional<int64_t> max_context;
   std::optional<bool> enable_prefix_caching;
@@ -48,6 +49,7 @@ struct ServerSettings {
   std::string kv_type = "f16";
   int max_batch_tokens = 512;
   int max_running_requests = 64;
+  std::string schedule_policy = "cache-aware";  // or "lpm" (the same), "fcfs"
   int threads = 0;                     // 0: every core
   int64_t max_context = 0;             // 0: the model's
   bool enable_prefix_caching = true;

@@ -89,6 +89,52 @@ TEST_F(EngineTest, RejectsRequestsThatCanNeverRun) {
   EXPECT_THROW(engine.Submit(zero, {}), Error);
 }
 
+TEST_F(EngineTest, UnknownSchedulePolicyIsAnError) {
+  EngineConfig config = TestConfig(model_, true);
+  config.schedule_policy = "priority";
+  try {
+    Engine engine(config);
+    FAIL() << "an unknown schedule policy was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("schedule policy 'priority'"), std::string::npos)
+        << error.what();
+  }
+}
+
+// The prefill order changes which requests share a step, never what they compute: cached and
+// cold requests submitted together get the same bits under either policy as with reuse off.
+TEST_F(EngineTest, SchedulePoliciesGiveTheSameAnswers) {
+  std::string table = testing::ReadTestData("long_table_prompt.txt");
+  const std::string shared = table.substr(0, 900);
+  std::vector<std::string> prompts;
+  for (size_t i = 0; i < 6; ++i) {
+    // Half of them share a long prefix, half are cold and of different lengths.
+    prompts.push_back(i % 2 == 0
+                          ? shared + " Question " + std::to_string(i) + "?"
+                          : "Cold " + std::to_string(i) + table.substr(100 * i, 200 + 150 * i));
+  }
+  auto run = [&](bool reuse, const std::string& policy) {
+    EngineConfig config = TestConfig(model_, reuse, 64);
+    config.schedule_policy = policy;
+    Engine engine(config);
+    engine.Generate({Greedy(shared + " Warm-up?", 2)});  // the shared prefix is cached
+    std::vector<GenerationRequest> requests;
+    for (const auto& prompt : prompts) requests.push_back(Greedy(prompt, 10));
+    return engine.Generate(std::move(requests));
+  };
+  auto reference = run(false, "fcfs");
+  for (const char* policy : {"cache-aware", "fcfs"}) {
+    auto outputs = run(true, policy);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ExpectBitIdentical(reference[i], outputs[i],
+                         std::string(policy) + " prompt " + std::to_string(i));
+      if (i % 2 == 0) {
+        EXPECT_GT(outputs[i].cached_tokens, 0u) << policy << " prompt " << i;
+      }
+    }
+  }
+}
+
 TEST_F(EngineTest, StopStringsCutTheTextAndEndWithStop) {
   Engine engine(TestConfig(model_, true));
   std::vector<GenerationRequest> requests;

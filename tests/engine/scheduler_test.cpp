@@ -12,7 +12,8 @@ constexpr int kBlockSize = 4;
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  void Build(int64_t num_blocks, int max_batch_tokens) {
+  void Build(int64_t num_blocks, int max_batch_tokens,
+             PrefillOrder order = PrefillOrder::kCacheAware) {
     PrefixCacheConfig config;
     config.num_blocks = num_blocks;
     config.block_size = kBlockSize;
@@ -21,6 +22,7 @@ class SchedulerTest : public ::testing::Test {
     SchedulerConfig scheduler_config;
     scheduler_config.block_size = kBlockSize;
     scheduler_config.max_batch_tokens = max_batch_tokens;
+    scheduler_config.prefill_order = order;
     scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
   }
 
@@ -162,6 +164,93 @@ TEST_F(SchedulerTest, RemoveReleasesEverything) {
   EXPECT_NE(scheduler_->Remove(1), nullptr);
   EXPECT_EQ(cache_->Stats().blocks_in_use, 0);
   EXPECT_FALSE(scheduler_->HasWork());
+}
+
+// A request whose prompt is mostly cached is computed before an older cold one: its first token
+// should not wait for someone else's long prompt.
+TEST_F(SchedulerTest, CacheAwareOrderServesCachedRequestsBeforeOlderColdOnes) {
+  for (PrefillOrder order : {PrefillOrder::kCacheAware, PrefillOrder::kArrival}) {
+    SCOPED_TRACE(order == PrefillOrder::kCacheAware ? "cache-aware" : "arrival");
+    Build(64, 8, order);
+    Sequence* warm = Add(1, Range(16));
+    while (warm->generated == 0) Step();
+    scheduler_->Finish(warm);
+    Sequence* cold = Add(2, Range(24, 500));  // older, nothing cached
+    std::vector<int32_t> cached = Range(16);  // 16 cached tokens, 2 new
+    cached.push_back(900);
+    cached.push_back(901);
+    Sequence* reuser = Add(3, cached);
+    StepPlan plan = Step();
+    if (order == PrefillOrder::kCacheAware) {
+      ASSERT_EQ(plan.entries.size(), 2u);
+      EXPECT_EQ(plan.entries[0].sequence, reuser);
+      EXPECT_EQ(plan.entries[0].start, 16u);
+      EXPECT_EQ(plan.entries[0].count, 2u);
+      EXPECT_TRUE(plan.entries[0].wants_logits);  // its first token comes from this very step
+      EXPECT_EQ(plan.entries[1].sequence, cold);
+      EXPECT_EQ(plan.entries[1].count, 6u);  // the rest of the budget
+    } else {
+      ASSERT_EQ(plan.entries.size(), 1u);  // the old request takes the whole budget
+      EXPECT_EQ(plan.entries[0].sequence, cold);
+      EXPECT_EQ(plan.entries[0].count, 8u);
+    }
+    EXPECT_EQ(reuser->cached_tokens, 16u);
+  }
+}
+
+// An older request that computed part of its prompt, then took the rest of a shared prefix from
+// a newer one that went first, reports as cached only what it did not compute: the hit rate is
+// what the cache saved, never more.
+TEST_F(SchedulerTest, CachedTokensCountOnlyWhatOthersComputed) {
+  Build(64, 16);
+  Sequence* older = Add(1, Range(40));
+  Step();  // positions 0..15
+  EXPECT_EQ(older->num_computed, 16u);
+  Sequence* newer = Add(2, Range(32));  // the same first 32 tokens, less left to compute
+  size_t prompt_positions_computed = 16;
+  for (int step = 0; step < 10 && (older->generated == 0 || newer->generated == 0); ++step) {
+    StepPlan plan = Step();
+    for (const auto& entry : plan.entries) {
+      const size_t end = std::min(entry.start + entry.count, entry.sequence->prompt_len);
+      if (end > entry.start) prompt_positions_computed += end - entry.start;
+    }
+  }
+  ASSERT_GE(older->generated, 1u);
+  ASSERT_GE(newer->generated, 1u);
+  EXPECT_EQ(newer->cached_tokens, 16u);  // the older one's first 16
+  EXPECT_EQ(older->cached_tokens, 16u);  // positions 16..31, from the newer one
+  EXPECT_EQ(scheduler_->stats().prompt_tokens_queried, 72u);
+  EXPECT_EQ(scheduler_->stats().prompt_tokens_hit, 32u);
+  EXPECT_EQ(prompt_positions_computed, 72u - 32u);
+}
+
+// Short requests arriving without pause (and filling the budget) would keep a long prompt
+// waiting for ever under plain shortest-first. Aging lets it overtake them: with a budget of 8
+// and 8 aging steps a step of waiting counts as one token, so the 64-token prompt starts after
+// about 64 - 8 steps, and once started it keeps going first (its key only falls).
+TEST_F(SchedulerTest, CacheAwareOrderAgesALongPromptUntilItRuns) {
+  Build(1024, 8);
+  Sequence* long_prompt = Add(1, Range(64, 1000));
+  std::vector<Sequence*> short_ones;
+  size_t steps = 0;
+  for (; steps < 400 && long_prompt->generated == 0; ++steps) {
+    // A new 8-token prompt every step fills the 8-token budget alone (each is done when its
+    // prefill gives its first token).
+    const auto id = static_cast<uint64_t>(100 + steps);
+    short_ones.push_back(Add(id, Range(8, 5000 + 10 * static_cast<int32_t>(id))));
+    Step();
+    for (Sequence*& sequence : short_ones) {
+      if (sequence != nullptr && sequence->generated >= 1) {
+        scheduler_->Finish(sequence);
+        sequence = nullptr;
+      }
+    }
+  }
+  EXPECT_EQ(long_prompt->generated, 1u) << "the long prompt never finished its prefill";
+  // The short ones went first for a while (the long one alone would take 8 steps)...
+  EXPECT_GT(steps, 40u);
+  // ...until it had waited about 64 - 8 steps; then its 64 tokens took 8 more.
+  EXPECT_LE(steps, 56u + 8u + 4u);
 }
 
 }  // namespace
