@@ -94,6 +94,7 @@ nlohmann::json SettingsJson(const BenchOptions& options, const std::string& mode
           {"kv_cache_memory", options.kv_cache_memory},
           {"kv_type", options.kv_type},
           {"max_batch_tokens", options.max_batch_tokens},
+          {"schedule_policy", options.schedule_policy},
           {"repeat", options.repeat},
           {"seed", options.seed},
           {"quick", options.quick}};
@@ -176,6 +177,8 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
                       "KV cache budget, e.g. 2GiB (default 1GiB; multidoc sets its own)");
   command->add_option("--kv-type", options->kv_type, "f16 or f32");
   command->add_option("--max-batch-tokens", options->max_batch_tokens, "tokens per engine step");
+  command->add_option("--schedule-policy", options->schedule_policy,
+                      "prefill order: cache-aware (default), lpm (the same) or fcfs");
   command->add_option("--repeat", options->repeat, "measured repetitions of each case (default 3)");
   command->add_option("--json", options->json_path, "write the results as JSON to FILE");
   command->add_option("--chart", options->chart_path, "draw the results as an SVG chart to FILE");
