@@ -52,6 +52,9 @@ TEST(BenchOptionsTest, RejectsBadArguments) {
   options = WithModel("doc");
   options.max_batch_tokens = 0;
   ExpectRejected(options, "--max-batch-tokens");
+  options = WithModel("concurrent");
+  options.schedule_policy = "priority";
+  ExpectRejected(options, "--schedule-policy 'priority'");
   options = WithModel("kernels");
   options.cpu_target = "neon";
   ExpectRejected(options, "--cpu-target");
