@@ -1,5 +1,6 @@
 #include "cli/bench_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <thread>
@@ -46,6 +47,10 @@ int Precision(double value) {
   double magnitude = std::fabs(value);
   if (magnitude >= 100) return 0;
   if (magnitude >= 10) return 1;
+  // Two significant digits below 0.1, so a small cost (0.0031 %) does not print as 0.00.
+  if (magnitude > 0 && magnitude < 0.1 && std::isfinite(magnitude)) {
+    return std::min(6, 1 - static_cast<int>(std::floor(std::log10(magnitude))));
+  }
   return 2;
 }
 

@@ -48,25 +48,24 @@ std::vector<double> OneTo(int n) {
 // Ranks from the binomial tail, checked against Python's math.comb: the classic [x_(2), x_(9)]
 // for 10 samples, and the ranks the unique benchmark's 36 and 48 pairs get.
 TEST(BenchStatsTest, MedianIntervalTakesOrderStatisticsFromTheBinomialTail) {
-  Interval ten = MedianInterval(OneTo(10));
-  EXPECT_DOUBLE_EQ(ten.low, 2);
-  EXPECT_DOUBLE_EQ(ten.high, 9);
-  Interval six = MedianInterval(OneTo(6));
-  EXPECT_DOUBLE_EQ(six.low, 1);
-  EXPECT_DOUBLE_EQ(six.high, 6);
-  Interval thirty_six = MedianInterval(OneTo(36));
-  EXPECT_DOUBLE_EQ(thirty_six.low, 12);
-  EXPECT_DOUBLE_EQ(thirty_six.high, 25);
-  Interval forty_eight = MedianInterval(OneTo(48));
-  EXPECT_DOUBLE_EQ(forty_eight.low, 17);
-  EXPECT_DOUBLE_EQ(forty_eight.high, 32);
-  Interval hundred = MedianInterval(OneTo(100));
-  EXPECT_DOUBLE_EQ(hundred.low, 40);
-  EXPECT_DOUBLE_EQ(hundred.high, 61);
-  // A lower confidence narrows it: 10 samples at 80% give [x_(3), x_(8)] (P(B <= 2) = 0.055).
-  Interval eighty = MedianInterval(OneTo(10), 0.80);
-  EXPECT_DOUBLE_EQ(eighty.low, 3);
-  EXPECT_DOUBLE_EQ(eighty.high, 8);
+  // {samples 1..n, confidence, expected low, expected high}
+  struct Case {
+    int n;
+    double confidence;
+    double low, high;
+  };
+  const Case cases[] = {{10, 0.95, 2, 9},
+                        {6, 0.95, 1, 6},
+                        {36, 0.95, 12, 25},
+                        {48, 0.95, 17, 32},
+                        {100, 0.95, 40, 61},
+                        // A lower confidence narrows it: P(B <= 2) = 0.055 for 10 samples.
+                        {10, 0.80, 3, 8}};
+  for (const Case& c : cases) {
+    Interval interval = MedianInterval(OneTo(c.n), c.confidence);
+    EXPECT_DOUBLE_EQ(interval.low, c.low) << c.n << " samples at " << c.confidence;
+    EXPECT_DOUBLE_EQ(interval.high, c.high) << c.n << " samples at " << c.confidence;
+  }
 }
 
 TEST(BenchStatsTest, MedianIntervalNeedsEnoughSamples) {

@@ -99,5 +99,19 @@ TEST(BenchReportTest, JsonHasOneEntryPerWorkloadWithItsFigures) {
   EXPECT_NE(WorkloadText(result).find("warm / question"), std::string::npos);
 }
 
+// Figures print with more digits as they get small, so a tiny cost does not read as zero.
+TEST(BenchReportTest, SmallFiguresKeepTwoSignificantDigits) {
+  WorkloadResult result;
+  result.name = "unique";
+  result.figures = {
+      BenchFigure::Plain("a", "large", 1234.4, "ms"), BenchFigure::Plain("b", "middle", 0.36, "%"),
+      BenchFigure::Plain("c", "small", 0.0031, "%"), BenchFigure::Plain("d", "zero", 0.0, "%")};
+  const std::string text = WorkloadText(result);
+  EXPECT_NE(text.find("1234 "), std::string::npos) << text;
+  EXPECT_NE(text.find("0.36 "), std::string::npos) << text;
+  EXPECT_NE(text.find("0.0031 "), std::string::npos) << text;
+  EXPECT_NE(text.find("0.00 "), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace reprise::cli
