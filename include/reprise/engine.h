@@ -68,6 +68,11 @@ struct GenerationRequest {
 enum class FinishReason { kLength, kStop, kCancelled, kError };
 const char* FinishReasonName(FinishReason reason);  // "length", "stop", "cancelled", "error"
 
+// Whether `name` is an EngineConfig::schedule_policy the engine accepts (cache-aware, lpm, fcfs),
+// so front ends can refuse a bad flag before loading a model.
+bool IsSchedulePolicy(const std::string& name);
+inline constexpr const char* kSchedulePolicyNames = "cache-aware, lpm or fcfs";  // for messages
+
 struct GenerationOutput {
   uint64_t request_id = 0;
   std::string text;

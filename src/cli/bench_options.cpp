@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/error.h"
+#include "reprise/engine.h"
 
 namespace reprise::cli {
 
@@ -50,10 +51,9 @@ void ValidateBenchOptions(const BenchOptions& options) {
   if (options.repeat < 1) throw Error("--repeat must be at least 1");
   if (options.threads < 0) throw Error("--threads must be 0 (every core) or more");
   if (options.max_batch_tokens < 1) throw Error("--max-batch-tokens must be at least 1");
-  if (options.schedule_policy != "cache-aware" && options.schedule_policy != "lpm" &&
-      options.schedule_policy != "fcfs") {
-    throw Error(fmt::format("unknown --schedule-policy '{}' (cache-aware, lpm or fcfs)",
-                            options.schedule_policy));
+  if (!IsSchedulePolicy(options.schedule_policy)) {
+    throw Error(fmt::format("unknown --schedule-policy '{}' ({})", options.schedule_policy,
+                            kSchedulePolicyNames));
   }
   if (!options.model.empty() && !options.make_model_shape.empty()) {
     throw Error("give either -m MODEL or --make-model SHAPE, not both");

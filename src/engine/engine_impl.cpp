@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <random>
 #include <type_traits>
 
@@ -36,10 +37,18 @@ kernels::KvType ParseKvType(const std::string& name) {
   throw Error(fmt::format("unknown KV cache type '{}' (f16 or f32)", name));
 }
 
-PrefillOrder ParseSchedulePolicy(const std::string& name) {
+std::optional<PrefillOrder> FindSchedulePolicy(const std::string& name) {
   if (name == "cache-aware" || name == "lpm") return PrefillOrder::kCacheAware;
   if (name == "fcfs") return PrefillOrder::kArrival;
-  throw Error(fmt::format("unknown schedule policy '{}' (cache-aware, lpm or fcfs)", name));
+  return std::nullopt;
+}
+
+PrefillOrder ParseSchedulePolicy(const std::string& name) {
+  std::optional<PrefillOrder> order = FindSchedulePolicy(name);
+  if (!order) {
+    throw Error(fmt::format("unknown schedule policy '{}' ({})", name, kSchedulePolicyNames));
+  }
+  return *order;
 }
 
 // Runs `work` and adds its wall time to `seconds`: what the scheduler and the prefix cache cost
@@ -58,6 +67,8 @@ auto TimeInto(double& seconds, Work&& work) {
 }
 
 }  // namespace
+
+bool IsSchedulePolicy(const std::string& name) { return FindSchedulePolicy(name).has_value(); }
 
 EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   const int block_size = config_.block_size;

@@ -202,19 +202,18 @@ StepPlan Scheduler::Schedule() {
   // ones that are no longer running.
   std::vector<Sequence*> snapshot;
   for (auto& sequence : running_) snapshot.push_back(sequence.get());
-  auto still_running = [&](Sequence* sequence) { return IsRunning(sequence); };
 
   // Decode tokens first: they are one position each and hold a client waiting on every token.
   for (Sequence* sequence : snapshot) {
     if (budget == 0) break;
-    if (sequence->Remaining() == 1 && still_running(sequence)) schedule(*sequence, 1);
+    if (sequence->Remaining() == 1 && IsRunning(sequence)) schedule(*sequence, 1);
   }
   // Then prefill chunks. A chunk starts after the cached prefix.
   std::vector<Sequence*> candidates = PrefillCandidates(snapshot);
   for (Sequence* candidate : candidates) {
     if (budget == 0) break;
     Sequence& sequence = *candidate;
-    if (planned.count(&sequence) != 0 || !still_running(candidate)) continue;
+    if (planned.count(&sequence) != 0 || !IsRunning(candidate)) continue;
     // The block this chunk would start in (or complete, after a partial match). When another
     // request computes that very block in this step, wait and reuse it next step instead.
     size_t next_block = sequence.num_computed / block_size;

@@ -158,9 +158,9 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   }
   if (flags.schedule_policy) {
     const std::string& policy = *flags.schedule_policy;
-    if (policy != "cache-aware" && policy != "lpm" && policy != "fcfs") {
+    if (!IsSchedulePolicy(policy)) {
       throw Error(
-          fmt::format("--schedule-policy must be cache-aware, lpm or fcfs, got '{}'", policy));
+          fmt::format("--schedule-policy must be {}, got '{}'", kSchedulePolicyNames, policy));
     }
     settings.schedule_policy = policy;
   }
