@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/attention_score_tile.h"
 #include "kernels/paged_attention.h"
 #include "kernels/paged_attention_internal.h"
 #include "kernels/reduce_avx2.h"
@@ -100,6 +101,15 @@ inline void StoreAcc(float* p, int n, __m256 v) {
 }
 
 constexpr int kGroupStep = 4;    // query rows whose dot products are accumulated together
+
+// ScoreRowTile's vector operations at 8 lanes.
+struct Lanes8 {
+  using Vec = __m256;
+  static Vec Zero() { return _mm256_setzero_ps(); }
+  static Vec Broadcast(const float* value) { return _mm256_broadcast_ss(value); }
+  static Vec MultiplyAdd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec Add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+};
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 2;  //   8-wide chunks of V accumulated in registers
 
@@ -148,28 +158,12 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
           const int nr = std::min(kGroupStep, num_rows - r0);
           const float* rows[kGroupStep];
           for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
-          __m256 even[kGroupStep], odd[kGroupStep];
-          for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm256_setzero_ps();
-          int d = 0;
-          for (; d + 2 <= head_dim; d += 2) {
-            const __m256 k0 = keys(d);
-            const __m256 k1 = keys(d + 1);
-            for (int i = 0; i < kGroupStep; ++i) {
-              even[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d), k0, even[i]);
-              odd[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d + 1), k1, odd[i]);
-            }
-          }
-          if (d < head_dim) {
-            const __m256 k0 = keys(d);
-            for (int i = 0; i < kGroupStep; ++i) {
-              even[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(rows[i] + d), k0, even[i]);
-            }
-          }
+          __m256 sums[kGroupStep];
+          ScoreRowTile<Lanes8>(rows, head_dim, keys, sums);
           const __m256 scale8 = _mm256_set1_ps(scale);
-          for (int i = 0; i < kGroupStep; ++i) {  // constant trip counts keep even/odd in registers
+          for (int i = 0; i < kGroupStep; ++i) {  // constant trip counts keep sums in registers
             if (i >= nr) break;
-            _mm256_store_ps(scores[r0 + i] + j0,
-                            _mm256_mul_ps(_mm256_add_ps(even[i], odd[i]), scale8));
+            _mm256_store_ps(scores[r0 + i] + j0, _mm256_mul_ps(sums[i], scale8));
           }
         }
       };

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/attention_score_tile.h"
 #include "kernels/paged_attention.h"
 #include "kernels/paged_attention_internal.h"
 #include "kernels/reduce_avx512.h"
@@ -75,6 +76,15 @@ inline void WidenKeys(const uint8_t* k_plane, size_t column_bytes, int j0, int c
 }
 
 constexpr int kGroupStep = 4;    // query rows whose dot products are accumulated together
+
+// ScoreRowTile's vector operations at 16 lanes.
+struct Lanes16 {
+  using Vec = __m512;
+  static Vec Zero() { return _mm512_setzero_ps(); }
+  static Vec Broadcast(const float* value) { return _mm512_set1_ps(*value); }
+  static Vec MultiplyAdd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+};
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
@@ -186,27 +196,11 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
           const int nr = std::min(kGroupStep, num_rows - r0);
           const float* rows[kGroupStep];
           for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
-          __m512 even[kGroupStep], odd[kGroupStep];
-          for (int i = 0; i < kGroupStep; ++i) even[i] = odd[i] = _mm512_setzero_ps();
-          int d = 0;
-          for (; d + 2 <= head_dim; d += 2) {
-            const __m512 k0 = keys(d);
-            const __m512 k1 = keys(d + 1);
-            for (int i = 0; i < kGroupStep; ++i) {
-              even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
-              odd[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d + 1]), k1, odd[i]);
-            }
-          }
-          if (d < head_dim) {
-            const __m512 k0 = keys(d);
-            for (int i = 0; i < kGroupStep; ++i) {
-              even[i] = _mm512_fmadd_ps(_mm512_set1_ps(rows[i][d]), k0, even[i]);
-            }
-          }
+          __m512 sums[kGroupStep];
+          ScoreRowTile<Lanes16>(rows, head_dim, keys, sums);
           const __m512 scale16 = _mm512_set1_ps(scale);
           for (int i = 0; i < nr; ++i) {
-            _mm512_mask_storeu_ps(scores[r0 + i] + j0, store_mask,
-                                  _mm512_mul_ps(_mm512_add_ps(even[i], odd[i]), scale16));
+            _mm512_mask_storeu_ps(scores[r0 + i] + j0, store_mask, _mm512_mul_ps(sums[i], scale16));
           }
         }
       };
