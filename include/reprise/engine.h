@@ -25,6 +25,11 @@ struct EngineConfig {
   // reuse a cached prefix are not queued behind cold prompts; "lpm", SGLang's name, is the same)
   // or "fcfs" (arrival order).
   std::string schedule_policy = "cache-aware";
+  // Which cached blocks go first when memory runs short: "scan-resistant" (blocks that proved
+  // their reuse are kept over blocks used once, so documents visited in a cycle larger than the
+  // cache, or a burst of one-time prompts, do not flush everything) or "lru" (least recently
+  // used first). Priority and TTL come before either.
+  std::string eviction_policy = "scan-resistant";
   size_t max_queued_requests = 1024;   // Submit refuses beyond this (the server answers 503)
   int num_threads = 0;                 // kernel threads; 0: every core
   int64_t max_context = 0;             // 0: the model's context length
@@ -72,6 +77,9 @@ const char* FinishReasonName(FinishReason reason);  // "length", "stop", "cancel
 // so front ends can refuse a bad flag before loading a model.
 bool IsSchedulePolicy(const std::string& name);
 inline constexpr const char* kSchedulePolicyNames = "cache-aware, lpm or fcfs";  // for messages
+// Likewise for EngineConfig::eviction_policy.
+bool IsEvictionPolicy(const std::string& name);
+inline constexpr const char* kEvictionPolicyNames = "scan-resistant or lru";  // for messages
 
 struct GenerationOutput {
   uint64_t request_id = 0;
@@ -113,6 +121,7 @@ struct EngineStats {
   int64_t blocks_cached = 0;
   int64_t blocks_free = 0;
   int64_t blocks_pinned = 0;
+  int64_t blocks_protected = 0;  // cached or in use, kept over blocks used once (scan-resistant)
   uint64_t requests_finished = 0;
   uint64_t requests_cancelled = 0;
   uint64_t preemptions = 0;

@@ -85,9 +85,10 @@ class TemporaryModel {
 nlohmann::json SettingsJson(const BenchOptions& options, const std::string& model_path) {
   return {{"workload", options.workload},
           {"model", model_path},
-          {"make_model", options.make_model_shape.empty()
-                             ? nlohmann::json(nullptr)
-                             : nlohmann::json(options.make_model_shape + " " + options.make_model_type)},
+          {"make_model",
+           options.make_model_shape.empty()
+               ? nlohmann::json(nullptr)
+               : nlohmann::json(options.make_model_shape + " " + options.make_model_type)},
           {"url", options.url},
           {"threads", options.threads},
           {"block_size", options.block_size},
@@ -95,6 +96,7 @@ nlohmann::json SettingsJson(const BenchOptions& options, const std::string& mode
           {"kv_type", options.kv_type},
           {"max_batch_tokens", options.max_batch_tokens},
           {"schedule_policy", options.schedule_policy},
+          {"eviction_policy", options.eviction_policy},
           {"repeat", options.repeat},
           {"seed", options.seed},
           {"quick", options.quick}};
@@ -179,6 +181,8 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--max-batch-tokens", options->max_batch_tokens, "tokens per engine step");
   command->add_option("--schedule-policy", options->schedule_policy,
                       "prefill order: cache-aware (default), lpm (the same) or fcfs");
+  command->add_option("--eviction-policy", options->eviction_policy,
+                      "which cached blocks go first: scan-resistant (default) or lru");
   command->add_option("--repeat", options->repeat, "measured repetitions of each case (default 3)");
   command->add_option("--json", options->json_path, "write the results as JSON to FILE");
   command->add_option("--chart", options->chart_path, "draw the results as an SVG chart to FILE");

@@ -26,6 +26,7 @@ std::unique_ptr<BenchTarget> BenchContext::MakeTarget(bool prefix_caching,
   config.block_size = options_.block_size;
   config.kv_type = options_.kv_type;
   config.schedule_policy = options_.schedule_policy;
+  config.eviction_policy = options_.eviction_policy;
   config.max_batch_tokens = options_.max_batch_tokens;
   config.num_threads = options_.threads;
   if (kv_cache_bytes > 0) {

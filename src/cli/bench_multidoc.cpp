@@ -33,13 +33,20 @@ WorkloadResult RunMultidocWorkload(const BenchContext& context) {
 
   BenchTable table(
       context.remote()
-          ? fmt::format("[multidoc] {}-token documents visited round robin, {} rounds (server's KV budget)",
-                        doc_tokens, rounds)
+          ? fmt::format(
+                "[multidoc] {}-token documents visited round robin, {} rounds (server's KV budget)",
+                doc_tokens, rounds)
           : fmt::format("[multidoc] {}-token documents visited round robin, {} rounds, KV budget "
-                        "{:.1f} MiB (holds about {} documents)",
-                        doc_tokens, rounds, static_cast<double>(budget) / (1 << 20), capacity),
-      {{"documents", ""}, {"visits", ""}, {"hit rate, round 1", "%"}, {"hit rate, later rounds", "%"},
-       {"TTFT p50, round 1", "ms"}, {"TTFT p50, later", "ms"}, {"TTFT p99, later", "ms"}});
+                        "{:.1f} MiB (holds about {} documents), eviction policy {}",
+                        doc_tokens, rounds, static_cast<double>(budget) / (1 << 20), capacity,
+                        context.options().eviction_policy),
+      {{"documents", ""},
+       {"visits", ""},
+       {"hit rate, round 1", "%"},
+       {"hit rate, later rounds", "%"},
+       {"TTFT p50, round 1", "ms"},
+       {"TTFT p50, later", "ms"},
+       {"TTFT p99, later", "ms"}});
   ChartSpec hits{ChartKind::kBar, "Multidoc: hit rate after the first round", "documents",
                  "hit rate (%)", {}, {{"later rounds", {}}}, {}};
   ChartSpec ttft_chart{ChartKind::kBar, "Multidoc: TTFT", "documents", "TTFT p50 (ms)", {},

@@ -55,6 +55,10 @@ void ValidateBenchOptions(const BenchOptions& options) {
     throw Error(fmt::format("unknown --schedule-policy '{}' ({})", options.schedule_policy,
                             kSchedulePolicyNames));
   }
+  if (!IsEvictionPolicy(options.eviction_policy)) {
+    throw Error(fmt::format("unknown --eviction-policy '{}' ({})", options.eviction_policy,
+                            kEvictionPolicyNames));
+  }
   if (!options.model.empty() && !options.make_model_shape.empty()) {
     throw Error("give either -m MODEL or --make-model SHAPE, not both");
   }

@@ -19,6 +19,7 @@ struct BenchOptions {
   std::string kv_cache_memory;   // "" : the engine's default (workloads may set their own)
   std::string kv_type = "f16";
   std::string schedule_policy = "cache-aware";
+  std::string eviction_policy = "scan-resistant";
   int max_batch_tokens = 512;
   int repeat = 3;                // measured repetitions of each case (medians are reported)
   std::string json_path;

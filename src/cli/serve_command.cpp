@@ -135,6 +135,10 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "--schedule-policy", [flags](const std::string& v) { flags->schedule_policy = v; },
       "Prefill order: cache-aware (default: least uncached prompt first; lpm is the same) or "
       "fcfs (arrival order)");
+  command->add_option_function<std::string>(
+      "--eviction-policy", [flags](const std::string& v) { flags->eviction_policy = v; },
+      "Which cached blocks go first when memory is short: scan-resistant (default: blocks used "
+      "once before blocks reused) or lru");
   command->add_option_function<int>(
       "--threads", [flags](const int& v) { flags->threads = v; },
       "Kernel threads (default 0: every core)");

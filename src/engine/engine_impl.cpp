@@ -51,6 +51,15 @@ PrefillOrder ParseSchedulePolicy(const std::string& name) {
   return *order;
 }
 
+// The share of the KV pool kept for blocks that proved their reuse, by eviction policy name.
+// Scan resistance leaves a fifth of the pool to probation: enough for the blocks of the requests
+// in flight on any budget that is not tiny; below that the protected tier is evicted by LRU too.
+std::optional<double> FindEvictionPolicy(const std::string& name) {
+  if (name == "scan-resistant") return 0.8;
+  if (name == "lru") return 0.0;
+  return std::nullopt;
+}
+
 // Runs `work` and adds its wall time to `seconds`: what the scheduler and the prefix cache cost
 // the step thread, reported beside the forward passes so that the cache's own price is visible.
 template <typename Work>
@@ -69,6 +78,7 @@ auto TimeInto(double& seconds, Work&& work) {
 }  // namespace
 
 bool IsSchedulePolicy(const std::string& name) { return FindSchedulePolicy(name).has_value(); }
+bool IsEvictionPolicy(const std::string& name) { return FindEvictionPolicy(name).has_value(); }
 
 EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   const int block_size = config_.block_size;
@@ -78,6 +88,11 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   if (config_.max_batch_tokens < 1) throw Error("max batch tokens must be at least 1");
   if (config_.max_running_requests < 1) throw Error("max running requests must be at least 1");
   const PrefillOrder prefill_order = ParseSchedulePolicy(config_.schedule_policy);
+  const std::optional<double> protected_share = FindEvictionPolicy(config_.eviction_policy);
+  if (!protected_share) {
+    throw Error(fmt::format("unknown eviction policy '{}' ({})", config_.eviction_policy,
+                            kEvictionPolicyNames));
+  }
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
@@ -120,6 +135,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   cache_config.block_bytes = block_bytes_;
   cache_config.root_fingerprint = fingerprint.Finish();
   cache_config.enable_reuse = config_.enable_prefix_caching;
+  cache_config.protected_share = *protected_share;
   cache_ = std::make_unique<PrefixCache>(cache_config);
   paged_kv_.base = cache_->BlockData(0);
 
@@ -529,6 +545,7 @@ void EngineImpl::PublishStats() {
   stats_.blocks_cached = cache.blocks_cached;
   stats_.blocks_free = cache.blocks_free;
   stats_.blocks_pinned = cache.blocks_pinned;
+  stats_.blocks_protected = cache.blocks_protected;
   stats_.preemptions = scheduler.preemptions;
   stats_.requests_running = scheduler_->num_running();
   stats_.requests_waiting = scheduler_->num_waiting();

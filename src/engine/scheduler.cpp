@@ -70,8 +70,8 @@ void Scheduler::TryExtendMatch(Sequence& sequence) {
       sequence.blocks.size() != (sequence.num_computed + block_size - 1) / block_size) {
     return;
   }
-  PrefixMatch match =
-      cache_.Match(sequence.tokens, sequence.tokens.size() - 1, sequence.extras, sequence.retention);
+  PrefixMatch match = cache_.Match(sequence.tokens, sequence.tokens.size() - 1, sequence.extras,
+                                   sequence.retention, sequence.num_computed);
   if (match.cached_tokens <= sequence.num_computed) {
     cache_.Release(match.blocks);
     return;

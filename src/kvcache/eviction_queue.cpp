@@ -7,9 +7,10 @@ namespace reprise {
 EvictionQueue::EvictionQueue(int64_t num_blocks, TimeSource now)
     : now_(std::move(now)), order_(num_blocks), running_(num_blocks) {}
 
-void EvictionQueue::Add(BlockId id, int priority, double expiry, uint64_t last_used) {
+void EvictionQueue::Add(BlockId id, int priority, bool is_protected, double expiry,
+                        uint64_t last_used) {
   bool ttl_running = expiry > 0 && expiry > now_();
-  order_.Push(id, OrderKey{ttl_running, priority, last_used});
+  order_.Push(id, OrderKey{ttl_running, priority, is_protected, last_used});
   if (ttl_running) running_.Push(id, ExpiryKey{expiry, id});
 }
 

@@ -1,5 +1,6 @@
 // EvictionQueue: the cached blocks that may be evicted right now, in eviction order:
-// blocks whose TTL still runs go last; then lowest priority first; then least recently used.
+// blocks whose TTL still runs go last; then lowest priority first; then probation before
+// protected (see PrefixCache); then least recently used.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +24,10 @@ class EvictionQueue {
   size_t size() const { return order_.size(); }
   bool Contains(BlockId id) const { return order_.Contains(id); }
 
-  // `priority` 0..100 (higher is kept longer), `expiry` in TimeSource seconds (0: no TTL),
-  // `last_used` a recency stamp (larger is more recent; unique per block for a total order).
-  void Add(BlockId id, int priority, double expiry, uint64_t last_used);
+  // `priority` 0..100 (higher is kept longer), `is_protected`: the block proved its reuse and
+  // goes after every probationary block of its priority, `expiry` in TimeSource seconds (0: no
+  // TTL), `last_used` a recency stamp (larger is more recent; unique per block for a total order).
+  void Add(BlockId id, int priority, bool is_protected, double expiry, uint64_t last_used);
   void Remove(BlockId id);
   // Takes the next victim out of the queue; nullopt when empty.
   std::optional<BlockId> PopVictim();
@@ -34,10 +36,12 @@ class EvictionQueue {
   struct OrderKey {
     bool ttl_running;  // false sorts first
     int priority;
+    bool is_protected;  // false sorts first
     uint64_t last_used;
     bool operator<(const OrderKey& other) const {
       if (ttl_running != other.ttl_running) return !ttl_running;
       if (priority != other.priority) return priority < other.priority;
+      if (is_protected != other.is_protected) return !is_protected;
       return last_used < other.last_used;
     }
   };

@@ -28,7 +28,12 @@ PrefixCache::PrefixCache(const PrefixCacheConfig& config, TimeSource now)
       pool_(config.num_blocks, config.block_bytes),
       index_(config.num_blocks, config.block_size),
       queue_(config.num_blocks, now_),
-      state_(static_cast<size_t>(config.num_blocks)) {
+      state_(static_cast<size_t>(config.num_blocks)),
+      protected_(config.num_blocks) {
+  REPRISE_CHECK(config.protected_share >= 0 && config.protected_share <= 1,
+                "protected share {} is not within 0..1", config.protected_share);
+  protected_capacity_ =
+      static_cast<size_t>(config.protected_share * static_cast<double>(config.num_blocks));
   blocks_free_.store(config.num_blocks, std::memory_order_relaxed);
 }
 
@@ -36,7 +41,8 @@ PrefixCache::PrefixCache(const PrefixCacheConfig& config, TimeSource now)
 // Engine-facing calls.
 
 PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_tokens,
-                               const CacheKeyExtras& extras, const RetentionPolicy& policy) {
+                               const CacheKeyExtras& extras, const RetentionPolicy& policy,
+                               size_t held_tokens) {
   const size_t queried = std::min(max_tokens, tokens.size());
   const size_t block_size = static_cast<size_t>(config_.block_size);
   Add(lookups_, 1);
@@ -60,6 +66,11 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
     if (!found) break;
     Reference(*found);
     MergePolicy(*found, policy);
+    if (position + block_size > held_tokens) {
+      const uint64_t previous_use = state_[static_cast<size_t>(*found)].last_used;
+      Touch(*found);
+      ConsiderProtecting(*found, previous_use);
+    }
     match.blocks.push_back(*found);
     parent_key = key;
     parent = *found;
@@ -81,6 +92,9 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
         position += length;
       }
       MergePolicy(source, policy);
+      const uint64_t previous_use = state_[static_cast<size_t>(source)].last_used;
+      Touch(source);
+      ConsiderProtecting(source, previous_use);
       Unreference(source);
     }
   }
@@ -97,6 +111,9 @@ std::optional<BlockId> PrefixCache::Allocate() {
   } else {
     id = queue_.PopVictim();
     if (!id) return std::nullopt;
+    if (protected_capacity_ > 0) {
+      RememberGhost(index_.Key(*id), state_[static_cast<size_t>(*id)].last_used);
+    }
     DropFromIndex(*id);
     Add(evictions_, 1);
   }
@@ -131,7 +148,9 @@ Digest PrefixCache::Commit(BlockId block, const std::optional<Digest>& parent_ke
     state.duplicate_key = key;
     MergePolicy(*twin, policy);
     if (policy.pinned) SetPinned(*twin, true);
-    state_[static_cast<size_t>(*twin)].last_used = ++tick_;
+    const uint64_t previous_use = state_[static_cast<size_t>(*twin)].last_used;
+    Touch(*twin);
+    ConsiderProtecting(*twin, previous_use);
     RefreshQueue(*twin, /*requeue=*/true);
     return key;
   }
@@ -165,6 +184,7 @@ Digest PrefixCache::Commit(BlockId block, const std::optional<Digest>& parent_ke
     ++state_[static_cast<size_t>(parent)].held_children;
     OnHoldChanged(parent, parent_was_held);
   }
+  ConsiderProtecting(block, TakeGhost(key));
   DropSupersededTails(block);
   return key;
 }
@@ -205,6 +225,7 @@ size_t PrefixCache::Unpin(std::span<const BlockId> blocks) {
 }
 
 size_t PrefixCache::ClearUnpinned() {
+  protected_filled_ = false;  // a fresh start: the first blocks fill the protected tier again
   size_t dropped = 0;
   while (std::optional<BlockId> victim = queue_.PopVictim()) {
     DropFromIndex(*victim);
@@ -226,6 +247,7 @@ CacheStats PrefixCache::Stats() const {
   stats.blocks_cached = blocks_cached_.load(std::memory_order_relaxed);
   stats.blocks_free = blocks_free_.load(std::memory_order_relaxed);
   stats.blocks_pinned = blocks_pinned_.load(std::memory_order_relaxed);
+  stats.blocks_protected = blocks_protected_.load(std::memory_order_relaxed);
   return stats;
 }
 
@@ -261,7 +283,7 @@ void PrefixCache::Unreference(BlockId id) {
   Add(blocks_in_use_, -1);
   if (index_.Contains(id)) {
     Add(blocks_cached_, 1);
-    state_[static_cast<size_t>(id)].last_used = ++tick_;
+    Touch(id);
     OnHoldChanged(id, was_held);
   } else {
     state_[static_cast<size_t>(id)] = BlockState{};
@@ -291,7 +313,7 @@ void PrefixCache::RefreshQueue(BlockId id, bool requeue) {
   if (queued && (!wanted || requeue)) queue_.Remove(id);
   if (wanted && (!queued || requeue)) {
     const BlockState& state = state_[static_cast<size_t>(id)];
-    queue_.Add(id, state.priority, state.expiry, state.last_used);
+    queue_.Add(id, state.priority, state.is_protected, state.expiry, state.last_used);
   }
 }
 
@@ -319,6 +341,7 @@ double PrefixCache::ExpiryFor(const RetentionPolicy& policy) const {
 }
 
 void PrefixCache::DropFromIndex(BlockId id) {
+  if (state_[static_cast<size_t>(id)].is_protected) Unprotect(id);
   const BlockId parent = index_.Parent(id);
   index_.Remove(id);
   --num_evictable_;
@@ -345,6 +368,63 @@ void PrefixCache::DropSupersededTails(BlockId id) {
       Add(blocks_free_, 1);
     }
     sibling = next;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scan resistance (see the class comment).
+
+void PrefixCache::Touch(BlockId id) {
+  BlockState& state = state_[static_cast<size_t>(id)];
+  state.last_used = ++tick_;
+  if (state.is_protected) protected_.Update(id, state.last_used);
+}
+
+void PrefixCache::ConsiderProtecting(BlockId id, uint64_t previous_use) {
+  BlockState& state = state_[static_cast<size_t>(id)];
+  if (protected_capacity_ == 0 || state.is_protected) return;
+  if (protected_filled_) {
+    // Only a block reused sooner than the protected tier's least recent block was used gets in;
+    // a first use, or a reuse after longer (a cyclic scan), stays on probation. This holds when
+    // requests too big for probation have evicted protected blocks too: were their places
+    // refilled, a cycle larger than the cache would wash through the tier as through LRU;
+    // unfilled, the tier shrinks until probation holds the requests in flight.
+    if (previous_use == 0 || (!protected_.empty() && previous_use <= protected_.TopKey())) return;
+    if (protected_.size() >= protected_capacity_) {
+      const BlockId demoted = protected_.Top();  // the two trade places
+      Unprotect(demoted);
+      RefreshQueue(demoted, /*requeue=*/true);
+    }
+  }
+  state.is_protected = true;
+  protected_.Push(id, state.last_used);
+  Add(blocks_protected_, 1);
+  if (protected_.size() == protected_capacity_) protected_filled_ = true;
+  RefreshQueue(id, /*requeue=*/true);
+}
+
+void PrefixCache::Unprotect(BlockId id) {
+  state_[static_cast<size_t>(id)].is_protected = false;
+  protected_.Erase(id);
+  Add(blocks_protected_, -1);
+}
+
+uint64_t PrefixCache::TakeGhost(const Digest& key) {
+  auto found = ghosts_.find(key);
+  if (found == ghosts_.end()) return 0;
+  const uint64_t last_used = found->second;
+  ghosts_.erase(found);
+  return last_used;
+}
+
+void PrefixCache::RememberGhost(const Digest& key, uint64_t last_used) {
+  ghosts_[key] = last_used;
+  ghost_order_.emplace_back(key, last_used);
+  while (ghost_order_.size() > static_cast<size_t>(config_.num_blocks)) {
+    const auto& [old_key, old_use] = ghost_order_.front();
+    auto found = ghosts_.find(old_key);
+    if (found != ghosts_.end() && found->second == old_use) ghosts_.erase(found);
+    ghost_order_.pop_front();
   }
 }
 

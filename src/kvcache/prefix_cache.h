@@ -7,22 +7,37 @@
 //   1. leaves before parents: a block goes only once no indexed block hangs below it, so a
 //      referenced or pinned block keeps all its ancestors;
 //   2. blocks whose TTL still runs go after every other evictable block, of any priority;
-//   3. then lower priority first;  4. then least recently used (released, matched, committed).
+//   3. then lower priority first;  4. then probation before protected (below);
+//   5. then least recently used (released, matched, committed).
 // Reuse merges policies upwards: priority = max, expiry = the later one (Match and a duplicate
 // Commit both apply the request's policy; only Commit and Pin pin).
+//
+// Scan resistance (protected_share > 0): plain LRU keeps nothing when prompts cycle through more
+// documents than fit (each is evicted just before its next visit), and one burst of new prompts
+// flushes a reused working set. So, as in LIRS, indexed blocks are in one of two tiers. Until
+// the protected tier holds its share of the pool every committed block joins it; after that a
+// block joins only when reused (matched, committed again, or computed again while its key is
+// remembered from its eviction) with its previous use more recent than the protected tier's
+// least recently used block, which moves to probation in its place when the tier is full. Eviction
+// takes probation first: a cyclic scan keeps hitting on the protected share, and one-time prompts
+// evict each other instead of what is being reused.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/sha256.h"
 #include "kvcache/block_key.h"
 #include "kvcache/block_pool.h"
 #include "kvcache/eviction_queue.h"
+#include "kvcache/indexed_heap.h"
 #include "kvcache/prefix_index.h"
 
 namespace reprise {
@@ -40,6 +55,8 @@ struct PrefixCacheConfig {
   size_t block_bytes = 0;     // KV bytes per block (all layers, K and V)
   Digest root_fingerprint{};  // identity of everything that changes KV: weights, dtype, rope...
   bool enable_reuse = true;   // false: plain paged storage, Match always misses
+  // Share of the pool (0..1) the protected tier may hold; 0: one tier, plain LRU.
+  double protected_share = 0;
 };
 
 struct PrefixMatch {
@@ -64,6 +81,7 @@ struct CacheStats {
   int64_t blocks_cached = 0;  // ref count 0 and indexed
   int64_t blocks_free = 0;    // ref count 0, holding nothing
   int64_t blocks_pinned = 0;
+  int64_t blocks_protected = 0;  // indexed blocks in the protected tier (scan resistance)
 };
 
 class PrefixCache {
@@ -78,9 +96,11 @@ class PrefixCache {
   // when the next cached block (full or a tail) matches only its first m >= 1 tokens, a fresh
   // block gets a copy of it and ends the match (without a fresh block the match stops at the
   // full blocks). `policy` raises the priority and extends the TTL of the blocks it reuses
-  // (never lowers them; never pins).
+  // (never lowers them; never pins). `held_tokens`: a prefix the caller computed or matched
+  // already (a running request looking for more); its full blocks do not count as reused.
   PrefixMatch Match(std::span<const int32_t> tokens, size_t max_tokens,
-                    const CacheKeyExtras& extras, const RetentionPolicy& policy = {});
+                    const CacheKeyExtras& extras, const RetentionPolicy& policy = {},
+                    size_t held_tokens = 0);
 
   // A fresh private block (ref 1, contents undefined), evicting a cached block if needed;
   // nullopt when every block is in use or pinned (the scheduler then preempts).
@@ -125,6 +145,7 @@ class PrefixCache {
   int32_t RefCount(BlockId id) const { return pool_.RefCount(id); }
   bool IsIndexed(BlockId id) const { return index_.Contains(id); }
   bool IsPinned(BlockId id) const { return state_[static_cast<size_t>(id)].pinned; }
+  bool IsProtected(BlockId id) const { return state_[static_cast<size_t>(id)].is_protected; }
 
   // Walks every block and checks all bookkeeping (O(num_blocks)); throws InternalError on a
   // broken invariant. For tests and debug builds.
@@ -138,7 +159,8 @@ class PrefixCache {
     double expiry = 0;       // TimeSource seconds; 0 = no TTL
     uint64_t last_used = 0;  // recency stamp from tick_
     bool pinned = false;
-    bool duplicate = false;  // private copy of the indexed block keyed duplicate_key
+    bool is_protected = false;  // in the protected tier (see the class comment)
+    bool duplicate = false;     // private copy of the indexed block keyed duplicate_key
     Digest duplicate_key{};
   };
 
@@ -158,6 +180,15 @@ class PrefixCache {
   void DropFromIndex(BlockId id);
   // Frees unheld tail siblings of `id` whose tokens are a strict prefix of its tokens.
   void DropSupersededTails(BlockId id);
+  // Marks indexed `id` as used now (a fresh recency stamp).
+  void Touch(BlockId id);
+  // `id` was just committed or reused; `previous_use` is the stamp of its use before this one
+  // (0: none known). Moves it to the protected tier if the class comment's rule says so.
+  void ConsiderProtecting(BlockId id, uint64_t previous_use);
+  void Unprotect(BlockId id);
+  // The last_used of a block evicted recently with this key (0: none), forgetting it.
+  uint64_t TakeGhost(const Digest& key);
+  void RememberGhost(const Digest& key, uint64_t last_used);
 
   PrefixCacheConfig config_;
   TimeSource now_;
@@ -167,6 +198,14 @@ class PrefixCache {
   std::vector<BlockState> state_;  // [num_blocks]
   uint64_t tick_ = 0;
   int64_t num_evictable_ = 0;  // indexed and not held
+  // Scan resistance: the protected blocks by last_used (the top is the one to demote), and the
+  // keys of the last num_blocks evictions with their last_used ("ghosts": a block computed again
+  // soon after its eviction is a reuse that a too small probation tier did not see).
+  size_t protected_capacity_ = 0;
+  bool protected_filled_ = false;  // the tier was full once: since then only reuse admits
+  IndexedHeap<uint64_t> protected_;
+  std::unordered_map<Digest, uint64_t, DigestHash> ghosts_;
+  std::deque<std::pair<Digest, uint64_t>> ghost_order_;  // oldest first; may hold stale entries
 
   std::atomic<int64_t> lookups_{0};
   std::atomic<int64_t> hit_tokens_{0};
@@ -176,6 +215,7 @@ class PrefixCache {
   std::atomic<int64_t> blocks_cached_{0};
   std::atomic<int64_t> blocks_free_{0};
   std::atomic<int64_t> blocks_pinned_{0};
+  std::atomic<int64_t> blocks_protected_{0};
 };
 
 }  // namespace reprise

@@ -21,6 +21,7 @@ void PrefixCache::CheckInvariants() const {
   }
 
   int64_t in_use = 0, cached = 0, free = 0, pinned = 0, evictable = 0, queued = 0;
+  int64_t protected_count = 0;
   size_t indexed = 0;
   for (BlockId id = 0; id < n; ++id) {
     const BlockState& state = state_[static_cast<size_t>(id)];
@@ -42,9 +43,19 @@ void PrefixCache::CheckInvariants() const {
       ++pinned;
     }
     if (queue_.Contains(id)) ++queued;
+    REPRISE_CHECK(protected_.Contains(id) == state.is_protected,
+                  "block {} is_protected={} but in the protected heap={}", id, state.is_protected,
+                  protected_.Contains(id));
     if (!is_indexed) {
       REPRISE_CHECK(!queue_.Contains(id), "block {} is queued but not indexed", id);
+      REPRISE_CHECK(!state.is_protected, "block {} is protected but not indexed", id);
       continue;
+    }
+    if (state.is_protected) {
+      ++protected_count;
+      REPRISE_CHECK(protected_.KeyOf(id) == state.last_used,
+                    "protected block {} is ordered by a stale use {} (last used {})", id,
+                    protected_.KeyOf(id), state.last_used);
     }
     ++indexed;
     REPRISE_CHECK(!state.duplicate, "indexed block {} is marked as a duplicate", id);
@@ -76,6 +87,13 @@ void PrefixCache::CheckInvariants() const {
   REPRISE_CHECK(evictable == num_evictable_, "evictable count {} but {} found", num_evictable_,
                 evictable);
   REPRISE_CHECK(in_use + cached + free == n, "census does not add up");
+  REPRISE_CHECK(protected_.size() <= protected_capacity_,
+                "protected tier holds {} blocks, more than its {}", protected_.size(),
+                protected_capacity_);
+  REPRISE_CHECK(protected_count == static_cast<int64_t>(protected_.size()) &&
+                    protected_count == Stats().blocks_protected,
+                "protected count {} differs from the heap ({}) or the stats ({})", protected_count,
+                protected_.size(), Stats().blocks_protected);
   const CacheStats stats = Stats();
   REPRISE_CHECK(stats.blocks_in_use == in_use && stats.blocks_cached == cached &&
                     stats.blocks_free == free && stats.blocks_pinned == pinned,

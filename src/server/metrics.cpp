@@ -142,6 +142,9 @@ std::string ServerMetrics::Render(const EngineStats& stats, const std::string& m
              stats.blocks_free);
   out.Metric("reprise:kv_cache_blocks_pinned", "gauge",
              "KV cache blocks pinned by static task prompts.", stats.blocks_pinned);
+  out.Metric("reprise:kv_cache_blocks_protected", "gauge",
+             "KV cache blocks in the protected tier: reused, so evicted after blocks used once.",
+             stats.blocks_protected);
   double usage = stats.blocks_total > 0 ? static_cast<double>(stats.blocks_in_use +
                                                               stats.blocks_pinned) /
                                               static_cast<double>(stats.blocks_total)

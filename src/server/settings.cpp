@@ -156,14 +156,17 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
     CheckPositive(*flags.max_running_requests, "--max-running-requests");
     settings.max_running_requests = *flags.max_running_requests;
   }
-  if (flags.schedule_policy) {
-    const std::string& policy = *flags.schedule_policy;
-    if (!IsSchedulePolicy(policy)) {
-      throw Error(
-          fmt::format("--schedule-policy must be {}, got '{}'", kSchedulePolicyNames, policy));
-    }
-    settings.schedule_policy = policy;
-  }
+  // A policy flag: one of the engine's names, refused before the model is loaded.
+  auto policy = [](const std::optional<std::string>& value, bool (*known)(const std::string&),
+                   const char* names, const char* flag, std::string& setting) {
+    if (!value) return;
+    if (!known(*value)) throw Error(fmt::format("{} must be {}, got '{}'", flag, names, *value));
+    setting = *value;
+  };
+  policy(flags.schedule_policy, IsSchedulePolicy, kSchedulePolicyNames, "--schedule-policy",
+         settings.schedule_policy);
+  policy(flags.eviction_policy, IsEvictionPolicy, kEvictionPolicyNames, "--eviction-policy",
+         settings.eviction_policy);
   if (flags.threads) {
     if (*flags.threads < 0) throw Error("--threads must be 0 (every core) or positive");
     settings.threads = *flags.threads;
@@ -215,14 +218,14 @@ std::string DescribeSettings(const ServerSettings& settings) {
   return fmt::format(
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
       "kv_cache_memory: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
-      "schedule_policy: {}, threads: {}, max_context: {}, chat_template: {}, task_prompts: {}, "
-      "max_queued_requests: {}, max_body_size: {}, http_threads: {}, api_key: {}",
+      "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
+      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, api_key: {}",
       settings.model, settings.served_model_name, settings.host, settings.port,
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
                                           : FormatByteSize(settings.kv_cache_memory_bytes),
       settings.kv_type, settings.max_batch_tokens, settings.max_running_requests,
-      settings.schedule_policy,
+      settings.schedule_policy, settings.eviction_policy,
       settings.threads == 0 ? std::string("all cores") : std::to_string(settings.threads),
       settings.max_context == 0 ? std::string("model's") : std::to_string(settings.max_context),
       settings.chat_template.empty() ? std::string("model's") : settings.chat_template,
@@ -240,6 +243,7 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.max_batch_tokens = settings.max_batch_tokens;
   config.max_running_requests = settings.max_running_requests;
   config.schedule_policy = settings.schedule_policy;
+  config.eviction_policy = settings.eviction_policy;
   config.max_queued_requests = settings.max_queued_requests;
   config.num_threads = settings.threads;
   config.max_context = settings.max_context;

@@ -27,6 +27,7 @@ struct ServeFlags {
   std::optional<int> max_batch_tokens;
   std::optional<int> max_running_requests;
   std::optional<std::string> schedule_policy;
+  std::optional<std::string> eviction_policy;
   std::optional<int> threads;
   std::optional<int64_t> max_context;
   std::optional<bool> enable_prefix_caching;
@@ -50,6 +51,7 @@ struct ServerSettings {
   int max_batch_tokens = 512;
   int max_running_requests = 64;
   std::string schedule_policy = "cache-aware";  // or "lpm" (the same), "fcfs"
+  std::string eviction_policy = "scan-resistant";  // or "lru"
   int threads = 0;                     // 0: every core
   int64_t max_context = 0;             // 0: the model's
   bool enable_prefix_caching = true;

@@ -55,6 +55,9 @@ TEST(BenchOptionsTest, RejectsBadArguments) {
   options = WithModel("concurrent");
   options.schedule_policy = "priority";
   ExpectRejected(options, "--schedule-policy 'priority'");
+  options = WithModel("multidoc");
+  options.eviction_policy = "mru";
+  ExpectRejected(options, "--eviction-policy 'mru'");
   options = WithModel("kernels");
   options.cpu_target = "neon";
   ExpectRejected(options, "--cpu-target");

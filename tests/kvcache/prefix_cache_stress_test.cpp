@@ -4,6 +4,7 @@
 // position a request reuses or computes must hold exactly the KV its prefix implies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <random>
 #include <string>
@@ -30,10 +31,17 @@ struct Sequence {
   bool commit_tail = true;
 };
 
+PrefixCacheConfig WithShare(PrefixCacheConfig config, double protected_share) {
+  config.protected_share = protected_share;
+  return config;
+}
+
 class Traffic {
  public:
-  Traffic(uint32_t seed, int64_t num_blocks, int block_size)
-      : rng_(seed), cache_(testing::SmallConfig(num_blocks, block_size), [this] { return now_; }) {}
+  Traffic(uint32_t seed, int64_t num_blocks, int block_size, double protected_share = 0)
+      : rng_(seed),
+        cache_(WithShare(testing::SmallConfig(num_blocks, block_size), protected_share),
+               [this] { return now_; }) {}
 
   void Run(int steps) {
     for (int step = 0; step < steps; ++step) {
@@ -60,6 +68,7 @@ class Traffic {
         DrainAll();
       }
       ASSERT_NO_THROW(cache_.CheckInvariants()) << "after step " << step;
+      most_protected_ = std::max(most_protected_, cache_.Stats().blocks_protected);
       if (::testing::Test::HasFailure()) return;
     }
     while (!running_.empty()) Finish(false);
@@ -70,6 +79,7 @@ class Traffic {
   }
 
   const PrefixCache& cache() const { return cache_; }
+  int64_t most_protected() const { return most_protected_; }
 
  private:
   int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
@@ -233,6 +243,7 @@ class Traffic {
   double now_ = 0;
   PrefixCache cache_;
   std::vector<Sequence> running_;
+  int64_t most_protected_ = 0;
   std::vector<std::pair<std::vector<int32_t>, CacheKeyExtras>> history_;
 };
 
@@ -246,6 +257,20 @@ TEST(PrefixCacheStressTest, RandomTrafficKeepsInvariantsAndExactKv) {
     EXPECT_GT(stats.hit_tokens, 0);
     EXPECT_GT(stats.miss_tokens, 0);
     EXPECT_GT(stats.evictions, 0);
+  }
+}
+
+TEST(PrefixCacheStressTest, ScanResistanceKeepsInvariantsAndExactKv) {
+  for (uint32_t seed : {5u, 6u, 7u}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Traffic traffic(seed, 32, 4, /*protected_share=*/0.75);
+    traffic.Run(4000);
+    if (HasFailure()) return;
+    const CacheStats stats = traffic.cache().Stats();
+    EXPECT_GT(stats.hit_tokens, 0);
+    EXPECT_GT(stats.evictions, 0);
+    // The tier fills towards its share (0.75 * 32 = 24; CheckInvariants keeps it within).
+    EXPECT_GT(traffic.most_protected(), 12);
   }
 }
 

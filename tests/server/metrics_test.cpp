@@ -41,6 +41,7 @@ TEST(MetricsTest, RendersEngineStatsAndServerCounters) {
   stats.blocks_cached = 40;
   stats.blocks_free = 45;
   stats.blocks_pinned = 5;
+  stats.blocks_protected = 30;
   stats.requests_running = 2;
   stats.requests_waiting = 3;
   stats.preemptions = 1;
@@ -69,6 +70,7 @@ TEST(MetricsTest, RendersEngineStatsAndServerCounters) {
   EXPECT_EQ(Sample(text, "reprise:kv_cache_blocks_free" + label + "}"), 45);
   EXPECT_EQ(Sample(text, "reprise:kv_cache_blocks_total" + label + "}"), 100);
   EXPECT_EQ(Sample(text, "reprise:kv_cache_blocks_pinned" + label + "}"), 5);
+  EXPECT_EQ(Sample(text, "reprise:kv_cache_blocks_protected" + label + "}"), 30);
   EXPECT_DOUBLE_EQ(Sample(text, "reprise:kv_cache_usage_perc" + label + "}"), 0.15);
   EXPECT_EQ(Sample(text, "reprise:request_success_total" + label + ",finished_reason=\"stop\"}"),
             1);

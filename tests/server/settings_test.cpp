@@ -43,6 +43,7 @@ TEST(SettingsTest, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_EQ(settings.max_body_bytes, 16u << 20);
   EXPECT_EQ(settings.http_threads, 64);
   EXPECT_EQ(settings.schedule_policy, "cache-aware");
+  EXPECT_EQ(settings.eviction_policy, "scan-resistant");
   EXPECT_TRUE(settings.task_prompts_file.empty());
   EXPECT_TRUE(settings.task_prompts_json.empty());
   EXPECT_TRUE(settings.api_key.empty());
@@ -157,12 +158,14 @@ TEST(SettingsTest, FlagRanges) {
   bad([](ServeFlags& f) { f.max_body_size = "12"; });
   bad([](ServeFlags& f) { f.served_model_name = ""; });
   bad([](ServeFlags& f) { f.schedule_policy = "priority"; });
+  bad([](ServeFlags& f) { f.eviction_policy = "mru"; });
   ServeFlags flags = Flags();
   flags.port = 0;
   flags.kv_cache_memory = "512MiB";
   flags.served_model_name = "tiny";
   flags.max_body_size = "1MiB";
   flags.schedule_policy = "fcfs";
+  flags.eviction_policy = "lru";
   ServerSettings settings = ResolveSettings(flags, FakeEnv({}));
   EXPECT_EQ(settings.port, 0);
   EXPECT_EQ(settings.kv_cache_memory_bytes, 512u << 20);
@@ -170,6 +173,8 @@ TEST(SettingsTest, FlagRanges) {
   EXPECT_EQ(settings.max_body_bytes, 1u << 20);
   EXPECT_EQ(settings.schedule_policy, "fcfs");
   EXPECT_EQ(MakeEngineConfig(settings).schedule_policy, "fcfs");
+  EXPECT_EQ(settings.eviction_policy, "lru");
+  EXPECT_EQ(MakeEngineConfig(settings).eviction_policy, "lru");
 }
 
 TEST(SettingsTest, BoolText) {
