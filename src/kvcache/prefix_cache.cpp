@@ -92,9 +92,11 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
         position += length;
       }
       MergePolicy(source, policy);
-      const uint64_t previous_use = state_[static_cast<size_t>(source)].last_used;
-      Touch(source);
-      ConsiderProtecting(source, previous_use);
+      if (copy && position > held_tokens) {  // copied beyond what the caller holds: a reuse
+        const uint64_t previous_use = state_[static_cast<size_t>(source)].last_used;
+        Touch(source);
+        ConsiderProtecting(source, previous_use);
+      }
       Unreference(source);
     }
   }
