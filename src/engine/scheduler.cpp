@@ -1,6 +1,8 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -22,7 +24,10 @@ Scheduler::Scheduler(const SchedulerConfig& config, PrefixCache& cache)
                 "bad scheduler config");
 }
 
-void Scheduler::Add(std::unique_ptr<Sequence> sequence) { waiting_.push_back(std::move(sequence)); }
+void Scheduler::Add(std::unique_ptr<Sequence> sequence) {
+  sequence->arrival_step = steps_;
+  waiting_.push_back(std::move(sequence));
+}
 
 uint64_t Scheduler::PrefixHash(Sequence& sequence, size_t block) {
   const auto block_size = static_cast<size_t>(config_.block_size);
@@ -154,8 +159,7 @@ std::vector<Sequence*> Scheduler::PrefillCandidates(const std::vector<Sequence*>
     candidates.push_back(sequence);
   }
   if (config_.prefill_order == PrefillOrder::kCacheAware) {
-    const double aging = static_cast<double>(config_.max_batch_tokens) /
-                         static_cast<double>(config_.prefill_aging_steps);
+    const double aging = AgingPerStep();
     auto key = [&](const Sequence* sequence) {
       return static_cast<double>(sequence->Remaining()) -
              aging * static_cast<double>(steps_ - sequence->admitted_step);
@@ -167,9 +171,42 @@ std::vector<Sequence*> Scheduler::PrefillCandidates(const std::vector<Sequence*>
   return candidates;
 }
 
+double Scheduler::AgingPerStep() const {
+  return static_cast<double>(config_.max_batch_tokens) /
+         static_cast<double>(config_.prefill_aging_steps);
+}
+
+void Scheduler::OrderWaiting() {
+  const size_t free_slots = static_cast<size_t>(config_.max_running) - running_.size();
+  if (config_.prefill_order != PrefillOrder::kCacheAware || !config_.enable_reuse ||
+      free_slots == 0 || waiting_.size() <= free_slots) {
+    return;
+  }
+  const size_t examined = std::min(waiting_.size(), kWaitingExamined);
+  const double aging = AgingPerStep();
+  std::vector<std::pair<double, size_t>> order;  // (key, position in waiting_)
+  order.reserve(examined);
+  for (size_t i = 0; i < examined; ++i) {
+    const Sequence& sequence = *waiting_[i];
+    // A preempted request's own blocks stay cached: it ranks by what it still lacks, too.
+    const size_t cached =
+        cache_.CachedPrefixLength(sequence.tokens, sequence.tokens.size() - 1, sequence.extras);
+    const double left = static_cast<double>(sequence.tokens.size() - cached);
+    order.emplace_back(left - aging * static_cast<double>(steps_ - sequence.arrival_step), i);
+  }
+  // Stable: equal keys stay in arrival order.
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::unique_ptr<Sequence>> reordered;
+  reordered.reserve(examined);
+  for (const auto& entry : order) reordered.push_back(std::move(waiting_[entry.second]));
+  for (size_t i = 0; i < examined; ++i) waiting_[i] = std::move(reordered[i]);
+}
+
 StepPlan Scheduler::Schedule() {
   ++steps_;
   StepPlan plan;
+  OrderWaiting();
   while (static_cast<int>(running_.size()) < config_.max_running && !waiting_.empty()) {
     std::unique_ptr<Sequence> sequence = std::move(waiting_.front());
     waiting_.pop_front();

@@ -25,7 +25,8 @@ enum class PrefillOrder {
   // shortest-remaining-first, which minimises mean TTFT. Waiting ages a request: every
   // `prefill_aging_steps` steps since admission count as one step's budget off what it has
   // left, so a long prompt overtakes newer short ones after about that many times its own
-  // prefill, and is never starved.
+  // prefill, and is never starved. When more requests wait than there are free running slots,
+  // they are admitted in the same order (the first kWaitingExamined of them, aged from arrival).
   kCacheAware,
 };
 
@@ -37,6 +38,10 @@ struct SchedulerConfig {
   PrefillOrder prefill_order = PrefillOrder::kCacheAware;
   int prefill_aging_steps = 8;
 };
+
+// Waiting requests the cache-aware order looks at when choosing whom to admit: each costs a
+// walk of its cached blocks, and beyond this many the older ones age to the front anyway.
+inline constexpr size_t kWaitingExamined = 64;
 
 // One sequence's share of a step: positions [start, start + count).
 struct StepEntry {
@@ -94,6 +99,11 @@ class Scheduler {
   bool IsRunning(const Sequence* sequence) const;
   // The running sequences that want prefill, in the order they get chunks this step.
   std::vector<Sequence*> PrefillCandidates(const std::vector<Sequence*>& snapshot);
+  // Cache-aware admission: puts the waiting requests with the least uncached prompt (aged from
+  // arrival) first, when there are more of them than free running slots.
+  void OrderWaiting();
+  // Tokens per step of waiting that aging takes off what a request has left.
+  double AgingPerStep() const;
   bool PreemptNewest(const Sequence& keep, const std::unordered_set<Sequence*>& planned);
   void Preempt(Sequence& sequence);
   void ReleaseBlocks(Sequence& sequence);

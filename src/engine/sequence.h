@@ -43,6 +43,7 @@ struct Sequence {
 
   bool admitted_once = false;
   uint64_t admitted_step = 0;  // the scheduler step of its first admission (prefill aging)
+  uint64_t arrival_step = 0;   // the scheduler step it was added in (admission aging)
   size_t cached_tokens = 0;  // reported reuse: prompt tokens whose KV came from cache
 
   std::unique_ptr<Sampler> sampler;

@@ -106,6 +106,23 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
   return match;
 }
 
+size_t PrefixCache::CachedPrefixLength(std::span<const int32_t> tokens, size_t max_tokens,
+                                       const CacheKeyExtras& extras) const {
+  if (!config_.enable_reuse) return 0;
+  const size_t queried = std::min(max_tokens, tokens.size());
+  const size_t block_size = static_cast<size_t>(config_.block_size);
+  const Digest extras_digest = ExtrasDigest(extras);
+  Digest parent_key = config_.root_fingerprint;
+  size_t position = 0;
+  while (position + block_size <= queried) {
+    Digest key = BlockKey(parent_key, extras_digest, tokens.subspan(position, block_size), true);
+    if (!index_.Find(key)) break;
+    parent_key = key;
+    position += block_size;
+  }
+  return position;
+}
+
 std::optional<BlockId> PrefixCache::Allocate() {
   std::optional<BlockId> id = pool_.PopFree();
   if (id) {

@@ -105,6 +105,12 @@ class PrefixCache {
   // A fresh private block (ref 1, contents undefined), evicting a cached block if needed;
   // nullopt when every block is in use or pinned (the scheduler then preempts).
   std::optional<BlockId> Allocate();
+  // How many of tokens[0, min(max_tokens, tokens.size())) full cached blocks hold now, without
+  // taking them (no references, no recency, no stats): the scheduler's estimate for ordering
+  // requests that wait for admission.
+  size_t CachedPrefixLength(std::span<const int32_t> tokens, size_t max_tokens,
+                            const CacheKeyExtras& extras) const;
+
   // Blocks Allocate could hand out now: free ones plus every cached block that eviction can
   // reach (unreferenced, unpinned, with no referenced or pinned descendant).
   size_t NumAllocatable() const { return pool_.NumFree() + static_cast<size_t>(num_evictable_); }

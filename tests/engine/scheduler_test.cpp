@@ -13,7 +13,7 @@ constexpr int kBlockSize = 4;
 class SchedulerTest : public ::testing::Test {
  protected:
   void Build(int64_t num_blocks, int max_batch_tokens,
-             PrefillOrder order = PrefillOrder::kCacheAware) {
+             PrefillOrder order = PrefillOrder::kCacheAware, int max_running = 64) {
     PrefixCacheConfig config;
     config.num_blocks = num_blocks;
     config.block_size = kBlockSize;
@@ -23,6 +23,7 @@ class SchedulerTest : public ::testing::Test {
     scheduler_config.block_size = kBlockSize;
     scheduler_config.max_batch_tokens = max_batch_tokens;
     scheduler_config.prefill_order = order;
+    scheduler_config.max_running = max_running;
     scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
   }
 
@@ -228,6 +229,56 @@ TEST_F(SchedulerTest, CachedTokensCountOnlyWhatOthersComputed) {
 // waiting for ever under plain shortest-first. Aging lets it overtake them: with a budget of 8
 // and 8 aging steps a step of waiting counts as one token, so the 64-token prompt starts after
 // about 64 - 8 steps, and once started it keeps going first (its key only falls).
+// More requests wait than there are running slots: the cache-aware order admits the one whose
+// prompt is mostly cached before an older cold one; arrival order admits the older.
+TEST_F(SchedulerTest, CacheAwareAdmissionTakesCachedRequestsFromTheQueueFirst) {
+  for (PrefillOrder order : {PrefillOrder::kCacheAware, PrefillOrder::kArrival}) {
+    SCOPED_TRACE(order == PrefillOrder::kCacheAware ? "cache-aware" : "arrival");
+    Build(64, 8, order, /*max_running=*/1);
+    Sequence* warm = Add(1, Range(16));
+    while (warm->generated == 0) Step();
+    scheduler_->Finish(warm);
+    Sequence* cold = Add(2, Range(24, 500));
+    std::vector<int32_t> cached = Range(16);
+    cached.push_back(900);
+    cached.push_back(901);
+    Sequence* reuser = Add(3, cached);
+    StepPlan plan = Step();
+    ASSERT_EQ(plan.entries.size(), 1u);
+    EXPECT_EQ(plan.entries[0].sequence, order == PrefillOrder::kCacheAware ? reuser : cold);
+    EXPECT_EQ(scheduler_->num_waiting(), 1u);
+  }
+}
+
+// A cold request waiting behind a stream of cached ones is still admitted: waiting ages it.
+TEST_F(SchedulerTest, CacheAwareAdmissionAgesAColdRequestUntilItIsAdmitted) {
+  Build(256, 8, PrefillOrder::kCacheAware, /*max_running=*/1);
+  Sequence* warm = Add(1, Range(16));
+  while (warm->generated == 0) Step();
+  scheduler_->Finish(warm);
+  Sequence* cold = Add(2, Range(40, 500));
+  size_t steps = 0;
+  for (; steps < 200 && cold->num_computed == 0; ++steps) {
+    // A new request with 16 cached tokens and 2 new ones arrives every step and, admitted,
+    // finishes its prefill in that step.
+    std::vector<int32_t> cached = Range(16);
+    cached.push_back(1000 + static_cast<int32_t>(steps));
+    cached.push_back(2000);
+    Add(100 + steps, cached);
+    StepPlan plan = Step();
+    for (const auto& entry : plan.entries) {
+      if (entry.sequence != cold && entry.sequence->generated >= 1) {
+        scheduler_->Finish(entry.sequence);
+      }
+    }
+  }
+  EXPECT_GT(cold->num_computed, 0u) << "the cold request was never admitted";
+  // It waited while its 40 uncached tokens, less one per step of waiting, exceeded the
+  // newcomers' 2 (aging: an 8-token budget over 8 steps).
+  EXPECT_GE(steps, 30u);
+  EXPECT_LE(steps, 45u);
+}
+
 TEST_F(SchedulerTest, CacheAwareOrderAgesALongPromptUntilItRuns) {
   Build(1024, 8);
   Sequence* long_prompt = Add(1, Range(64, 1000));
