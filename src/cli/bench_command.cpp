@@ -95,6 +95,7 @@ nlohmann::json SettingsJson(const BenchOptions& options, const std::string& mode
           {"kv_cache_memory", options.kv_cache_memory},
           {"kv_type", options.kv_type},
           {"max_batch_tokens", options.max_batch_tokens},
+          {"max_running_requests", options.max_running_requests},
           {"schedule_policy", options.schedule_policy},
           {"eviction_policy", options.eviction_policy},
           {"repeat", options.repeat},
@@ -179,6 +180,8 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
                       "KV cache budget, e.g. 2GiB (default 1GiB; multidoc sets its own)");
   command->add_option("--kv-type", options->kv_type, "f16 or f32");
   command->add_option("--max-batch-tokens", options->max_batch_tokens, "tokens per engine step");
+  command->add_option("--max-running-requests", options->max_running_requests,
+                      "requests computed at once; more wait in the queue (default 64)");
   command->add_option("--schedule-policy", options->schedule_policy,
                       "prefill order: cache-aware (default), lpm (the same) or fcfs");
   command->add_option("--eviction-policy", options->eviction_policy,

@@ -100,14 +100,15 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
                 BenchCell(Percentile(ttft, 99) * 1e3, 1)});
   result.tables.push_back(std::move(table));
   // The first wave sends every system prompt cold; later requests find theirs cached, and how
-  // soon they answer depends on the prefill order (--schedule-policy).
-  BenchTable waves(fmt::format("[concurrent] TTFT by request ({} prefill order)",
-                               context.options().schedule_policy),
-                   {{"requests", ""},
-                    {"count", ""},
-                    {"TTFT mean", "ms"},
-                    {"TTFT p50", "ms"},
-                    {"TTFT p90", "ms"}});
+  // soon they answer depends on the prefill and admission order (--schedule-policy).
+  BenchTable waves(
+      fmt::format("[concurrent] TTFT by request ({} order, at most {} running)",
+                  context.options().schedule_policy, context.options().max_running_requests),
+      {{"requests", ""},
+       {"count", ""},
+       {"TTFT mean", "ms"},
+       {"TTFT p50", "ms"},
+       {"TTFT p90", "ms"}});
   auto add_wave = [&](const char* name, const std::vector<double>& samples) {
     if (samples.empty()) return;
     waves.AddRow({name, samples.size(), BenchCell(Mean(samples) * 1e3, 1),

@@ -28,6 +28,7 @@ std::unique_ptr<BenchTarget> BenchContext::MakeTarget(bool prefix_caching,
   config.schedule_policy = options_.schedule_policy;
   config.eviction_policy = options_.eviction_policy;
   config.max_batch_tokens = options_.max_batch_tokens;
+  config.max_running_requests = options_.max_running_requests;
   config.num_threads = options_.threads;
   if (kv_cache_bytes > 0) {
     config.kv_cache_memory_bytes = kv_cache_bytes;

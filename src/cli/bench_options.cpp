@@ -51,6 +51,7 @@ void ValidateBenchOptions(const BenchOptions& options) {
   if (options.repeat < 1) throw Error("--repeat must be at least 1");
   if (options.threads < 0) throw Error("--threads must be 0 (every core) or more");
   if (options.max_batch_tokens < 1) throw Error("--max-batch-tokens must be at least 1");
+  if (options.max_running_requests < 1) throw Error("--max-running-requests must be at least 1");
   if (!IsSchedulePolicy(options.schedule_policy)) {
     throw Error(fmt::format("unknown --schedule-policy '{}' ({})", options.schedule_policy,
                             kSchedulePolicyNames));

@@ -21,6 +21,7 @@ struct BenchOptions {
   std::string schedule_policy = "cache-aware";
   std::string eviction_policy = "scan-resistant";
   int max_batch_tokens = 512;
+  int max_running_requests = 64;
   int repeat = 3;                // measured repetitions of each case (medians are reported)
   std::string json_path;
   std::string chart_path;

@@ -53,6 +53,9 @@ TEST(BenchOptionsTest, RejectsBadArguments) {
   options.max_batch_tokens = 0;
   ExpectRejected(options, "--max-batch-tokens");
   options = WithModel("concurrent");
+  options.max_running_requests = 0;
+  ExpectRejected(options, "--max-running-requests");
+  options = WithModel("concurrent");
   options.schedule_policy = "priority";
   ExpectRejected(options, "--schedule-policy 'priority'");
   options = WithModel("multidoc");
