@@ -135,6 +135,7 @@ class FakeBackend : public InferenceBackend {
       stats.blocks_in_use += static_cast<int64_t>((active.prompt.size() + 15) / 16);
     }
     stats.blocks_pinned = 1;
+    stats.blocks_protected = 1;
     stats.blocks_free = stats.blocks_total - stats.blocks_in_use - stats.blocks_pinned;
     stats.requests_running = active_.size();
     stats.requests_cancelled = cancelled_;

@@ -362,6 +362,7 @@ TEST_F(HttpServerTest, TasksAndCacheAdmin) {
   ASSERT_EQ(stats.status, 200);
   EXPECT_EQ(stats.json["blocks"]["total"], 1000);
   EXPECT_EQ(stats.json["blocks"]["pinned"], 1);
+  EXPECT_EQ(stats.json["blocks"]["protected"], 1);
   EXPECT_EQ(stats.json["task_prompts"].size(), 1u);
   EXPECT_TRUE(stats.json["hit_rate"].is_number());
 
