@@ -17,8 +17,8 @@ class AlignedBuffer {
  public:
   static constexpr size_t kAlignment = 64;
   // From this size on the memory comes from an anonymous mapping: the kernel hands out zeroed
-  // pages on first touch, so a large KV pool costs neither a memset nor resident memory until
-  // it is used.
+  // pages on first touch, so a large buffer costs no memset and no resident memory until it is
+  // used (the KV pool touches its pages at once; see BlockPool).
   static constexpr size_t kMapThreshold = size_t{1} << 20;
 
   AlignedBuffer() = default;

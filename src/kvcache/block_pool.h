@@ -2,9 +2,11 @@
 // counts and the stack of empty blocks. It knows nothing of keys or eviction (see PrefixCache).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -16,12 +18,15 @@ inline constexpr BlockId kNoBlock = -1;
 
 class BlockPool {
  public:
-  // All blocks start empty (on the free stack) with ref count 0; memory is zeroed once here.
+  // All blocks start empty (on the free stack) with ref count 0 and zeroed memory. A thread
+  // faults the memory in meanwhile (see PopulateMemory), so that requests do not pay for it.
   BlockPool(int64_t num_blocks, size_t block_bytes);
+  ~BlockPool();
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
-  BlockPool(BlockPool&&) = default;
-  BlockPool& operator=(BlockPool&&) = default;
+
+  // Waits until the memory is resident (or the kernel cannot populate it ahead of use).
+  void FinishPopulating();
 
   // How many blocks of `block_bytes` fit in `budget_bytes` (at most INT32_MAX, ids are int32).
   static int64_t NumBlocksForBudget(size_t budget_bytes, size_t block_bytes);
@@ -48,6 +53,9 @@ class BlockPool {
   bool IsFree(BlockId id) const { return is_free_[Checked(id)] != 0; }
 
  private:
+  // Faults the pool's pages in, a chunk at a time until stopped; runs on populating_.
+  void PopulateMemory();
+
   size_t Checked(BlockId id) const;
   size_t Offset(BlockId id) const { return Checked(id) * block_bytes_; }
 
@@ -56,6 +64,8 @@ class BlockPool {
   std::vector<int32_t> ref_count_;  // [num_blocks]
   std::vector<uint8_t> is_free_;    // [num_blocks] 1 while on free_
   std::vector<BlockId> free_;       // stack, capacity num_blocks; top = back()
+  std::atomic<bool> stop_populating_{false};
+  std::thread populating_;
 };
 
 }  // namespace reprise

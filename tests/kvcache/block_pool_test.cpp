@@ -1,8 +1,12 @@
 #include "kvcache/block_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 
@@ -59,6 +63,30 @@ TEST(BlockPoolTest, BlocksAreDisjointAlignedAndCopyable) {
   pool.CopyBlock(2, 1);
   EXPECT_EQ(std::memcmp(pool.BlockData(1), pool.BlockData(2), 128), 0);
   EXPECT_EQ(pool.BlockData(0)[127], 0);
+}
+
+// The pool's pages are made resident beside the engine (mincore), so the first request to use a
+// block does not fault it in.
+TEST(BlockPoolTest, MemoryIsMadeResidentBesideTheEngine) {
+  const size_t probe_bytes = size_t{1} << 20;
+  void* probe =
+      ::mmap(nullptr, probe_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  const bool can_populate = ::madvise(probe, probe_bytes, MADV_POPULATE_WRITE) == 0;
+  ::munmap(probe, probe_bytes);
+  if (!can_populate) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE (Linux < 5.14)";
+  const size_t block_bytes = 64 * 1024;
+  BlockPool pool(64, block_bytes);  // 4 MiB: an anonymous mapping, not the heap
+  pool.FinishPopulating();
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(pool.BlockData(0));
+  const uintptr_t start = begin & ~(page - 1);
+  const size_t length = begin + 64 * block_bytes - start;
+  std::vector<unsigned char> resident((length + page - 1) / page);
+  ASSERT_EQ(::mincore(reinterpret_cast<void*>(start), length, resident.data()), 0);
+  size_t missing = 0;
+  for (unsigned char flags : resident) missing += (flags & 1) == 0 ? 1 : 0;
+  EXPECT_EQ(missing, 0u) << "of " << resident.size() << " pages";
 }
 
 TEST(BlockPoolTest, RejectsBadSizes) {
