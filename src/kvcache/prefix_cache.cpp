@@ -40,6 +40,23 @@ PrefixCache::PrefixCache(const PrefixCacheConfig& config, TimeSource now)
 // ---------------------------------------------------------------------------------------------
 // Engine-facing calls.
 
+template <typename Visit>
+size_t PrefixCache::WalkFullBlocks(std::span<const int32_t> tokens, size_t queried,
+                                   const Digest& extras_digest, Visit&& visit) const {
+  const size_t block_size = static_cast<size_t>(config_.block_size);
+  Digest parent_key = config_.root_fingerprint;
+  size_t position = 0;
+  while (position + block_size <= queried) {
+    Digest key = BlockKey(parent_key, extras_digest, tokens.subspan(position, block_size), true);
+    std::optional<BlockId> found = index_.Find(key);
+    if (!found) break;
+    visit(*found, key, position);
+    parent_key = key;
+    position += block_size;
+  }
+  return position;
+}
+
 PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_tokens,
                                const CacheKeyExtras& extras, const RetentionPolicy& policy,
                                size_t held_tokens) {
@@ -57,26 +74,16 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
   match.blocks.reserve(queried / block_size + 1);
 
   // Full blocks, by key.
-  Digest parent_key = config_.root_fingerprint;
   BlockId parent = kNoBlock;
-  size_t position = 0;
-  while (position + block_size <= queried) {
-    Digest key = BlockKey(parent_key, extras_digest, tokens.subspan(position, block_size), true);
-    std::optional<BlockId> found = index_.Find(key);
-    if (!found) break;
-    Reference(*found);
-    MergePolicy(*found, policy);
-    if (position + block_size > held_tokens) {
-      const uint64_t previous_use = state_[static_cast<size_t>(*found)].last_used;
-      Touch(*found);
-      ConsiderProtecting(*found, previous_use);
-    }
-    match.blocks.push_back(*found);
-    parent_key = key;
-    parent = *found;
-    position += block_size;
-  }
-  if (parent != kNoBlock) match.last_full_key = parent_key;
+  size_t position = WalkFullBlocks(tokens, queried, extras_digest,
+                                   [&](BlockId found, const Digest& key, size_t start) {
+                                     Reference(found);
+                                     MergePolicy(found, policy);
+                                     if (start + block_size > held_tokens) NoteReuse(found);
+                                     match.blocks.push_back(found);
+                                     match.last_full_key = key;
+                                     parent = found;
+                                   });
 
   // Then the longest partial match into one child (full or tail), copied into a fresh block.
   if (position < queried) {
@@ -92,11 +99,7 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
         position += length;
       }
       MergePolicy(source, policy);
-      if (copy && position > held_tokens) {  // copied beyond what the caller holds: a reuse
-        const uint64_t previous_use = state_[static_cast<size_t>(source)].last_used;
-        Touch(source);
-        ConsiderProtecting(source, previous_use);
-      }
+      if (copy && position > held_tokens) NoteReuse(source);  // copied beyond what it holds
       Unreference(source);
     }
   }
@@ -109,18 +112,8 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
 size_t PrefixCache::CachedPrefixLength(std::span<const int32_t> tokens, size_t max_tokens,
                                        const CacheKeyExtras& extras) const {
   if (!config_.enable_reuse) return 0;
-  const size_t queried = std::min(max_tokens, tokens.size());
-  const size_t block_size = static_cast<size_t>(config_.block_size);
-  const Digest extras_digest = ExtrasDigest(extras);
-  Digest parent_key = config_.root_fingerprint;
-  size_t position = 0;
-  while (position + block_size <= queried) {
-    Digest key = BlockKey(parent_key, extras_digest, tokens.subspan(position, block_size), true);
-    if (!index_.Find(key)) break;
-    parent_key = key;
-    position += block_size;
-  }
-  return position;
+  return WalkFullBlocks(tokens, std::min(max_tokens, tokens.size()), ExtrasDigest(extras),
+                        [](BlockId, const Digest&, size_t) {});
 }
 
 std::optional<BlockId> PrefixCache::Allocate() {
@@ -167,9 +160,7 @@ Digest PrefixCache::Commit(BlockId block, const std::optional<Digest>& parent_ke
     state.duplicate_key = key;
     MergePolicy(*twin, policy);
     if (policy.pinned) SetPinned(*twin, true);
-    const uint64_t previous_use = state_[static_cast<size_t>(*twin)].last_used;
-    Touch(*twin);
-    ConsiderProtecting(*twin, previous_use);
+    NoteReuse(*twin);
     RefreshQueue(*twin, /*requeue=*/true);
     return key;
   }
@@ -397,6 +388,12 @@ void PrefixCache::Touch(BlockId id) {
   BlockState& state = state_[static_cast<size_t>(id)];
   state.last_used = ++tick_;
   if (state.is_protected) protected_.Update(id, state.last_used);
+}
+
+void PrefixCache::NoteReuse(BlockId id) {
+  const uint64_t previous_use = state_[static_cast<size_t>(id)].last_used;
+  Touch(id);
+  ConsiderProtecting(id, previous_use);
 }
 
 void PrefixCache::ConsiderProtecting(BlockId id, uint64_t previous_use) {

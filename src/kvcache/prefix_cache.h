@@ -186,8 +186,15 @@ class PrefixCache {
   void DropFromIndex(BlockId id);
   // Frees unheld tail siblings of `id` whose tokens are a strict prefix of its tokens.
   void DropSupersededTails(BlockId id);
+  // Calls visit(block, key, first position) for each indexed full block holding tokens[0,
+  // queried) in order; returns how many tokens they hold. Read-only itself.
+  template <typename Visit>
+  size_t WalkFullBlocks(std::span<const int32_t> tokens, size_t queried,
+                        const Digest& extras_digest, Visit&& visit) const;
   // Marks indexed `id` as used now (a fresh recency stamp).
   void Touch(BlockId id);
+  // `id` was reused just now: Touch, and ConsiderProtecting with the use before this one.
+  void NoteReuse(BlockId id);
   // `id` was just committed or reused; `previous_use` is the stamp of its use before this one
   // (0: none known). Moves it to the protected tier if the class comment's rule says so.
   void ConsiderProtecting(BlockId id, uint64_t previous_use);
