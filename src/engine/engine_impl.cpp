@@ -273,10 +273,7 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->tokens = std::move(tokens);
   sequence->prompt_len = sequence->tokens.size();
   sequence->sampler = std::make_unique<Sampler>(sampler_config, sequence->tokens);
-  sequence->detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer_);
-  for (const auto& stop : sampling.stop) {
-    sequence->longest_stop = std::max(sequence->longest_stop, stop.size());
-  }
+  sequence->output.emplace(*tokenizer_, sampling.stop);
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
@@ -452,25 +449,15 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
     FinishSequence(&sequence, FinishReason::kStop);
     return;
   }
-  size_t previous = sequence.text.size();
-  sequence.text += sequence.detokenizer->Push(token);
-  // A stop string may straddle tokens: search from just before the new text.
-  const size_t longest_stop = sequence.longest_stop;
-  size_t from = previous >= longest_stop ? previous - longest_stop + 1 : 0;
-  for (const auto& stop : sampling.stop) {
-    if (stop.empty()) continue;
-    size_t found = sequence.text.find(stop, from);
-    if (found != std::string::npos) {
-      sequence.text.resize(found);
-      Emit(sequence, /*final=*/true);
-      FinishSequence(&sequence, FinishReason::kStop);
-      return;
-    }
+  if (sequence.output->Push(token)) {  // a stop string
+    Emit(sequence, /*final=*/true);
+    FinishSequence(&sequence, FinishReason::kStop);
+    return;
   }
   bool out_of_tokens = static_cast<int>(sequence.generated) >= sampling.max_tokens;
   bool out_of_context = static_cast<int64_t>(sequence.tokens.size()) >= max_context_;
   if (out_of_tokens || out_of_context) {
-    sequence.text += sequence.detokenizer->Flush();
+    sequence.output->Flush();
     Emit(sequence, /*final=*/true);
     FinishSequence(&sequence, FinishReason::kLength);
     return;
@@ -479,20 +466,7 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
 }
 
 void EngineImpl::Emit(Sequence& sequence, bool final) {
-  // Hold back what could still become a stop string.
-  const size_t longest_stop = sequence.longest_stop;
-  size_t safe = sequence.text.size();
-  if (!final && longest_stop > 0) safe = safe >= longest_stop - 1 ? safe - (longest_stop - 1) : 0;
-  // Never cut a UTF-8 character in two.
-  while (safe > sequence.emitted_bytes && safe < sequence.text.size() &&
-         (static_cast<unsigned char>(sequence.text[safe]) & 0xC0) == 0x80) {
-    --safe;
-  }
-  std::string delta;
-  if (safe > sequence.emitted_bytes) {
-    delta = sequence.text.substr(sequence.emitted_bytes, safe - sequence.emitted_bytes);
-    sequence.emitted_bytes = safe;
-  }
+  std::string delta = sequence.output->TakeDelta(final);
   if (sequence.callbacks.on_token && (!delta.empty() || !final)) {
     sequence.callbacks.on_token(TokenEvent{sequence.id, sequence.tokens.back(), std::move(delta),
                                            sequence.prompt_len, sequence.cached_tokens});
@@ -509,7 +483,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
                          const std::string& error) {
   GenerationOutput output;
   output.request_id = sequence->id;
-  output.text = std::move(sequence->text);
+  if (sequence->output) output.text = sequence->output->TakeText();
   output.token_ids.assign(sequence->tokens.begin() + static_cast<ptrdiff_t>(sequence->prompt_len),
                           sequence->tokens.end());
   output.prompt_tokens = sequence->prompt_len;
