@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/task_prompts.h"
+#include "model/kv_layout.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
@@ -29,12 +30,6 @@ size_t DefaultKvBudget() {
   }
   size_t budget = available_kib == 0 ? (size_t{1} << 30) : available_kib * 1024 / 10 * 3;
   return std::min(budget, size_t{4} << 30);
-}
-
-kernels::KvType ParseKvType(const std::string& name) {
-  if (name == "f16") return kernels::KvType::kF16;
-  if (name == "f32") return kernels::KvType::kF32;
-  throw Error(fmt::format("unknown KV cache type '{}' (f16 or f32)", name));
 }
 
 std::optional<PrefillOrder> FindSchedulePolicy(const std::string& name) {
@@ -101,11 +96,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   if (config_.max_context > 0) max_context_ = std::min(max_context_, config_.max_context);
   pool_ = std::make_unique<ThreadPool>(config_.num_threads);
 
-  paged_kv_.type = ParseKvType(config_.kv_type);
-  paged_kv_.n_layer = model_config.n_layer;
-  paged_kv_.n_kv_head = model_config.n_kv_head;
-  paged_kv_.head_dim = model_config.head_dim;
-  paged_kv_.block_size = block_size;
+  paged_kv_ = KvLayout(model_config, ParseKvType(config_.kv_type), block_size);
   block_bytes_ = paged_kv_.BlockBytes();
   size_t budget = config_.kv_cache_memory_bytes;
   if (budget == 0) {
