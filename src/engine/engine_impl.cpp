@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "engine/task_prompts.h"
 #include "tokenizer/chat_template.h"
 
@@ -99,6 +100,14 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
   const ModelConfig& model_config = model_->config();
+  // Every id the model can produce must be a token the tokenizer can turn into text, and every
+  // token it can encode must have an embedding row.
+  if (tokenizer_->vocab_size() != model_config.vocab_size) {
+    throw Error(EscapeBytes(
+        fmt::format("{}: token_embd.weight has {} rows but the tokenizer has {} tokens",
+                    config_.model_path, model_config.vocab_size, tokenizer_->vocab_size()),
+        kMaxMessageBytes));
+  }
   max_context_ = model_config.context_length;
   if (config_.max_context > 0) max_context_ = std::min(max_context_, config_.max_context);
   pool_ = std::make_unique<ThreadPool>(config_.num_threads);
