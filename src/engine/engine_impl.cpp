@@ -1,5 +1,7 @@
 #include "engine/engine_impl.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -10,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
 #include "tokenizer/chat_template.h"
@@ -92,6 +95,14 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
   const ModelConfig& model_config = model_->config();
+  // Every id the model can produce must be a token the tokenizer can turn into text, and every
+  // token it can encode must have an embedding row.
+  if (tokenizer_->vocab_size() != model_config.vocab_size) {
+    throw Error(EscapeBytes(
+        fmt::format("{}: token_embd.weight has {} rows but the tokenizer has {} tokens",
+                    config_.model_path, model_config.vocab_size, tokenizer_->vocab_size()),
+        kMaxMessageBytes));
+  }
   max_context_ = model_config.context_length;
   if (config_.max_context > 0) max_context_ = std::min(max_context_, config_.max_context);
   pool_ = std::make_unique<ThreadPool>(config_.num_threads);
@@ -187,10 +198,16 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
         blocks_needed, (blocks_needed + 1) * block_bytes_, num_blocks_,
         static_cast<size_t>(num_blocks_) * block_bytes_));
   }
+  // A task prompt only finishes through on_finish when it failed (a fault in its step).
+  std::string failure;
   for (size_t i = 0; i < specs.size(); ++i) {
     GenerationRequest request;
     request.prompt_tokens = token_lists[i];
-    auto sequence = MakeSequence(std::move(request), {});
+    StreamCallbacks callbacks;
+    callbacks.on_finish = [&failure, task_id = specs[i].task_id](const GenerationOutput& output) {
+      if (failure.empty()) failure = fmt::format("task prompt {}: {}", task_id, output.error);
+    };
+    auto sequence = MakeSequence(std::move(request), std::move(callbacks));
     sequence->prefill_only = true;
     sequence->retention.pinned = true;
     scheduler_->Add(std::move(sequence));
@@ -199,6 +216,7 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
                            (token_lists[i].size() + block_size - 1) / block_size});
   }
   while (scheduler_->HasWork()) Step();
+  if (!failure.empty()) throw Error(failure);
   for (const auto& info : task_infos_) {
     spdlog::info("task prompt {}: {} tokens in {} pinned blocks", info.task_id, info.tokens,
                  info.blocks);
@@ -378,10 +396,44 @@ void EngineImpl::Step() {
   }
   if (plan.entries.empty()) return;
 
+  // The fault boundary: an exception in the forward pass fails the requests of this step, one
+  // in a request's sampling or streaming fails that request; the engine goes on with the rest.
+  // Requests are named by id, since a failed one may already have been finished and freed.
+  std::vector<uint64_t> step_ids;
+  for (const StepEntry& entry : plan.entries) step_ids.push_back(entry.sequence->id);
+  try {
+    Forward(plan);
+  } catch (const std::exception& error) {
+    FailRequests(step_ids, fmt::format("forward pass of {} tokens", plan.num_tokens), error.what());
+    return;
+  }
+
+  const auto vocab = static_cast<size_t>(model_->config().vocab_size);
+  size_t row = 0;
+  for (const StepEntry& entry : plan.entries) {
+    Sequence& sequence = *entry.sequence;
+    if (!entry.wants_logits) continue;
+    const uint64_t id = sequence.id;
+    try {
+      if (sequence.prefill_only) {
+        TimeInto(scheduling_seconds_, [&] { return scheduler_->Finish(&sequence, /*pin=*/true); });
+        continue;
+      }
+      float* logits = logits_.data() + row * vocab;
+      ++row;
+      HandleLogits(sequence, logits);
+    } catch (const std::exception& error) {
+      FailRequests({id}, "sampling", error.what());
+    }
+  }
+}
+
+void EngineImpl::Forward(const StepPlan& plan) {
   batch_.Clear();
   for (size_t s = 0; s < plan.entries.size(); ++s) {
     const StepEntry& entry = plan.entries[s];
     Sequence& sequence = *entry.sequence;
+    if (config_.fault_hook) config_.fault_hook(EngineFaultSite::kForward, sequence.request);
     batch_.block_tables.emplace_back(sequence.blocks);
     for (size_t p = entry.start; p < entry.start + entry.count; ++p) {
       batch_.tokens.push_back(sequence.tokens[p]);
@@ -400,22 +452,28 @@ void EngineImpl::Step() {
   for (const StepEntry& entry : plan.entries) {
     if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
   }
+}
 
-  const auto vocab = static_cast<size_t>(model_->config().vocab_size);
-  size_t row = 0;
-  for (const StepEntry& entry : plan.entries) {
-    Sequence& sequence = *entry.sequence;
-    if (!entry.wants_logits) continue;
-    if (sequence.prefill_only) {
-      TimeInto(scheduling_seconds_, [&] { return scheduler_->Finish(&sequence, /*pin=*/true); });
-      continue;
+void EngineImpl::FailRequests(const std::vector<uint64_t>& ids, const std::string& stage,
+                              const std::string& reason) {
+  // One line with the context an operator needs; the clients get the reason itself.
+  spdlog::error("engine fault in the {} (requests {}): {}; failing them, the engine goes on", stage,
+                fmt::join(ids, ", "), reason);
+  const std::string message = fmt::format("internal error in the {}: {}", stage, reason);
+  for (uint64_t id : ids) {
+    try {
+      std::unique_ptr<Sequence> sequence =
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
+      if (sequence) Deliver(std::move(sequence), FinishReason::kError, message);
+    } catch (const std::exception& error) {
+      // Removing or reporting failed too (a throwing callback): the request is gone either way.
+      spdlog::error("engine fault: failing request {} failed as well: {}", id, error.what());
     }
-    HandleLogits(sequence, logits_.data() + row * vocab);
-    ++row;
   }
 }
 
 void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
+  if (config_.fault_hook) config_.fault_hook(EngineFaultSite::kSample, sequence.request);
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
   std::span<float> row(logits, vocab);
   if (sequence.request.record_logits) sequence.logits.emplace_back(row.begin(), row.end());
