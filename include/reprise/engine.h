@@ -190,7 +190,14 @@ class Engine {
   // Stops a request and frees its blocks; its on_finish reports kCancelled. Unknown ids are ignored.
   void Cancel(uint64_t request_id);
 
+  // Special-token texts become tokens; with add_special_tokens BOS is added as the model asks,
+  // unless the text already starts with it.
   std::vector<int32_t> Tokenize(const std::string& text, bool add_special_tokens) const;
+  // Tokenizes `request.prompt` into `request.prompt_tokens` (clearing the text) as Submit would,
+  // so that a caller that needs the length tokenizes once: BOS is left out when a task prompt
+  // (which holds it) comes first. Returns the length of the whole prompt the engine will see,
+  // task prompt included. Given prompt_tokens are kept. Throws Error for an unknown task_id.
+  size_t EncodePrompt(GenerationRequest& request) const;
   std::string Detokenize(const std::vector<int32_t>& tokens) const;
   // Renders chat messages with the model's template (or `template_name` when given:
   // llama2, llama3, chatml, mistral). Throws reprise::Error when no template is known.

@@ -63,8 +63,11 @@ uint64_t Engine::Submit(GenerationRequest request, StreamCallbacks callbacks) {
 void Engine::Cancel(uint64_t request_id) { impl_->Cancel(request_id); }
 
 std::vector<int32_t> Engine::Tokenize(const std::string& text, bool add_special_tokens) const {
-  return add_special_tokens ? EncodeChatPrompt(impl_->tokenizer(), text)
-                            : impl_->tokenizer().Encode(text, false, true);
+  return impl_->tokenizer().EncodePrompt(text, add_special_tokens);
+}
+
+size_t Engine::EncodePrompt(GenerationRequest& request) const {
+  return impl_->EncodePrompt(request);
 }
 
 std::string Engine::Detokenize(const std::vector<int32_t>& tokens) const {

@@ -15,7 +15,6 @@
 #include "core/text.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
-#include "tokenizer/chat_template.h"
 
 namespace reprise {
 
@@ -183,7 +182,7 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
   size_t blocks_needed = 0;
   std::vector<std::vector<int32_t>> token_lists;
   for (const auto& spec : specs) {
-    token_lists.push_back(EncodeChatPrompt(*tokenizer_, spec.prompt));
+    token_lists.push_back(tokenizer_->EncodePrompt(spec.prompt, /*add_bos=*/true));
     if (static_cast<int64_t>(token_lists.back().size()) >= max_context_) {
       throw Error(fmt::format("task prompt {} has {} tokens, beyond the context of {}",
                               spec.task_id, token_lists.back().size(), max_context_));
@@ -223,28 +222,39 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
   }
 }
 
+const std::vector<int32_t>& EngineImpl::TaskPromptTokens(const GenerationRequest& request) const {
+  static const std::vector<int32_t> kNone;
+  if (request.cache.task_id.empty()) return kNone;
+  auto task = task_prompts_.find(request.cache.task_id);
+  if (task == task_prompts_.end()) {
+    throw Error(fmt::format("unknown task_id '{}'", request.cache.task_id));
+  }
+  return task->second.tokens;
+}
+
+std::vector<int32_t> EngineImpl::OwnPromptTokens(const GenerationRequest& request) const {
+  if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+  // A task prompt already holds BOS: the request's own text follows it as is.
+  const bool add_bos = request.add_special_tokens && request.cache.task_id.empty();
+  return tokenizer_->EncodePrompt(request.prompt, add_bos);
+}
+
+size_t EngineImpl::EncodePrompt(GenerationRequest& request) const {
+  const size_t task_tokens = TaskPromptTokens(request).size();
+  if (request.prompt_tokens.empty()) {
+    request.prompt_tokens = OwnPromptTokens(request);
+    request.prompt.clear();
+  }
+  return task_tokens + request.prompt_tokens.size();
+}
+
 std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
                                                    StreamCallbacks callbacks) {
   auto sequence = std::make_unique<Sequence>();
-  std::vector<int32_t> tokens;
-  if (!request.cache.task_id.empty()) {
-    auto task = task_prompts_.find(request.cache.task_id);
-    if (task == task_prompts_.end()) {
-      throw Error(fmt::format("unknown task_id '{}'", request.cache.task_id));
-    }
-    tokens = task->second.tokens;
-    // The task prompt already holds BOS: the request's own text follows it as is.
-    request.add_special_tokens = false;
-  }
-  if (!request.prompt_tokens.empty()) {
-    tokens.insert(tokens.end(), request.prompt_tokens.begin(), request.prompt_tokens.end());
-  } else {
-    // Special-token texts are tokens (as HF tokenizers do), and BOS is not doubled when a
-    // chat-templated prompt already starts with it.
-    auto encoded = request.add_special_tokens ? EncodeChatPrompt(*tokenizer_, request.prompt)
-                                              : tokenizer_->Encode(request.prompt, false, true);
-    tokens.insert(tokens.end(), encoded.begin(), encoded.end());
-  }
+  // The one place a task prompt is prepended.
+  std::vector<int32_t> tokens = TaskPromptTokens(request);
+  std::vector<int32_t> own = OwnPromptTokens(request);
+  tokens.insert(tokens.end(), own.begin(), own.end());
   if (tokens.empty()) throw Error("the prompt is empty");
   const int64_t vocab = model_->config().vocab_size;
   for (int32_t token : tokens) {

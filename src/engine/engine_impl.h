@@ -30,6 +30,8 @@ class EngineImpl {
   ~EngineImpl();
 
   uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks);
+  // See Engine::EncodePrompt. Safe on any thread.
+  size_t EncodePrompt(GenerationRequest& request) const;
   void Cancel(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -44,6 +46,12 @@ class EngineImpl {
     std::vector<int32_t> tokens;
   };
 
+  // The task prompt named by request.cache.task_id (empty for none); throws Error for an unknown
+  // one.
+  const std::vector<int32_t>& TaskPromptTokens(const GenerationRequest& request) const;
+  // The request's own tokens: prompt_tokens, or its text encoded with BOS unless it follows a
+  // task prompt (which holds BOS) or add_special_tokens is false.
+  std::vector<int32_t> OwnPromptTokens(const GenerationRequest& request) const;
   std::unique_ptr<Sequence> MakeSequence(GenerationRequest request, StreamCallbacks callbacks);
   void ComputeTaskPrompts(const std::string& json_text);
   void Loop();

@@ -25,7 +25,8 @@ constexpr std::chrono::milliseconds kStreamPoll{100};
 constexpr std::chrono::milliseconds kWaitPoll{500};
 constexpr size_t kCompletionsDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
 
-// A prompt ready to submit, with its length as the server counts it (task prompt included).
+// A prompt ready to submit (as tokens), with its length as the engine sees it (task prompt
+// included).
 struct PreparedPrompt {
   GenerationRequest request;
   size_t prompt_tokens = 0;
@@ -40,12 +41,13 @@ const char* IdPrefix(ApiKind kind) {
   return "req";
 }
 
-size_t TaskPromptTokens(const std::string& task_id, const InferenceBackend& backend) {
-  if (task_id.empty()) return 0;
+// Refuses an unknown task_id with a 400 that names only the id the client sent (the list of
+// tasks is not theirs to see).
+void CheckTaskId(const std::string& task_id, const InferenceBackend& backend) {
+  if (task_id.empty()) return;
   for (const TaskPromptInfo& task : backend.TaskPrompts()) {
-    if (task.task_id == task_id) return task.tokens;
+    if (task.task_id == task_id) return;
   }
-  // Only the id the client sent is named: the list of tasks is not theirs to see.
   throw ApiError::BadRequest(fmt::format("unknown task_id '{}'", task_id), "task_id",
                              "task_not_found");
 }
@@ -86,27 +88,20 @@ void DecideMaxTokens(const ParsedRequest& parsed, const ModelInfo& info, Prepare
   prompt.request.sampling.max_tokens = static_cast<int>(std::min<int64_t>(max_tokens, INT32_MAX));
 }
 
+// Each prompt is tokenized here, once, by the engine's rule (task prompt and BOS included), and
+// handed to the engine as tokens.
 std::vector<PreparedPrompt> PreparePrompts(const ParsedRequest& parsed, const ReadyBackend& ready,
                                            const std::string& chat_template) {
   const InferenceBackend& backend = *ready.backend;
-  size_t task_tokens = TaskPromptTokens(parsed.cache.task_id, backend);
-  // Counted as the engine will see it: a task prompt (which holds BOS) and then the request's
-  // own tokens, encoded without BOS.
-  bool with_task = !parsed.cache.task_id.empty();
+  CheckTaskId(parsed.cache.task_id, backend);
   GenerationRequest base;
   base.sampling = parsed.sampling;
   base.cache = parsed.cache;
 
   std::vector<PreparedPrompt> prompts;
   if (parsed.kind == ApiKind::kChat) {
-    ChatPrompt chat = RenderChatPrompt(ready, parsed.messages, chat_template);
-    PreparedPrompt prompt{base, chat.tokens.size()};
-    if (with_task && chat.add_special_tokens) {
-      // The task prompt brings BOS: the engine encodes the rest without one.
-      prompt.prompt_tokens = backend.Tokenize(chat.text, /*add_special_tokens=*/false).size();
-    }
-    prompt.request.prompt = std::move(chat.text);
-    prompt.request.add_special_tokens = chat.add_special_tokens;
+    PreparedPrompt prompt{base, 0};
+    prompt.request.prompt = RenderChatPrompt(ready, parsed.messages, chat_template);
     prompts.push_back(std::move(prompt));
   } else {
     for (const PromptInput& input : parsed.prompts) {
@@ -121,17 +116,14 @@ std::vector<PreparedPrompt> PreparePrompts(const ParsedRequest& parsed, const Re
           }
         }
         prompt.request.prompt_tokens = input.tokens;
-        prompt.prompt_tokens = input.tokens.size();
       } else {
         prompt.request.prompt = input.text;
-        prompt.prompt_tokens =
-            backend.Tokenize(input.text, /*add_special_tokens=*/!with_task).size();
       }
       prompts.push_back(std::move(prompt));
     }
   }
   for (PreparedPrompt& prompt : prompts) {
-    prompt.prompt_tokens += task_tokens;
+    prompt.prompt_tokens = backend.EncodePrompt(prompt.request);
     DecideMaxTokens(parsed, ready.info, prompt);
   }
   return prompts;
@@ -250,23 +242,14 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
 
 }  // namespace
 
-ChatPrompt RenderChatPrompt(const ReadyBackend& ready,
-                            const std::vector<Engine::ChatMessage>& messages,
-                            const std::string& chat_template) {
-  const InferenceBackend& backend = *ready.backend;
-  ChatPrompt prompt;
+std::string RenderChatPrompt(const ReadyBackend& ready,
+                             const std::vector<Engine::ChatMessage>& messages,
+                             const std::string& chat_template) {
   try {
-    prompt.text = backend.ApplyChatTemplate(messages, chat_template);
+    return ready.backend->ApplyChatTemplate(messages, chat_template);
   } catch (const Error& error) {
     throw ApiError::BadRequest(error.what(), "messages", "chat_template_error");
   }
-  // Templates that write the BOS text themselves must not get a second BOS.
-  prompt.tokens = backend.Tokenize(prompt.text, /*add_special_tokens=*/false);
-  bool holds_bos =
-      ready.bos_token && !prompt.tokens.empty() && prompt.tokens.front() == *ready.bos_token;
-  prompt.add_special_tokens = !holds_bos;
-  if (!holds_bos) prompt.tokens = backend.Tokenize(prompt.text, /*add_special_tokens=*/true);
-  return prompt;
 }
 
 void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_request,

@@ -246,7 +246,9 @@ void HttpServer::HandleTokenize(const httplib::Request& request, httplib::Respon
   if (fields.Find("messages")) {
     // The same text and BOS rule a chat completion would use.
     ParsedRequest chat = ParseChatRequest(body);
-    tokens = RenderChatPrompt(*ready, chat.messages, state_.options().chat_template).tokens;
+    tokens = ready->backend->Tokenize(
+        RenderChatPrompt(*ready, chat.messages, state_.options().chat_template),
+        /*add_special_tokens=*/true);
   } else {
     std::optional<std::string> prompt = fields.String("prompt");
     if (!prompt) throw ApiError::BadRequest("'prompt' or 'messages' is required", "prompt");

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 
 #include "server/inference_backend.h"
@@ -29,7 +28,6 @@ struct HttpServerOptions {
 struct ReadyBackend {
   std::shared_ptr<InferenceBackend> backend;
   ModelInfo info;
-  std::optional<int32_t> bos_token;  // the token Tokenize("", true) adds, if any
 };
 
 class ServerState {
@@ -39,7 +37,7 @@ class ServerState {
   const HttpServerOptions& options() const { return options_; }
   ServerMetrics& metrics() { return metrics_; }
 
-  // Reads Info() and the BOS token, then makes the backend visible to the routes.
+  // Reads Info(), then makes the backend visible to the routes.
   void SetBackend(std::shared_ptr<InferenceBackend> backend);
   // Null while loading.
   std::shared_ptr<const ReadyBackend> Ready() const;

@@ -250,12 +250,7 @@ std::string ApplyChatTemplate(ChatTemplateKind kind, const std::vector<ChatMessa
 }
 
 std::vector<int32_t> EncodeChatPrompt(const Tokenizer& tokenizer, std::string_view prompt) {
-  std::vector<int32_t> ids =
-      tokenizer.Encode(prompt, /*add_special=*/false, /*parse_special=*/true);
-  if (tokenizer.add_bos() && (ids.empty() || ids.front() != tokenizer.bos_id())) {
-    ids.insert(ids.begin(), tokenizer.bos_id());
-  }
-  return ids;
+  return tokenizer.EncodePrompt(prompt, /*add_bos=*/true);
 }
 
 }  // namespace reprise

@@ -53,8 +53,7 @@ std::optional<ChatTemplateKind> DetectChatTemplate(const std::string& jinja_text
 std::string ApplyChatTemplate(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
                               bool add_generation_prompt, const Tokenizer& tokenizer);
 
-// Tokenizes a rendered chat prompt: special token texts become tokens, BOS is added when the
-// model wants one and the prompt does not start with it, EOS is never added.
+// Tokenizes a rendered chat prompt: Tokenizer::EncodePrompt(prompt, /*add_bos=*/true).
 std::vector<int32_t> EncodeChatPrompt(const Tokenizer& tokenizer, std::string_view prompt);
 
 }  // namespace reprise

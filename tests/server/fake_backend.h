@@ -42,14 +42,8 @@ class FakeBackend : public InferenceBackend {
   }
 
   uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks) override {
-    // As the engine does: a task prompt (with BOS) first, then the request without BOS.
-    bool with_task = !request.cache.task_id.empty();
-    if (with_task && request.cache.task_id != "1") throw Error("unknown task_id");
-    std::vector<int32_t> tokens = with_task ? Tokenize("SYSTEM:", true) : std::vector<int32_t>{};
-    std::vector<int32_t> own =
-        request.prompt_tokens.empty()
-            ? Tokenize(request.prompt, request.add_special_tokens && !with_task)
-            : request.prompt_tokens;
+    std::vector<int32_t> tokens = TaskTokens(request);
+    std::vector<int32_t> own = OwnTokens(request);
     tokens.insert(tokens.end(), own.begin(), own.end());
     if (static_cast<int64_t>(tokens.size()) >= options_.context_length) {
       throw Error("prompt longer than the context");
@@ -79,18 +73,26 @@ class FakeBackend : public InferenceBackend {
     }
   }
 
+  // As the engine's: BOS when asked for, unless the text starts with it ("<s>").
   std::vector<int32_t> Tokenize(const std::string& text, bool add_special) const override {
     std::vector<int32_t> tokens;
-    if (add_special) tokens.push_back(kBos);
     size_t start = 0;
-    if (text.rfind("<s>", 0) == 0) {
-      tokens.push_back(kBos);
-      start = 3;
-    }
+    if (add_special || text.rfind("<s>", 0) == 0) tokens.push_back(kBos);
+    if (text.rfind("<s>", 0) == 0) start = 3;
     for (size_t i = start; i < text.size(); ++i) {
       tokens.push_back(static_cast<unsigned char>(text[i]) + 3);
     }
     return tokens;
+  }
+
+  size_t EncodePrompt(GenerationRequest& request) const override {
+    size_t task_tokens = TaskTokens(request).size();
+    if (request.prompt_tokens.empty()) {
+      request.prompt_tokens = OwnTokens(request);
+      request.prompt.clear();
+    }
+    ++encoded_;
+    return task_tokens + request.prompt_tokens.size();
   }
 
   std::string Detokenize(const std::vector<int32_t>& tokens) const override {
@@ -163,6 +165,7 @@ class FakeBackend : public InferenceBackend {
     return cancelled_;
   }
   uint64_t submitted() const { return submitted_.load(); }
+  uint64_t encoded() const { return encoded_.load(); }  // EncodePrompt calls
   GenerationRequest last_request() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return last_request_;
@@ -191,6 +194,19 @@ class FakeBackend : public InferenceBackend {
     StreamCallbacks callbacks;
     std::chrono::steady_clock::time_point start;
   };
+
+  // As the engine does: a task prompt (with BOS) first, then the request without BOS.
+  static std::vector<int32_t> TaskTokens(const GenerationRequest& request) {
+    if (request.cache.task_id.empty()) return {};
+    if (request.cache.task_id != "1") throw Error("unknown task_id");
+    std::vector<int32_t> tokens{kBos};
+    for (char c : std::string("SYSTEM:")) tokens.push_back(static_cast<unsigned char>(c) + 3);
+    return tokens;
+  }
+  std::vector<int32_t> OwnTokens(const GenerationRequest& request) const {
+    if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+    return Tokenize(request.prompt, request.add_special_tokens && request.cache.task_id.empty());
+  }
 
   // Caller holds mutex_.
   size_t CachedPrefix(const std::vector<int32_t>& prompt) {
@@ -273,6 +289,7 @@ class FakeBackend : public InferenceBackend {
   uint64_t queries_ = 0;
   uint64_t hits_ = 0;
   std::atomic<uint64_t> submitted_{0};
+  mutable std::atomic<uint64_t> encoded_{0};
   GenerationRequest last_request_;
   bool stop_ = false;
   std::thread thread_;  // last: starts after everything above is constructed

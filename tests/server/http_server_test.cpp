@@ -95,7 +95,13 @@ TEST_F(HttpServerTest, ChatCompletion) {
   EXPECT_EQ(body["usage"]["total_tokens"], prompt_tokens + 5);
   EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   EXPECT_EQ(body["reuse_len"], 0);
-  EXPECT_TRUE(backend_->last_request().add_special_tokens);
+  // The server tokenized the prompt once and handed the engine its tokens, BOS first.
+  GenerationRequest sent = backend_->last_request();
+  EXPECT_TRUE(sent.prompt.empty());
+  ASSERT_EQ(sent.prompt_tokens.size(), prompt_tokens);
+  EXPECT_EQ(sent.prompt_tokens[0], FakeBackend::kBos);
+  EXPECT_EQ(sent.prompt_tokens[1], '<' + 3);
+  EXPECT_EQ(backend_->encoded(), 1u);
 
   // The same prompt again: everything but the last token comes from the (fake) cache.
   auto again = PostJson(port_, "/v1/chat/completions", ChatBody("hello", {{"max_tokens", 5}}));
@@ -119,8 +125,11 @@ TEST_F(HttpServerTest, TemplateHoldingBosGetsNoSecondBos) {
   Start(options);
   auto result = PostJson(port_, "/v1/chat/completions", ChatBody("hi", {{"max_tokens", 1}}));
   ASSERT_EQ(result.status, 200) << result.body;
-  EXPECT_FALSE(backend_->last_request().add_special_tokens);
-  // "<s>" is one token: BOS.
+  // "<s>" is one token: BOS, and no second one is added.
+  GenerationRequest sent = backend_->last_request();
+  ASSERT_GE(sent.prompt_tokens.size(), 2u);
+  EXPECT_EQ(sent.prompt_tokens[0], FakeBackend::kBos);
+  EXPECT_EQ(sent.prompt_tokens[1], '<' + 3);
   EXPECT_EQ(result.json["usage"]["prompt_tokens"], std::string("<|user|>hi\n<|assistant|>").size() + 1);
   auto tokens = PostJson(port_, "/tokenize", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
   ASSERT_EQ(tokens.status, 200) << tokens.body;
@@ -227,7 +236,11 @@ TEST_F(HttpServerTest, RtpGenerateRoutes) {
     EXPECT_TRUE(aux["reuse_len"].is_number_integer());
     EXPECT_TRUE(aux["cost_time_ms"].is_number());
   }
-  EXPECT_EQ(backend_->last_request().cache.task_id, "1");
+  // The request's own tokens go to the engine without BOS; the engine prepends the task prompt.
+  GenerationRequest sent = backend_->last_request();
+  EXPECT_EQ(sent.cache.task_id, "1");
+  ASSERT_EQ(sent.prompt_tokens.size(), std::string("hello, what's your name").size());
+  EXPECT_EQ(sent.prompt_tokens[0], 'h' + 3);
   // max_new_tokens beyond the context is clamped, not refused.
   auto long_answer = PostJson(port_, "/generate",
                               {{"prompt", "x"}, {"generate_config", {{"max_new_tokens", 100000}}}});
