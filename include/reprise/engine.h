@@ -36,6 +36,9 @@ struct EngineConfig {
   // Static task prompts: a JSON list of {"task_id": ..., "prompt": "..."}, computed and pinned
   // at start-up. The text itself, or empty.
   std::string task_prompts_json;
+  // The chat template chat prompts are rendered with: empty for the model's own (a model without
+  // one gets the generic chatml template, with a warning at start-up), else a built-in name.
+  std::string chat_template;
 };
 
 struct SamplingParams {
@@ -180,7 +183,7 @@ class Engine {
 
   std::vector<int32_t> Tokenize(const std::string& text, bool add_special_tokens) const;
   std::string Detokenize(const std::vector<int32_t>& tokens) const;
-  // Renders chat messages with the model's template (or `template_name` when given:
+  // Renders chat messages with the configured template (or `template_name` when given:
   // llama2, llama3, chatml, mistral). Throws reprise::Error when no template is known.
   struct ChatMessage {
     std::string role;

@@ -96,6 +96,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
+  chat_template_ = ResolveChatTemplate(config_.chat_template, tokenizer_->chat_template());
   const ModelConfig& model_config = model_->config();
   max_context_ = model_config.context_length;
   if (config_.max_context > 0) max_context_ = std::min(max_context_, config_.max_context);
