@@ -48,6 +48,9 @@ struct EngineConfig {
   // every request there. An exception it throws is handled as any fault in a step is: the
   // requests it touches finish with FinishReason::kError and the engine goes on. Unset: none.
   std::function<void(EngineFaultSite site, const GenerationRequest& request)> fault_hook;
+  // The chat template chat prompts are rendered with: empty for the model's own (a model without
+  // one gets the generic chatml template, with a warning at start-up), else a built-in name.
+  std::string chat_template;
 };
 
 struct SamplingParams {
@@ -199,7 +202,7 @@ class Engine {
   // task prompt included. Given prompt_tokens are kept. Throws Error for an unknown task_id.
   size_t EncodePrompt(GenerationRequest& request) const;
   std::string Detokenize(const std::vector<int32_t>& tokens) const;
-  // Renders chat messages with the model's template (or `template_name` when given:
+  // Renders chat messages with the configured template (or `template_name` when given:
   // llama2, llama3, chatml, mistral). Throws reprise::Error when no template is known.
   struct ChatMessage {
     std::string role;

@@ -93,6 +93,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
+  chat_template_ = ResolveChatTemplate(config_.chat_template, tokenizer_->chat_template());
   const ModelConfig& model_config = model_->config();
   // Every id the model can produce must be a token the tokenizer can turn into text, and every
   // token it can encode must have an embedding row.

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "kvcache/prefix_cache.h"
 #include "model/model.h"
 #include "reprise/engine.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise {
@@ -35,6 +37,9 @@ class EngineImpl {
   void Cancel(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The chat template resolved at start-up (see EngineConfig::chat_template); std::nullopt when
+  // the model's own template is one Reprise does not recognise.
+  std::optional<ChatTemplateKind> chat_template() const { return chat_template_; }
   const Model& model() const { return *model_; }
   ModelInfo Info() const;
   EngineStats Stats() const;
@@ -74,6 +79,7 @@ class EngineImpl {
   EngineConfig config_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<ChatTemplateKind> chat_template_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -247,6 +247,7 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.max_queued_requests = settings.max_queued_requests;
   config.num_threads = settings.threads;
   config.max_context = settings.max_context;
+  config.chat_template = settings.chat_template;
   if (!settings.task_prompts_file.empty()) {
     config.task_prompts_json = ReadTextFile(settings.task_prompts_file, "task prompt file");
   } else {
