@@ -66,8 +66,7 @@ TEST(ParsedRequestTest, ChatAllFields) {
                                                  {"task_id", 7},
                                                  {"cache_priority", 90},
                                                  {"cache_ttl_s", 60},
-                                                 {"logprobs", nullptr},
-                                                 {"some_future_field", {1, 2}}}));
+                                                 {"logprobs", nullptr}}));
   EXPECT_EQ(request.max_tokens, 15);
   EXPECT_FLOAT_EQ(request.sampling.temperature, 0.0f);
   EXPECT_FLOAT_EQ(request.sampling.top_p, 0.5f);
