@@ -173,7 +173,10 @@ void LogFinished(const std::string& id, const CompletionJob& job,
       "{}{}{}",
       id, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
       first.ttft_seconds * 1e3, first.total_seconds * 1e3, first.finish_reason,
-      prompt_cache_key.empty() ? "" : ", prompt_cache_key ", prompt_cache_key);
+      prompt_cache_key.empty() ? "" : ", prompt_cache_key ",
+      // Quoted and escaped, and cut short: it is the client's text.
+      prompt_cache_key.empty() ? std::string()
+                               : fmt::format("{:?}", prompt_cache_key.substr(0, 200)));
 }
 
 // echo: each choice's prompt as the client sent it (token ids as their text), else nothing.
