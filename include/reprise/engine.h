@@ -65,6 +65,25 @@ struct SamplingParams {
   std::optional<uint64_t> seed;  // unset: a fresh random seed per request
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // Report each generated token's log-probability and this many of the most likely tokens at
+  // its position (0..kMaxTopLogprobs); unset: none, and nothing is computed.
+  std::optional<int> logprobs;
+};
+
+inline constexpr int kMaxTopLogprobs = 20;
+
+// One token's log-probability: the log-softmax of the model's raw logits at that position
+// (before penalties, temperature and truncation, like vLLM's default "raw_logprobs").
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+  std::string bytes;  // the token's bytes (may be part of a UTF-8 character)
+};
+
+// A generated token's log-probability and the most likely tokens at its position.
+struct SampledLogprobs {
+  TokenLogprob sampled;
+  std::vector<TokenLogprob> top;  // most likely first (ties: lower id first)
 };
 
 // How a request's blocks are shared and kept.
@@ -110,6 +129,8 @@ struct GenerationOutput {
   double prefill_compute_seconds = 0;
   double total_seconds = 0;
   std::vector<std::vector<float>> logits;  // [generated][vocab] when record_logits
+  // One per token_ids entry when sampling.logprobs is set.
+  std::vector<SampledLogprobs> logprobs;
 };
 
 // One streamed token: its text delta (never half a UTF-8 character; may be empty while a stop
@@ -120,6 +141,9 @@ struct TokenEvent {
   std::string text;
   size_t prompt_tokens = 0;
   size_t cached_tokens = 0;
+  // The log-probabilities of the tokens sampled since the previous event (usually `token`
+  // alone) when sampling.logprobs is set.
+  std::vector<SampledLogprobs> logprobs;
 };
 
 struct StreamCallbacks {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -56,6 +57,7 @@ int RunServe(const server::ServeFlags& flags) {
   options.chat_template = settings.chat_template;
   options.max_body_bytes = settings.max_body_bytes;
   options.http_threads = settings.http_threads;
+  options.allowed_origins = settings.allowed_origins;
   server::HttpServer http(options);
   int port = http.Bind();
   http.Start();
@@ -198,6 +200,15 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
           "--http-threads", [flags](const int& v) { flags->http_threads = v; },
           "HTTP worker threads, i.e. concurrent connections served")
       ->default_str(std::to_string(defaults.http_threads));
+  command
+      ->add_option_function<std::vector<std::string>>(
+          "--allowed-origins",
+          [flags](const std::vector<std::string>& v) {
+            flags->allowed_origins.insert(flags->allowed_origins.end(), v.begin(), v.end());
+          },
+          "Origins browsers may call from (CORS), a comma list or repeated, e.g. "
+          "http://localhost:3000; * allows any")
+      ->default_str("none");
   command->callback([&run, flags] { run = [flags]() -> int { return RunServe(*flags); }; });
 }
 

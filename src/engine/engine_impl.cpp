@@ -15,6 +15,8 @@
 #include "core/text.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
+#include "sampling/logprobs.h"
+#include "tokenizer/chat_template.h"
 
 namespace reprise {
 
@@ -275,6 +277,9 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   }
   const SamplingParams& sampling = request.sampling;
   if (sampling.max_tokens < 1) throw Error("max_tokens must be at least 1");
+  if (sampling.logprobs && (*sampling.logprobs < 0 || *sampling.logprobs > kMaxTopLogprobs)) {
+    throw Error(fmt::format("logprobs must be between 0 and {}", kMaxTopLogprobs));
+  }
   if (sampling.temperature < 0 || sampling.top_p <= 0 || sampling.top_p > 1 || sampling.min_p < 0 ||
       sampling.min_p > 1 || sampling.repetition_penalty <= 0) {
     throw Error("sampling parameters out of range");
@@ -488,9 +493,13 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
   std::span<float> row(logits, vocab);
   if (sequence.request.record_logits) sequence.logits.emplace_back(row.begin(), row.end());
+  const std::optional<int>& top_logprobs = sequence.request.sampling.logprobs;
+  // Taken before sampling, which applies the penalties to `row` in place.
+  if (top_logprobs) LogSoftmax(row, logprob_scratch_);
   int32_t token = sequence.sampler->Sample(row);
   sequence.sampler->Accept(token);
   sequence.tokens.push_back(token);
+  if (top_logprobs) sequence.logprobs.push_back(DescribeLogprobs(token, *top_logprobs));
   ++sequence.generated;
   {
     std::lock_guard lock(stats_mutex_);
@@ -504,7 +513,7 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   if (!sampling.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
     if (sequence.callbacks.on_token) {
       sequence.callbacks.on_token(TokenEvent{sequence.id, token, "", sequence.prompt_len,
-                                             sequence.cached_tokens});
+                                             sequence.cached_tokens, UnstreamedLogprobs(sequence)});
     }
     FinishSequence(&sequence, FinishReason::kStop);
     return;
@@ -527,10 +536,32 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
 
 void EngineImpl::Emit(Sequence& sequence, bool final) {
   std::string delta = sequence.output->TakeDelta(final);
-  if (sequence.callbacks.on_token && (!delta.empty() || !final)) {
+  bool logprobs_pending = sequence.logprobs_streamed < sequence.logprobs.size();
+  if (sequence.callbacks.on_token && (!delta.empty() || !final || logprobs_pending)) {
     sequence.callbacks.on_token(TokenEvent{sequence.id, sequence.tokens.back(), std::move(delta),
-                                           sequence.prompt_len, sequence.cached_tokens});
+                                           sequence.prompt_len, sequence.cached_tokens,
+                                           UnstreamedLogprobs(sequence)});
   }
+}
+
+SampledLogprobs EngineImpl::DescribeLogprobs(int32_t token, int top) const {
+  auto describe = [this](int32_t id, float logprob) {
+    return TokenLogprob{id, logprob, tokenizer_->TokenToPiece(id)};
+  };
+  SampledLogprobs result;
+  result.sampled = describe(token, logprob_scratch_[static_cast<size_t>(token)]);
+  for (const auto& [id, logprob] : TopEntries(logprob_scratch_, top)) {
+    result.top.push_back(describe(id, logprob));
+  }
+  return result;
+}
+
+std::vector<SampledLogprobs> EngineImpl::UnstreamedLogprobs(Sequence& sequence) {
+  std::vector<SampledLogprobs> pending(
+      sequence.logprobs.begin() + static_cast<ptrdiff_t>(sequence.logprobs_streamed),
+      sequence.logprobs.end());
+  sequence.logprobs_streamed = sequence.logprobs.size();
+  return pending;
 }
 
 void EngineImpl::FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error) {
@@ -554,6 +585,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
   output.prefill_compute_seconds = sequence->prefill_compute_seconds;
   output.total_seconds = SecondsSince(sequence->submitted_at);
   output.logits = std::move(sequence->logits);
+  output.logprobs = std::move(sequence->logprobs);
   {
     std::lock_guard lock(mutex_);
     if (queued_ > 0) --queued_;

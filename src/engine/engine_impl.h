@@ -70,6 +70,10 @@ class EngineImpl {
   // Samples the next token from `logits` ([vocab], modified by the penalties).
   void HandleLogits(Sequence& sequence, float* logits);
   void Emit(Sequence& sequence, bool final);
+  // The sampled token's log-probability and the `top` most likely, from logprob_scratch_.
+  SampledLogprobs DescribeLogprobs(int32_t token, int top) const;
+  // The sequence's log-probabilities not yet sent in a token event; marks them sent.
+  static std::vector<SampledLogprobs> UnstreamedLogprobs(Sequence& sequence);
   void FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error = "");
   void Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason, const std::string& error);
   void PublishStats();
@@ -88,7 +92,8 @@ class EngineImpl {
   int64_t num_blocks_ = 0;
   size_t block_bytes_ = 0;
   ForwardBatch batch_;
-  AlignedBuffer<float> logits_;  // [max_running][vocab]
+  AlignedBuffer<float> logits_;         // [max_running][vocab]
+  std::vector<float> logprob_scratch_;  // [vocab]: the log-softmax of the row being sampled
   std::map<std::string, TaskPrompt> task_prompts_;
   std::vector<TaskPromptInfo> task_infos_;
 
