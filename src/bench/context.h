@@ -43,6 +43,16 @@ class BenchContext {
   // (a server keeps its cache between runs).
   uint64_t Seed(uint64_t local) const { return local + options_.seed * 1'000'000; }
 
+  // The model's context length in tokens, read from the model file; 0 with --url and no -m
+  // (the server then refuses what does not fit, with its own message).
+  int64_t ContextLength() const;
+
+  // `wanted` tokens for the part of a prompt a workload sizes, or fewer so that it and
+  // `reserve` more tokens (questions, later turns, generated tokens) fit the model's context.
+  // Throws Error naming the workload and the context when fewer than `minimum` are left.
+  size_t FitToContext(const std::string& workload, size_t wanted, size_t reserve,
+                      size_t minimum) const;
+
   // Kernel threads the run uses: --threads, or every core.
   int threads() const;
 

@@ -123,5 +123,19 @@ TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
   std::filesystem::remove_all(dir);
 }
 
+// The small real models have 512-token contexts: the document shrinks to fit, and a workload
+// that cannot fit at all says so.
+TEST(BenchCommandTest, DocFitsASmallContext) {
+  REPRISE_REQUIRE_FIXTURES();
+  const auto json_path = testing::ScratchDir() / "doc512.json";
+  BenchRun run = RunBench("doc -m '" + testing::Fixture("models/TinyStories-656K-f32.gguf") +
+                          "' --quick --repeat 1 -t 2 --json '" + json_path.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("to fit the model's context of 512 tokens"), std::string::npos) << run.err;
+  auto rows = nlohmann::json::parse(Slurp(json_path))["workloads"][0]["tables"][0]["rows"];
+  for (const auto& row : rows) EXPECT_LT(row[1].get<double>(), 512);
+  std::filesystem::remove(json_path);
+}
+
 }  // namespace
 }  // namespace reprise
