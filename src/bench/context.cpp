@@ -65,7 +65,7 @@ size_t BenchContext::FitToContext(const std::string& workload, size_t wanted, si
   if (context <= 0) return wanted;
   const auto room = static_cast<size_t>(context);
   if (room < reserve + minimum) {
-    throw Error(fmt::format(
+    throw ContextTooSmall(fmt::format(
         "bench {}: the model's context of {} tokens is too small: the workload needs at least {} "
         "tokens ({} for its prompts' fixed part and answers, {} for the sized part)",
         workload, context, reserve + minimum, reserve, minimum));

@@ -10,8 +10,15 @@
 #include "bench/options.h"
 #include "bench/progress.h"
 #include "bench/target.h"
+#include "core/error.h"
 
 namespace reprise::bench {
+
+// A workload that cannot fit the model's context (see BenchContext::FitToContext).
+class ContextTooSmall : public Error {
+ public:
+  using Error::Error;
+};
 
 class BenchContext {
  public:
@@ -49,7 +56,8 @@ class BenchContext {
 
   // `wanted` tokens for the part of a prompt a workload sizes, or fewer so that it and
   // `reserve` more tokens (questions, later turns, generated tokens) fit the model's context.
-  // Throws Error naming the workload and the context when fewer than `minimum` are left.
+  // Throws ContextTooSmall naming the workload and the context when fewer than `minimum` are
+  // left.
   size_t FitToContext(const std::string& workload, size_t wanted, size_t reserve,
                       size_t minimum) const;
 
