@@ -25,6 +25,10 @@ std::unique_ptr<BenchTarget> BenchContext::MakeTarget(bool prefix_caching,
     return std::make_unique<BenchHttpTarget>(
         options_.url, options_.served_model, model_path_);
   }
+  return std::make_unique<BenchEngineTarget>(EngineConfigFor(prefix_caching, kv_cache_bytes));
+}
+
+EngineConfig BenchContext::EngineConfigFor(bool prefix_caching, size_t kv_cache_bytes) const {
   EngineConfig config;
   config.model_path = model_path_;
   config.enable_prefix_caching = prefix_caching;
@@ -42,7 +46,7 @@ std::unique_ptr<BenchTarget> BenchContext::MakeTarget(bool prefix_caching,
   } else {
     config.kv_cache_memory_bytes = size_t{1} << 30;
   }
-  return std::make_unique<BenchEngineTarget>(config);
+  return config;
 }
 
 size_t BenchContext::KvBytesPerToken() const {

@@ -11,6 +11,7 @@
 #include "bench/progress.h"
 #include "bench/target.h"
 #include "core/error.h"
+#include "reprise/engine.h"
 
 namespace reprise::bench {
 
@@ -41,6 +42,8 @@ class BenchContext {
   // else a fresh engine on the model with prefix caching on or off and a KV budget of
   // `kv_cache_bytes` (0: --kv-cache-memory, or 1 GiB when that is not given either).
   std::unique_ptr<BenchTarget> MakeTarget(bool prefix_caching, size_t kv_cache_bytes = 0) const;
+  // The engine settings MakeTarget uses in process, for workloads that drive an Engine directly.
+  EngineConfig EngineConfigFor(bool prefix_caching, size_t kv_cache_bytes = 0) const;
 
   // KV bytes one token takes in this model (all layers, K and V, --kv-type), read from the model
   // file; 0 with --url and no model.

@@ -38,6 +38,7 @@ const std::map<std::string, Workload>& Workloads() {
       {"multidoc", RunMultidocWorkload},
       {"unique", RunUniqueWorkload},
       {"concurrent", RunConcurrentWorkload},
+      {"sched", RunSchedWorkload},
   };
   return workloads;
 }
@@ -127,9 +128,9 @@ int RunBench(const BenchOptions& options) {
 
   std::vector<std::string> names;
   if (options.workload == "all") {
-    // Validation made sure there is a model or a server; kernels run in process only.
+    // Validation made sure there is a model or a server; some workloads run in process only.
     for (const auto& name : BenchWorkloadNames()) {
-      if (name == "all" || (name == "kernels" && context.remote())) continue;
+      if (name == "all" || (!RunsOverHttp(name) && context.remote())) continue;
       names.push_back(name);
     }
   } else {
