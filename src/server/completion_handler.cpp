@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -155,13 +156,30 @@ void SubmitAll(CompletionJob& job, const ParsedRequest& parsed,
   }
 }
 
-void LogFinished(const std::string& id, const CompletionJob& job) {
+void LogFinished(const std::string& id, const CompletionJob& job,
+                 const std::string& prompt_cache_key) {
   UsageCounts usage = job.Usage();
   const ChoiceResult& first = job.result(0);
-  spdlog::info("{}: prompt {} tokens (cached {}), generated {}, ttft {:.1f} ms, total {:.1f} ms, "
-               "{}",
-               id, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
-               first.ttft_seconds * 1e3, first.total_seconds * 1e3, first.finish_reason);
+  spdlog::info(
+      "{}: prompt {} tokens (cached {}), generated {}, ttft {:.1f} ms, total {:.1f} ms, "
+      "{}{}{}",
+      id, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
+      first.ttft_seconds * 1e3, first.total_seconds * 1e3, first.finish_reason,
+      prompt_cache_key.empty() ? "" : ", prompt_cache_key ",
+      // Quoted and escaped, and cut short: it is the client's text.
+      prompt_cache_key.empty() ? std::string()
+                               : fmt::format("{:?}", prompt_cache_key.substr(0, 200)));
+}
+
+// echo: each choice's prompt as the client sent it (token ids as their text), else nothing.
+std::vector<std::string> EchoTexts(const ParsedRequest& parsed, const InferenceBackend& backend) {
+  std::vector<std::string> texts;
+  if (!parsed.echo) return texts;
+  for (const PromptInput& input : parsed.prompts) {
+    std::string text = input.is_tokens ? backend.Detokenize(input.tokens) : input.text;
+    texts.insert(texts.end(), static_cast<size_t>(parsed.n), text);
+  }
+  return texts;
 }
 
 void RecordFinish(ServerMetrics& metrics, const CompletionJob& job, size_t index) {
@@ -180,6 +198,8 @@ struct StreamState {
   bool include_usage = false;
   bool started = false;
   ServerState* server = nullptr;
+  std::vector<std::string> echo_texts;  // per choice, sent first; empty without echo
+  std::string prompt_cache_key;
 };
 
 // One call of the chunked content provider: writes what the engine reported since the last
@@ -194,15 +214,26 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
         if (!write(SseData(stream.builder.RoleChunk(i)))) return false;
       }
     }
+    for (size_t i = 0; i < stream.echo_texts.size(); ++i) {
+      if (!write(SseData(stream.builder.DeltaChunk(i, stream.echo_texts[i])))) return false;
+    }
   }
   for (const ChannelEvent& event : job.channel().PopAll(kStreamPoll)) {
+    const std::optional<std::vector<SampledLogprobs>>& so_far = job.result(event.choice).logprobs;
+    size_t text_offset = so_far ? LogprobsTextBytes(*so_far) : 0;
     size_t index = job.Apply(event);
     if (!event.finished()) {
-      const std::string& text = std::get<TokenEvent>(event.payload).text;
+      const TokenEvent& token = std::get<TokenEvent>(event.payload);
       if (stream.kind == ApiKind::kRtpGenerate) {
         if (!write(SseData(stream.builder.RtpStreamEvent(job.result(index), false)))) return false;
-      } else if (!text.empty()) {
-        if (!write(SseData(stream.builder.DeltaChunk(index, text)))) return false;
+      } else if (so_far) {
+        // With logprobs every token is reported, text or not (a stop string may hold it back).
+        if (!write(SseData(
+                stream.builder.DeltaChunk(index, token.text, &token.logprobs, text_offset)))) {
+          return false;
+        }
+      } else if (!token.text.empty()) {
+        if (!write(SseData(stream.builder.DeltaChunk(index, token.text)))) return false;
       }
       continue;
     }
@@ -227,7 +258,7 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
     }
   }
   if (job.AllFinished()) {
-    LogFinished(stream.builder.id(), job);
+    LogFinished(stream.builder.id(), job, stream.prompt_cache_key);
     if (stream.kind != ApiKind::kRtpGenerate) {
       if (stream.include_usage && !write(SseData(stream.builder.UsageChunk(job.Usage())))) {
         return false;
@@ -285,8 +316,8 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
 
   if (parsed.stream) {
     auto stream = std::make_shared<StreamState>(
-        StreamState{std::move(job), std::move(builder), kind, parsed.include_usage, false,
-                    &state_});
+        StreamState{std::move(job), std::move(builder), kind, parsed.include_usage, false, &state_,
+                    EchoTexts(parsed, *ready->backend), parsed.prompt_cache_key});
     http_response.set_header("Cache-Control", "no-cache");
     http_response.set_header("X-Accel-Buffering", "no");
     http_response.set_chunked_content_provider(
@@ -324,9 +355,11 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
       throw ApiError::Unavailable("the request was cancelled", "cancelled");
     }
   }
-  LogFinished(builder.id(), *job);
-  http_response.set_content(JsonText(builder.Full(job->Results(), job->Usage())),
-                            "application/json");
+  LogFinished(builder.id(), *job, parsed.prompt_cache_key);
+  std::vector<ChoiceResult> results = job->Results();
+  std::vector<std::string> echo_texts = EchoTexts(parsed, *ready->backend);
+  for (size_t i = 0; i < echo_texts.size(); ++i) results[i].text.insert(0, echo_texts[i]);
+  http_response.set_content(JsonText(builder.Full(results, job->Usage())), "application/json");
 }
 
 }  // namespace reprise::server

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "server/inference_backend.h"
 #include "server/metrics.h"
@@ -22,6 +23,7 @@ struct HttpServerOptions {
   std::string chat_template;        // empty: the model's own
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;
+  std::vector<std::string> allowed_origins;  // CORS ("*": any); empty: no CORS headers
 };
 
 // The backend and what the server caches about it, set once.

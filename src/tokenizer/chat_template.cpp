@@ -1,8 +1,13 @@
 #include "tokenizer/chat_template.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <array>
+#include <optional>
 #include <utility>
 
+#include "core/error.h"
 #include "core/text.h"
 #include "tokenizer/tokenizer.h"
 
@@ -187,6 +192,31 @@ std::optional<ChatTemplateKind> DetectChatTemplate(const std::string& jinja_text
     return ChatTemplateKind::kLlama3;
   }
   return std::nullopt;
+}
+
+std::optional<ChatTemplateKind> ResolveChatTemplate(const std::string& name,
+                                                    const std::string& model_template) {
+  if (!name.empty()) {
+    std::optional<ChatTemplateKind> kind = ParseChatTemplateName(name);
+    if (!kind) {
+      throw Error(
+          fmt::format("unknown chat template '{}' (use llama2, llama3, chatml or mistral)", name));
+    }
+    return kind;
+  }
+  if (model_template.empty()) {
+    spdlog::warn(
+        "the model has no chat template; chat prompts use the generic chatml template "
+        "(<|im_start|>role ... <|im_end|>); choose another with --chat-template");
+    return ChatTemplateKind::kChatML;
+  }
+  std::optional<ChatTemplateKind> kind = DetectChatTemplate(model_template);
+  if (!kind) {
+    spdlog::warn(
+        "the model's chat template is not one Reprise recognises; chat requests will "
+        "fail until one is chosen with --chat-template");
+  }
+  return kind;
 }
 
 std::string ApplyChatTemplate(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,

@@ -48,6 +48,12 @@ std::string_view ChatTemplateName(ChatTemplateKind kind);
 // Recognises the family of a Jinja chat template; std::nullopt when none fits (or empty text).
 std::optional<ChatTemplateKind> DetectChatTemplate(const std::string& jinja_text);
 
+// The template chat prompts use: `name` when given (throws Error for an unknown name), else the
+// model's own (`model_template`, std::nullopt when not recognised), else, for a model without
+// one, chatml, with a warning that names --chat-template.
+std::optional<ChatTemplateKind> ResolveChatTemplate(const std::string& name,
+                                                    const std::string& model_template);
+
 // Renders a conversation; with add_generation_prompt the text ends with the assistant header so
 // that the model continues as the assistant. The tokenizer gives the BOS/EOS texts.
 std::string ApplyChatTemplate(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,

@@ -78,7 +78,9 @@ inline void ExpectBitIdentical(const GenerationOutput& expected, const Generatio
 }
 
 // The engine publishes statistics after each step; wait until no block is referenced.
-inline EngineStats WaitForIdle(const Engine& engine) {
+// (`engine`: a reprise::Engine or anything with the same Stats()).
+template <typename WithStats>
+EngineStats WaitForIdle(const WithStats& engine) {
   EngineStats stats = engine.Stats();
   for (int i = 0; i < 500 && (stats.blocks_in_use > 0 || stats.requests_running > 0); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -1,7 +1,7 @@
 // An InferenceBackend with no model, for route tests: bytes are tokens (id = byte + 3, BOS = 1),
-// generation emits letters on its own "engine" thread at a fixed pace, and a simulated
-// token-granular prefix cache reports cached_tokens like the real engine (longest common prefix
-// with earlier prompts, capped at the prompt length minus one).
+// generation emits letters (with made-up logprobs when asked) on its own "engine" thread at a
+// fixed pace, and a simulated token-granular prefix cache reports cached_tokens like the real
+// engine (longest common prefix with earlier prompts, capped at the prompt length minus one).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,7 @@ class FakeBackend : public InferenceBackend {
     active.id = next_id_++;
     active.prompt = std::move(tokens);
     active.max_tokens = request.sampling.max_tokens;
+    active.top_logprobs = request.sampling.logprobs;
     active.add_special_tokens = request.add_special_tokens;
     active.cached = CachedPrefix(active.prompt);
     active.callbacks = std::move(callbacks);
@@ -187,6 +189,8 @@ class FakeBackend : public InferenceBackend {
     std::vector<int32_t> generated;
     std::string text;
     int max_tokens = 0;
+    std::optional<int> top_logprobs;
+    std::vector<SampledLogprobs> logprobs;
     bool add_special_tokens = true;
     size_t cached = 0;
     bool cancelled = false;
@@ -206,6 +210,19 @@ class FakeBackend : public InferenceBackend {
   std::vector<int32_t> OwnTokens(const GenerationRequest& request) const {
     if (!request.prompt_tokens.empty()) return request.prompt_tokens;
     return Tokenize(request.prompt, request.add_special_tokens && request.cache.task_id.empty());
+  }
+
+  // Made-up log-probabilities: the sampled token at -0.25 and on top, then the following
+  // letters at -1, -2, ...
+  static SampledLogprobs FakeLogprobs(int32_t token, int top) {
+    auto entry = [](int32_t id, float logprob) {
+      return TokenLogprob{id, logprob, std::string(1, static_cast<char>(id - 3))};
+    };
+    SampledLogprobs result{entry(token, -0.25f), {}};
+    for (int k = 0; k < top; ++k) {
+      result.top.push_back(k == 0 ? result.sampled : entry(token + k, -static_cast<float>(k)));
+    }
+    return result;
   }
 
   // Caller holds mutex_.
@@ -235,8 +252,16 @@ class FakeBackend : public InferenceBackend {
         if (!done) {
           int32_t token = 'a' + 3 + static_cast<int32_t>(active.generated.size() % 26);
           active.generated.push_back(token);
-          TokenEvent event{active.id, token, std::string(1, static_cast<char>(token - 3)),
-                           active.prompt.size(), active.cached};
+          TokenEvent event{active.id,
+                           token,
+                           std::string(1, static_cast<char>(token - 3)),
+                           active.prompt.size(),
+                           active.cached,
+                           {}};
+          if (active.top_logprobs) {
+            event.logprobs.push_back(FakeLogprobs(token, *active.top_logprobs));
+            active.logprobs.push_back(event.logprobs.back());
+          }
           active.text += event.text;
           if (active.generated.size() == 1) {
             active.ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -250,6 +275,7 @@ class FakeBackend : public InferenceBackend {
         output.request_id = active.id;
         output.text = active.text;
         output.token_ids = active.generated;
+        output.logprobs = active.logprobs;
         output.prompt_tokens = active.prompt.size();
         output.cached_tokens = active.cached;
         output.finish_reason = active.cancelled ? FinishReason::kCancelled : FinishReason::kLength;
