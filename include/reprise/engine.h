@@ -174,6 +174,7 @@ struct EngineStats {
   // between the two is what the cache itself costs.
   double scheduling_seconds_total = 0;
   double forward_seconds_total = 0;  // model forward passes
+  uint64_t steps_total = 0;          // engine steps that ran a forward pass
 };
 
 struct ModelInfo {

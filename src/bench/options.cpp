@@ -9,12 +9,17 @@
 namespace reprise::bench {
 
 const std::vector<std::string>& BenchWorkloadNames() {
-  static const std::vector<std::string> names = {"kernels", "prefill", "decode",     "doc", "chat",
-                                                 "multidoc", "unique", "concurrent", "all"};
+  static const std::vector<std::string> names = {"kernels", "prefill", "decode",     "doc",
+                                                 "chat",    "multidoc", "unique", "concurrent",
+                                                 "sched",   "all"};
   return names;
 }
 
 bool WorkloadNeedsEngine(const std::string& workload) { return workload != "kernels"; }
+
+bool RunsOverHttp(const std::string& workload) {
+  return workload != "kernels" && workload != "sched";
+}
 
 HostPort ParseHttpUrl(const std::string& url) {
   const std::string scheme = "http://";
@@ -69,8 +74,8 @@ void ValidateBenchOptions(const BenchOptions& options) {
   }
   if (!options.url.empty()) {
     ParseHttpUrl(options.url);
-    if (options.workload == "kernels") {
-      throw Error("the kernels workload runs in process only; drop --url");
+    if (!RunsOverHttp(options.workload)) {
+      throw Error(fmt::format("the {} workload runs in process only; drop --url", options.workload));
     }
     return;
   }

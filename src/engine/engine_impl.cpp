@@ -464,6 +464,7 @@ void EngineImpl::Forward(const StepPlan& plan) {
   model_->Forward(batch_, paged_kv_, *pool_, logits_.data());
   double forward_seconds = SecondsSince(forward_start);
   forward_seconds_ += forward_seconds;
+  ++steps_;
   TimeInto(scheduling_seconds_, [&] { scheduler_->Complete(plan); });
   for (const StepEntry& entry : plan.entries) {
     if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
@@ -621,6 +622,7 @@ void EngineImpl::PublishStats() {
   stats_.generation_tokens_total = generation_tokens_;
   stats_.scheduling_seconds_total = scheduling_seconds_;
   stats_.forward_seconds_total = forward_seconds_;
+  stats_.steps_total = steps_;
 }
 
 EngineStats EngineImpl::Stats() const {

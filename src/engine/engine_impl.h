@@ -115,6 +115,7 @@ class EngineImpl {
   // Step-thread only (published by PublishStats): where the step thread's time goes.
   double scheduling_seconds_ = 0;
   double forward_seconds_ = 0;
+  uint64_t steps_ = 0;
 
   std::thread thread_;
 };
