@@ -221,7 +221,8 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   }
 
   for (const std::string& list : flags.allowed_origins) {
-    for (std::string origin : SplitOrigins(list)) settings.allowed_origins.push_back(origin);
+    std::vector<std::string> origins = SplitOrigins(list);
+    settings.allowed_origins.insert(settings.allowed_origins.end(), origins.begin(), origins.end());
   }
 
   // Task prompts: the flag, else MULTI_TASK_PROMPT (a file), else MULTI_TASK_PROMPT_STR.
@@ -251,9 +252,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
       "kv_cache_memory: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
-      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, api_key: "
-      "{}, "
-      "allowed_origins: {}",
+      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
+      "api_key: {}, allowed_origins: {}",
       settings.model, settings.served_model_name, settings.host, settings.port,
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
