@@ -13,7 +13,8 @@ options=(-DREPRISE_SANITIZE=ON)
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --tsan) build=build-tsan; options=(-DREPRISE_TSAN=ON); shift ;;
+    # GCC's -fsanitize=thread warns on switches that cover every enumerator: not an error here.
+    --tsan) build=build-tsan; options=(-DREPRISE_TSAN=ON -DREPRISE_WERROR=OFF); shift ;;
     --targets) read -r -a targets <<<"$2"; shift 2 ;;
     *) break ;;
   esac
