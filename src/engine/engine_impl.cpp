@@ -483,7 +483,7 @@ void EngineImpl::FailRequests(const std::vector<uint64_t>& ids, const std::strin
           TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
       if (sequence) Deliver(std::move(sequence), FinishReason::kError, message);
     } catch (const std::exception& error) {
-      // Removing or reporting failed too (a throwing callback): the request is gone either way.
+      // Removing it failed too (a broken invariant): the request is gone either way.
       spdlog::error("engine fault: failing request {} failed as well: {}", id, error.what());
     }
   }
@@ -597,7 +597,13 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
     if (reason == FinishReason::kCancelled) ++cancelled_;
     prompt_tokens_ += output.prompt_tokens;
   }
-  if (sequence->callbacks.on_finish) sequence->callbacks.on_finish(output);
+  if (!sequence->callbacks.on_finish) return;
+  try {
+    sequence->callbacks.on_finish(output);
+  } catch (const std::exception& error) {
+    // The request is finished either way; a throwing consumer must not fail anyone else.
+    spdlog::error("request {}: its on_finish callback threw: {}", output.request_id, error.what());
+  }
 }
 
 void EngineImpl::PublishStats() {
