@@ -20,6 +20,7 @@ int Main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   CommandAction run;
+  RegisterDemoCommand(app, run);
   RegisterServeCommand(app, run);
   RegisterGenerateCommand(app, run);
   RegisterTokenizeCommand(app, run);
