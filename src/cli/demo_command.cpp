@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_svg.h"
-#include "cli/bench_table.h"
-#include "cli/bench_texts.h"
+#include "bench/svg.h"
+#include "bench/table.h"
+#include "bench/texts.h"
 #include "cli/commands.h"
 #include "cli/demo_model.h"
 #include "core/byte_size.h"
@@ -23,6 +23,10 @@
 
 namespace reprise::cli {
 namespace {
+
+using bench::BenchCell;
+using bench::BenchTable;
+using bench::ChartSpec;
 
 struct DemoOptions {
   bool quick = false;
@@ -76,12 +80,12 @@ GenerationRequest TextRequest(std::string prompt) {
 
 // vLLM's and NIM's example: one long markdown table, then questions about it.
 void LongDocument(DemoRun& run, int rows) {
-  const std::string document = TableDocument(rows);
+  const std::string document = bench::TableDocument(rows);
   const int questions[][2] = {{1, 0}, {std::min(28, rows), 0}, {2, 1}, {std::min(13, rows), 2}};
   bool cold = true;
   for (const auto& [row, kind] : questions) {
     run.Measure("long document", cold ? "question 1" : "next question", cold,
-                TextRequest(document + TableQuestion(row, kind)));
+                TextRequest(document + bench::TableQuestion(row, kind)));
     cold = false;
   }
 }
@@ -115,7 +119,7 @@ constexpr const char* kTaskId = "1";
 std::string TaskPrompt(size_t words) {
   return "<|im_start|>system\nYou are a careful assistant for a support team. Read the "
          "question, think about what the customer needs, and answer in plain words. Notes: " +
-         Prose(7, words) + "<|im_end|>\n<|im_start|>";
+         bench::Prose(7, words) + "<|im_end|>\n<|im_start|>";
 }
 
 void StaticTaskPrompt(DemoRun& run, const std::string& task_prompt) {
@@ -229,7 +233,7 @@ int RunDemo(const DemoOptions& options) {
   }
   if (!options.chart_path.empty()) {
     std::ofstream file(options.chart_path);
-    file << RenderSvg(ResultCharts(run.rows()));
+    file << bench::RenderSvg(ResultCharts(run.rows()));
     if (!file) throw Error(fmt::format("cannot write the chart to '{}'", options.chart_path));
     std::printf("Chart: %s\n", options.chart_path.c_str());
   }

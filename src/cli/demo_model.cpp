@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <system_error>
 
-#include "cli/make_model.h"
 #include "core/error.h"
+#include "modelgen/make_model.h"
 #include "vocabgen/builtin_vocab.h"
 
 namespace reprise::cli {
@@ -25,9 +25,9 @@ std::string DemoCacheDir() {
 }
 
 std::string EnsureDemoModel(const std::string& shape, int threads) {
-  MakeModelOptions options;
+  modelgen::MakeModelOptions options;
   options.shape = shape;
-  ShapeByName(shape);  // refuses an unknown shape before anything is made
+  modelgen::ShapeByName(shape);  // refuses an unknown shape before anything is made
   // Q8_0 is what a CPU deployment of a model this size would run; the tiny shape is for tests.
   options.type = shape == "tiny" ? kernels::WeightType::kF16 : kernels::WeightType::kQ8_0;
   options.threads = threads;
@@ -49,7 +49,7 @@ std::string EnsureDemoModel(const std::string& shape, int threads) {
   std::filesystem::path partial = folder / fmt::format("{}.partial-{}", name, ::getpid());
   options.output_path = partial.string();
   try {
-    MakeModel(options);
+    modelgen::MakeModel(options);
   } catch (...) {
     std::filesystem::remove(partial, error);
     throw;
