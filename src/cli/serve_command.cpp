@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/demo_model.h"
@@ -72,6 +73,7 @@ int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
   options.chat_template = settings.chat_template;
   options.max_body_bytes = settings.max_body_bytes;
   options.http_threads = settings.http_threads;
+  options.allowed_origins = settings.allowed_origins;
   server::HttpServer http(options);
   int port = http.Bind();
   http.Start();
@@ -199,7 +201,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "Compute every prompt from scratch");
   command->add_option_function<std::string>(
       "--chat-template", [flags](const std::string& v) { flags->chat_template = v; },
-      "Chat template: llama2, llama3, chatml or mistral (default: detected from the model)");
+      "Chat template: llama2, llama3, chatml or mistral (default: the model's own; chatml for "
+      "a model without one)");
   command->add_option_function<std::string>(
       "--multi-task-prompt", [flags](const std::string& v) { flags->multi_task_prompt = v; },
       "JSON file of [{\"task_id\": ..., \"prompt\": ...}] computed and pinned at start-up (also "
@@ -219,6 +222,15 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
           "--http-threads", [flags](const int& v) { flags->http_threads = v; },
           "HTTP worker threads, i.e. concurrent connections served")
       ->default_str(std::to_string(defaults.http_threads));
+  command
+      ->add_option_function<std::vector<std::string>>(
+          "--allowed-origins",
+          [flags](const std::vector<std::string>& v) {
+            flags->allowed_origins.insert(flags->allowed_origins.end(), v.begin(), v.end());
+          },
+          "Origins browsers may call from (CORS), a comma list or repeated, e.g. "
+          "http://localhost:3000; * allows any")
+      ->default_str("none");
   command->callback(
       [&run, flags, demo] { run = [flags, demo]() -> int { return RunServe(*flags, *demo); }; });
 }

@@ -15,6 +15,7 @@
 #include "core/text.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
+#include "sampling/logprobs.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
@@ -94,6 +95,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
+  chat_template_ = ResolveChatTemplate(config_.chat_template, tokenizer_->chat_template());
   const ModelConfig& model_config = model_->config();
   // Every id the model can produce must be a token the tokenizer can turn into text, and every
   // token it can encode must have an embedding row.
@@ -183,7 +185,7 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
   size_t blocks_needed = 0;
   std::vector<std::vector<int32_t>> token_lists;
   for (const auto& spec : specs) {
-    token_lists.push_back(EncodeChatPrompt(*tokenizer_, spec.prompt));
+    token_lists.push_back(tokenizer_->EncodePrompt(spec.prompt, /*add_bos=*/true));
     if (static_cast<int64_t>(token_lists.back().size()) >= max_context_) {
       throw Error(fmt::format("task prompt {} has {} tokens, beyond the context of {}",
                               spec.task_id, token_lists.back().size(), max_context_));
@@ -223,28 +225,39 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
   }
 }
 
+const std::vector<int32_t>& EngineImpl::TaskPromptTokens(const GenerationRequest& request) const {
+  static const std::vector<int32_t> kNone;
+  if (request.cache.task_id.empty()) return kNone;
+  auto task = task_prompts_.find(request.cache.task_id);
+  if (task == task_prompts_.end()) {
+    throw Error(fmt::format("unknown task_id '{}'", request.cache.task_id));
+  }
+  return task->second.tokens;
+}
+
+std::vector<int32_t> EngineImpl::OwnPromptTokens(const GenerationRequest& request) const {
+  if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+  // A task prompt already holds BOS: the request's own text follows it as is.
+  const bool add_bos = request.add_special_tokens && request.cache.task_id.empty();
+  return tokenizer_->EncodePrompt(request.prompt, add_bos);
+}
+
+size_t EngineImpl::EncodePrompt(GenerationRequest& request) const {
+  const size_t task_tokens = TaskPromptTokens(request).size();
+  if (request.prompt_tokens.empty()) {
+    request.prompt_tokens = OwnPromptTokens(request);
+    request.prompt.clear();
+  }
+  return task_tokens + request.prompt_tokens.size();
+}
+
 std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
                                                    StreamCallbacks callbacks) {
   auto sequence = std::make_unique<Sequence>();
-  std::vector<int32_t> tokens;
-  if (!request.cache.task_id.empty()) {
-    auto task = task_prompts_.find(request.cache.task_id);
-    if (task == task_prompts_.end()) {
-      throw Error(fmt::format("unknown task_id '{}'", request.cache.task_id));
-    }
-    tokens = task->second.tokens;
-    // The task prompt already holds BOS: the request's own text follows it as is.
-    request.add_special_tokens = false;
-  }
-  if (!request.prompt_tokens.empty()) {
-    tokens.insert(tokens.end(), request.prompt_tokens.begin(), request.prompt_tokens.end());
-  } else {
-    // Special-token texts are tokens (as HF tokenizers do), and BOS is not doubled when a
-    // chat-templated prompt already starts with it.
-    auto encoded = request.add_special_tokens ? EncodeChatPrompt(*tokenizer_, request.prompt)
-                                              : tokenizer_->Encode(request.prompt, false, true);
-    tokens.insert(tokens.end(), encoded.begin(), encoded.end());
-  }
+  // The one place a task prompt is prepended.
+  std::vector<int32_t> tokens = TaskPromptTokens(request);
+  std::vector<int32_t> own = OwnPromptTokens(request);
+  tokens.insert(tokens.end(), own.begin(), own.end());
   if (tokens.empty()) throw Error("the prompt is empty");
   const int64_t vocab = model_->config().vocab_size;
   for (int32_t token : tokens) {
@@ -264,6 +277,9 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   }
   const SamplingParams& sampling = request.sampling;
   if (sampling.max_tokens < 1) throw Error("max_tokens must be at least 1");
+  if (sampling.logprobs && (*sampling.logprobs < 0 || *sampling.logprobs > kMaxTopLogprobs)) {
+    throw Error(fmt::format("logprobs must be between 0 and {}", kMaxTopLogprobs));
+  }
   if (sampling.temperature < 0 || sampling.top_p <= 0 || sampling.top_p > 1 || sampling.min_p < 0 ||
       sampling.min_p > 1 || sampling.repetition_penalty <= 0) {
     throw Error("sampling parameters out of range");
@@ -477,9 +493,13 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
   std::span<float> row(logits, vocab);
   if (sequence.request.record_logits) sequence.logits.emplace_back(row.begin(), row.end());
+  const std::optional<int>& top_logprobs = sequence.request.sampling.logprobs;
+  // Taken before sampling, which applies the penalties to `row` in place.
+  if (top_logprobs) LogSoftmax(row, logprob_scratch_);
   int32_t token = sequence.sampler->Sample(row);
   sequence.sampler->Accept(token);
   sequence.tokens.push_back(token);
+  if (top_logprobs) sequence.logprobs.push_back(DescribeLogprobs(token, *top_logprobs));
   ++sequence.generated;
   {
     std::lock_guard lock(stats_mutex_);
@@ -493,7 +513,7 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   if (!sampling.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
     if (sequence.callbacks.on_token) {
       sequence.callbacks.on_token(TokenEvent{sequence.id, token, "", sequence.prompt_len,
-                                             sequence.cached_tokens});
+                                             sequence.cached_tokens, UnstreamedLogprobs(sequence)});
     }
     FinishSequence(&sequence, FinishReason::kStop);
     return;
@@ -516,10 +536,32 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
 
 void EngineImpl::Emit(Sequence& sequence, bool final) {
   std::string delta = sequence.output->TakeDelta(final);
-  if (sequence.callbacks.on_token && (!delta.empty() || !final)) {
+  bool logprobs_pending = sequence.logprobs_streamed < sequence.logprobs.size();
+  if (sequence.callbacks.on_token && (!delta.empty() || !final || logprobs_pending)) {
     sequence.callbacks.on_token(TokenEvent{sequence.id, sequence.tokens.back(), std::move(delta),
-                                           sequence.prompt_len, sequence.cached_tokens});
+                                           sequence.prompt_len, sequence.cached_tokens,
+                                           UnstreamedLogprobs(sequence)});
   }
+}
+
+SampledLogprobs EngineImpl::DescribeLogprobs(int32_t token, int top) const {
+  auto describe = [this](int32_t id, float logprob) {
+    return TokenLogprob{id, logprob, tokenizer_->TokenToPiece(id)};
+  };
+  SampledLogprobs result;
+  result.sampled = describe(token, logprob_scratch_[static_cast<size_t>(token)]);
+  for (const auto& [id, logprob] : TopEntries(logprob_scratch_, top)) {
+    result.top.push_back(describe(id, logprob));
+  }
+  return result;
+}
+
+std::vector<SampledLogprobs> EngineImpl::UnstreamedLogprobs(Sequence& sequence) {
+  std::vector<SampledLogprobs> pending(
+      sequence.logprobs.begin() + static_cast<ptrdiff_t>(sequence.logprobs_streamed),
+      sequence.logprobs.end());
+  sequence.logprobs_streamed = sequence.logprobs.size();
+  return pending;
 }
 
 void EngineImpl::FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error) {
@@ -543,6 +585,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
   output.prefill_compute_seconds = sequence->prefill_compute_seconds;
   output.total_seconds = SecondsSince(sequence->submitted_at);
   output.logits = std::move(sequence->logits);
+  output.logprobs = std::move(sequence->logprobs);
   {
     std::lock_guard lock(mutex_);
     if (queued_ > 0) --queued_;

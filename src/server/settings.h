@@ -7,9 +7,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/byte_size.h"
-
 #include "reprise/engine.h"
 
 namespace reprise::server {
@@ -36,6 +36,7 @@ struct ServeFlags {
   std::optional<int64_t> max_queued_requests;
   std::optional<std::string> max_body_size;
   std::optional<int> http_threads;
+  std::vector<std::string> allowed_origins;  // --allowed-origins, each a comma list
 };
 
 // The effective settings.
@@ -61,6 +62,7 @@ struct ServerSettings {
   size_t max_queued_requests = 1024;
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;
+  std::vector<std::string> allowed_origins;  // CORS: origins allowed ("*": any); empty: none
 };
 
 // Looks up an environment variable; nullopt when unset. Injectable so that tests never touch the
