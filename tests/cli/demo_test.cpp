@@ -21,7 +21,8 @@ class BareMachine {
     std::filesystem::create_directories(root_ / "work");
   }
   ProcessResult Run(const std::string& args) const {
-    std::string command = "cd '" + (root_ / "work").string() + "' && exec '" + REPRISE_BINARY + "' " + args;
+    std::string command =
+        "cd '" + (root_ / "work").string() + "' && exec '" + REPRISE_BINARY + "' " + args;
     return RunToExit({"/bin/sh", "-c", command},
                      {{"HOME", (root_ / "home").string()}, {"XDG_CACHE_HOME", ""}},
                      std::chrono::seconds(300));
@@ -43,9 +44,11 @@ TEST(DemoTest, RunsTheThreeScenariosOnABareMachine) {
   EXPECT_TRUE(std::filesystem::exists(machine.home() / ".cache" / "reprise")) << out;
   // Each scenario: one cold row, then warm rows whose cached tokens are most of their prompt.
   for (const char* scenario : {"long document", "multi-turn chat", "task prompt"}) {
-    std::regex row(std::string(scenario) + R"(\s+[^|\n]*?\s+(\d+)\s+(\d+)\s+[0-9.]+\s+([0-9.]+|-))");
+    std::regex row(std::string(scenario) +
+                   R"(\s+[^|\n]*?\s+(\d+)\s+(\d+)\s+[0-9.]+\s+([0-9.]+|-))");
     int warm = 0;
-    for (auto it = std::sregex_iterator(out.begin(), out.end(), row); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), row); it != std::sregex_iterator();
+         ++it) {
       long prompt = std::stol((*it)[1]);
       long cached = std::stol((*it)[2]);
       if ((*it)[3] == "-") {

@@ -1,5 +1,7 @@
 // The built-in vocabulary: trained deterministically, loadable by the tokenizer as a GGUF "gpt2"
 // vocabulary, lossless on any text, compact on text like its corpus, with ChatML's tokens.
+#include "vocabgen/builtin_vocab.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -8,7 +10,6 @@
 #include "gguf/gguf_writer.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
-#include "vocabgen/builtin_vocab.h"
 
 namespace reprise::vocabgen {
 namespace {
@@ -45,14 +46,16 @@ TEST(BuiltinVocabTest, IsDeterministic) {
 
 TEST(BuiltinVocabTest, RoundTripsAnyTextAndCompressesTextLikeItsCorpus) {
   Tokenizer tokenizer = LoadTokenizer(BuiltinVocab(), "builtin_vocab.gguf");
-  for (std::string text : {std::string("Hello world, the table of people: | 1 | John Doe | 29 |"),
-                           std::string("KV Cache 复用 (又名:前缀缓存) \xF0\x9F\x98\x80 tabs\tand\nlines  "),
-                           std::string(BuiltinCorpus().substr(0, 3000))}) {
+  for (std::string text :
+       {std::string("Hello world, the table of people: | 1 | John Doe | 29 |"),
+        std::string("KV Cache 复用 (又名:前缀缓存) \xF0\x9F\x98\x80 tabs\tand\nlines  "),
+        std::string(BuiltinCorpus().substr(0, 3000))}) {
     std::vector<int32_t> ids = tokenizer.Encode(text, false, false);
     EXPECT_EQ(tokenizer.Decode(ids), text);
   }
   std::string corpus_like(BuiltinCorpus().substr(0, 3000));
-  EXPECT_LT(tokenizer.Encode(corpus_like, false, false).size(), corpus_like.size() * 2 / 5);  // about 3 bytes a token
+  EXPECT_LT(tokenizer.Encode(corpus_like, false, false).size(),
+            corpus_like.size() * 2 / 5);  // about 3 bytes a token
 }
 
 TEST(BuiltinVocabTest, ChatMlTokensAreSpecialAndTheTemplateIsSet) {
