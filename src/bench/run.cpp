@@ -119,7 +119,8 @@ const char* DefaultVocab(const std::string& shape) {
 }
 
 std::string DefaultVocabHelp() {
-  return std::string(kSmolVocab) + " for 135m and 360m, " + kLlama3Vocab + " otherwise";
+  return std::string(kSmolVocab) + " for 135m and 360m, " + kLlama3Vocab +
+         " otherwise; the built-in vocabulary when that file is absent";
 }
 
 int RunBench(const BenchOptions& options) {
