@@ -1,5 +1,8 @@
 #include "server/settings.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -11,32 +14,28 @@
 #include <sstream>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "core/error.h"
 #include "core/text.h"
 
 namespace reprise::server {
 namespace {
 
-int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min,
-                     int64_t max) {
+int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min, int64_t max) {
   std::string trimmed = TrimAsciiSpace(text);
   char* end = nullptr;
   errno = 0;
   long long value = std::strtoll(trimmed.c_str(), &end, 10);
   if (trimmed.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
-    throw Error(fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max,
-                            text));
+    throw Error(
+        fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max, text));
   }
   return value;
 }
 
 void CheckBlockSize(int block_size, const std::string& source) {
   if (block_size < 1 || block_size > 256 || (block_size & (block_size - 1)) != 0) {
-    throw Error(fmt::format("{} must be a power of two between 1 and 256, got {}", source,
-                            block_size));
+    throw Error(
+        fmt::format("{} must be a power of two between 1 and 256, got {}", source, block_size));
   }
 }
 
@@ -56,15 +55,17 @@ std::optional<bool> ReuseFromEnvironment(const EnvLookup& env) {
     if (!text) continue;
     std::optional<bool> value = ParseBoolText(*text);
     if (!value) {
-      throw Error(fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
-                              "false)",
-                              name, *text));
+      throw Error(
+          fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
+                      "false)",
+                      name, *text));
     }
     if (result && *result != *value) {
-      throw Error(fmt::format("environment variables {} and {} disagree about prefix caching; "
-                              "set one, or pass --enable-prefix-caching / "
-                              "--no-enable-prefix-caching",
-                              decided_by, name));
+      throw Error(
+          fmt::format("environment variables {} and {} disagree about prefix caching; "
+                      "set one, or pass --enable-prefix-caching / "
+                      "--no-enable-prefix-caching",
+                      decided_by, name));
     }
     result = value;
     decided_by = name;
@@ -130,7 +131,31 @@ std::vector<std::string> SplitOrigins(const std::string& list) {
 
 }  // namespace
 
-ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
+std::span<const EnvironmentVariable> EnvironmentVariables() {
+  static constexpr EnvironmentVariable kVariables[] = {
+      {"NIM_ENABLE_KV_CACHE_REUSE",
+       "Prefix caching on or off (1/0, true/false, yes/no, on/off), as NVIDIA NIM names it; "
+       "--enable-prefix-caching / --no-enable-prefix-caching win"},
+      {"REUSE_CACHE", "The same switch, as rtp-llm names it"},
+      {"ENABLE_PREFIX_CACHING", "The same switch, as vLLM's flag reads; set switches must agree"},
+      {"SEQ_SIZE_PER_BLOCK", "Token positions per KV block (rtp-llm's name); --block-size wins"},
+      {"MULTI_TASK_PROMPT",
+       "File of static task prompts (rtp-llm's name); --multi-task-prompt wins"},
+      {"MULTI_TASK_PROMPT_STR",
+       "The task prompts' JSON itself (rtp-llm's name), when no file is given"},
+      {"REPRISE_API_KEY", "Require 'Authorization: Bearer KEY'; --api-key wins"},
+  };
+  return kVariables;
+}
+
+ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup) {
+  // Only listed variables are read: one missing from EnvironmentVariables() is a bug here.
+  const EnvLookup env = [&lookup](const std::string& name) {
+    for (const EnvironmentVariable& variable : EnvironmentVariables()) {
+      if (name == variable.name) return lookup(name);
+    }
+    throw InternalError("environment variable " + name + " is read but not listed");
+  };
   ServerSettings settings;
   if (flags.model.empty()) throw Error("--model is required");
   settings.model = flags.model;
@@ -214,8 +239,8 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   }
   if (flags.http_threads) {
     if (*flags.http_threads < 2 || *flags.http_threads > 4096) {
-      throw Error(fmt::format("--http-threads must be between 2 and 4096, got {}",
-                              *flags.http_threads));
+      throw Error(
+          fmt::format("--http-threads must be between 2 and 4096, got {}", *flags.http_threads));
     }
     settings.http_threads = *flags.http_threads;
   }
@@ -246,7 +271,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
   if (!settings.task_prompts_file.empty()) {
     task_prompts = "file " + settings.task_prompts_file;
   } else if (!settings.task_prompts_json.empty()) {
-    task_prompts = fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
+    task_prompts =
+        fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
   }
   return fmt::format(
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
