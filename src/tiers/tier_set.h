@@ -117,7 +117,8 @@ class TierSet {
   size_t staged_bytes_ = 0;
   size_t writing_ = 0;  // writes taken off the queue and not finished
   std::deque<Part> parts_;
-  size_t loads_in_flight_ = 0;
+  size_t loads_in_flight_ = 0;  // started and not yet taken
+  size_t loads_running_ = 0;    // started and not yet finished
   std::vector<TierLoad> finished_;
   std::function<void()> wakeup_;
   bool stopping_ = false;
