@@ -242,6 +242,13 @@ EngineImpl::~EngineImpl() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (tier_link_) {
+    try {
+      tier_link_->PersistAll();
+    } catch (const std::exception& error) {
+      spdlog::warn("could not keep the KV cache in the tiers at shutdown: {}", error.what());
+    }
+  }
 }
 
 void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {

@@ -41,6 +41,11 @@ void TierLink::OnBlockRemoved(const CachedBlockInfo& block, BlockRemoval reason)
   }
 }
 
+void TierLink::PersistAll() {
+  cache_.ForEachIndexed([this](const CachedBlockInfo& block) { Offer(block, true); });
+  tiers_->Flush();
+}
+
 size_t TierLink::ProbablyHeld(std::span<const Digest> keys) { return tiers_->ProbablyHeld(keys); }
 
 void TierLink::StartLoad(Sequence& sequence, size_t first_block) {

@@ -29,6 +29,10 @@ class TierLink : public PrefixCacheListener, public BlockLoader {
   void OnBlockStored(const CachedBlockInfo& block) override;
   void OnBlockRemoved(const CachedBlockInfo& block, BlockRemoval reason) override;
 
+  // Writes every block memory holds that the tiers lack (waiting for room): a clean stop keeps
+  // the whole cache for the next start.
+  void PersistAll();
+
   size_t ProbablyHeld(std::span<const Digest> keys) override;
   void StartLoad(Sequence& sequence, size_t first_block) override;
 

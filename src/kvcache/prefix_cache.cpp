@@ -409,6 +409,21 @@ void PrefixCache::DropSupersededTails(BlockId id) {
 
 void PrefixCache::Notify(BlockId id, const BlockRemoval* removal) {
   if (listener_ == nullptr) return;
+  const CachedBlockInfo info = Describe(id);
+  if (removal == nullptr) {
+    listener_->OnBlockStored(info);
+  } else {
+    listener_->OnBlockRemoved(info, *removal);
+  }
+}
+
+void PrefixCache::ForEachIndexed(const std::function<void(const CachedBlockInfo&)>& visit) const {
+  for (BlockId id = 0; id < config_.num_blocks; ++id) {
+    if (index_.Contains(id)) visit(Describe(id));
+  }
+}
+
+CachedBlockInfo PrefixCache::Describe(BlockId id) const {
   const BlockId parent = index_.Parent(id);
   const BlockState& state = state_[static_cast<size_t>(id)];
   CachedBlockInfo info;
@@ -421,11 +436,7 @@ void PrefixCache::Notify(BlockId id, const BlockRemoval* removal) {
   info.full = !index_.IsPartial(id);
   info.pinned = state.pinned;
   info.priority = state.priority;
-  if (removal == nullptr) {
-    listener_->OnBlockStored(info);
-  } else {
-    listener_->OnBlockRemoved(info, *removal);
-  }
+  return info;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -152,6 +153,9 @@ class PrefixCache {
 
   // Told of every block indexed and dropped (nullptr: nobody); must outlive its use here.
   void SetListener(PrefixCacheListener* listener) { listener_ = listener; }
+  // Calls visit(block) for every indexed block (to keep what memory holds elsewhere before a
+  // shutdown, say).
+  void ForEachIndexed(const std::function<void(const CachedBlockInfo&)>& visit) const;
 
   int block_size() const { return config_.block_size; }
   int64_t num_blocks() const { return config_.num_blocks; }
@@ -203,6 +207,7 @@ class PrefixCache {
   size_t WalkFullBlocks(std::span<const Digest> keys, size_t queried, Visit&& visit) const;
   // Tells the listener of indexed `id` (stored when `removal` is null).
   void Notify(BlockId id, const BlockRemoval* removal);
+  CachedBlockInfo Describe(BlockId id) const;
   // Marks indexed `id` as used now (a fresh recency stamp).
   void Touch(BlockId id);
   // `id` was reused just now: Touch, and ConsiderProtecting with the use before this one.

@@ -99,6 +99,19 @@ TEST_F(DiskTierEngineTest, ClearedMemoryAndARestartLoadFromDiskBitForBit) {
   EXPECT_EQ(after_restart.cache_sources.memory, 0u);
 }
 
+TEST_F(DiskTierEngineTest, ACleanStopKeepsWhatMemoryHeld) {
+  const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
+  GenerationOutput reference = Reference(prompt);
+  {
+    Engine engine(DiskConfig());
+    Run(engine, prompt);  // nothing evicted: the blocks are in memory only
+  }
+  Engine restarted(DiskConfig());
+  GenerationOutput output = Run(restarted, prompt);
+  ExpectBitIdentical(reference, output, "after a clean stop");
+  EXPECT_GT(output.cache_sources.disk, output.prompt_tokens - 32);
+}
+
 TEST_F(DiskTierEngineTest, AWorkingSetLargerThanMemoryIsServedFromDisk) {
   // Memory for about one table's blocks; four different tables cycle through it.
   std::vector<std::string> prompts;
