@@ -39,6 +39,10 @@ EngineConfig BenchContext::EngineConfigFor(bool prefix_caching, size_t kv_cache_
   config.max_batch_tokens = options_.max_batch_tokens;
   config.max_running_requests = options_.max_running_requests;
   config.num_threads = options_.threads;
+  config.kv_disk_path = options_.kv_disk_path;
+  if (!options_.kv_disk_size.empty()) {
+    config.kv_disk_size_bytes = ParseByteSize(options_.kv_disk_size);
+  }
   if (kv_cache_bytes > 0) {
     config.kv_cache_memory_bytes = kv_cache_bytes;
   } else if (!options_.kv_cache_memory.empty()) {

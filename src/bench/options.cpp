@@ -54,6 +54,13 @@ void ValidateBenchOptions(const BenchOptions& options) {
     throw Error(fmt::format("unknown workload '{}' (one of: {})", options.workload, list));
   }
   if (options.repeat < 1) throw Error("--repeat must be at least 1");
+  if (!options.kv_disk_size.empty() && options.kv_disk_path.empty()) {
+    throw Error("--kv-disk-size needs --kv-disk-path");
+  }
+  if (!options.kv_disk_path.empty() && !options.url.empty()) {
+    throw Error("--kv-disk-path configures the in-process engine; with --url, start the server "
+                "with it instead");
+  }
   if (options.threads < 0) throw Error("--threads must be 0 (every core) or more");
   if (options.max_batch_tokens < 1) throw Error("--max-batch-tokens must be at least 1");
   if (options.max_running_requests < 1) throw Error("--max-running-requests must be at least 1");

@@ -97,6 +97,8 @@ nlohmann::json SettingsJson(const BenchOptions& options, const std::string& mode
           {"threads", options.threads},
           {"block_size", options.block_size},
           {"kv_cache_memory", options.kv_cache_memory},
+          {"kv_disk_path", options.kv_disk_path},
+          {"kv_disk_size", options.kv_disk_size},
           {"kv_type", options.kv_type},
           {"max_batch_tokens", options.max_batch_tokens},
           {"max_running_requests", options.max_running_requests},

@@ -27,6 +27,10 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--block-size", options->block_size, "KV positions per block");
   command->add_option("--kv-cache-memory", options->kv_cache_memory,
                       "KV cache budget, e.g. 2GiB (default 1GiB; multidoc sets its own)");
+  command->add_option("--kv-disk-path", options->kv_disk_path,
+                      "keep KV blocks evicted from memory in this folder (the disk tier)");
+  command->add_option("--kv-disk-size", options->kv_disk_size,
+                      "size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
   command->add_option("--kv-type", options->kv_type, "f16 or f32");
   command->add_option("--max-batch-tokens", options->max_batch_tokens, "tokens per engine step");
   command->add_option("--max-running-requests", options->max_running_requests,

@@ -155,6 +155,12 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_option_function<std::string>(
       "--kv-cache-memory", [flags](const std::string& v) { flags->kv_cache_memory = v; },
       "KV cache budget, e.g. 2GiB or 512MiB (default: a share of free memory)");
+  command->add_option_function<std::string>(
+      "--kv-disk-path", [flags](const std::string& v) { flags->kv_disk_path = v; },
+      "Keep KV blocks evicted from memory in this folder and load them back, after restarts too");
+  command->add_option_function<std::string>(
+      "--kv-disk-size", [flags](const std::string& v) { flags->kv_disk_size = v; },
+      "Size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
   command
       ->add_option_function<std::string>(
           "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },

@@ -195,6 +195,18 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
     settings.kv_cache_memory_bytes = ParseByteSize(*flags.kv_cache_memory);
     if (settings.kv_cache_memory_bytes == 0) throw Error("--kv-cache-memory must not be zero");
   }
+  if (flags.kv_disk_path) {
+    if (flags.kv_disk_path->empty()) throw Error("--kv-disk-path must not be empty");
+    settings.kv_disk_path = *flags.kv_disk_path;
+  }
+  if (flags.kv_disk_size) {
+    if (!flags.kv_disk_path) throw Error("--kv-disk-size needs --kv-disk-path");
+    settings.kv_disk_size_bytes = ParseByteSize(*flags.kv_disk_size);
+    if (settings.kv_disk_size_bytes == 0) throw Error("--kv-disk-size must not be zero");
+  }
+  if (settings.kv_disk_path.size() > 0 && !settings.enable_prefix_caching) {
+    throw Error("--kv-disk-path needs prefix caching, which is off");
+  }
   if (flags.kv_type) {
     if (*flags.kv_type != "f16" && *flags.kv_type != "f32") {
       throw Error(fmt::format("--kv-type must be f16 or f32, got '{}'", *flags.kv_type));
@@ -276,7 +288,7 @@ std::string DescribeSettings(const ServerSettings& settings) {
   }
   return fmt::format(
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
-      "kv_cache_memory: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
+      "kv_cache_memory: {}, kv_disk: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
       "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
       "api_key: {}, allowed_origins: {}",
@@ -284,6 +296,11 @@ std::string DescribeSettings(const ServerSettings& settings) {
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
                                           : FormatByteSize(settings.kv_cache_memory_bytes),
+      settings.kv_disk_path.empty()
+          ? std::string("none")
+          : fmt::format("{} ({})", settings.kv_disk_path,
+                        settings.kv_disk_size_bytes == 0 ? std::string("no cap")
+                                                         : FormatByteSize(settings.kv_disk_size_bytes)),
       settings.kv_type, settings.max_batch_tokens, settings.max_running_requests,
       settings.schedule_policy, settings.eviction_policy,
       settings.threads == 0 ? std::string("all cores") : std::to_string(settings.threads),
@@ -303,6 +320,8 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.block_size = settings.block_size;
   config.kv_cache_memory_bytes = settings.kv_cache_memory_bytes;
   config.kv_type = settings.kv_type;
+  config.kv_disk_path = settings.kv_disk_path;
+  config.kv_disk_size_bytes = settings.kv_disk_size_bytes;
   config.max_batch_tokens = settings.max_batch_tokens;
   config.max_running_requests = settings.max_running_requests;
   config.schedule_policy = settings.schedule_policy;
