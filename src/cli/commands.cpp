@@ -20,6 +20,7 @@ int Main(int argc, char** argv) {
   RegisterServeCommand(app, run);
   RegisterGenerateCommand(app, run);
   RegisterTokenizeCommand(app, run);
+  RegisterTemplateCommand(app, run);
   RegisterMakeModelCommand(app, run);
   RegisterBenchCommand(app, run);
   try {

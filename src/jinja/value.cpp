@@ -33,6 +33,31 @@ void Object::Set(const std::string& key, Value value) {
   items.emplace_back(key, std::move(value));
 }
 
+namespace {
+
+uint32_t NestingOf(uint32_t deepest_item) {
+  if (deepest_item + 1 > Value::kMaxNesting) {
+    throw Error(fmt::format("values nested deeper than {} levels", Value::kMaxNesting));
+  }
+  return deepest_item + 1;
+}
+
+}  // namespace
+
+Value::Value(Array v) {
+  uint32_t deepest = 0;
+  for (const Value& item : v) deepest = std::max(deepest, item.nesting_);
+  nesting_ = NestingOf(deepest);
+  data_ = std::make_shared<Array>(std::move(v));
+}
+
+Value::Value(Object v) {
+  uint32_t deepest = 0;
+  for (const auto& item : v.items) deepest = std::max(deepest, item.second.nesting_);
+  nesting_ = NestingOf(deepest);
+  data_ = std::make_shared<Object>(std::move(v));
+}
+
 Value Value::MakeFunction(std::string name, Function function) {
   Value value;
   value.data_ =
