@@ -108,7 +108,8 @@ TEST(CliTest, TemplatePrintsTheRenderedPrompt) {
   EXPECT_EQ(with_prompt.out,
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
-  CommandResult without_prompt = RunReprise(llama3 + " --no-generation-prompt");
+  // (This model's own template always ends with the assistant header; the built-in one obeys.)
+  CommandResult without_prompt = RunReprise(llama3 + " --chat-template llama3 --no-generation-prompt");
   EXPECT_EQ(without_prompt.out,
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
 
