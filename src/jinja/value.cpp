@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/utf8.h"
+
 namespace reprise::jinja {
 
 Error::Error(const std::string& message, int line, int column, bool raised)
@@ -491,12 +493,7 @@ void CallArgs::CheckMax(std::string_view function, size_t max) const {
 std::vector<std::string> SplitCodePoints(const std::string& text) {
   std::vector<std::string> out;
   for (size_t i = 0; i < text.size();) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    size_t length = c < 0x80           ? 1
-                    : (c >> 5) == 0x6  ? 2
-                    : (c >> 4) == 0xe  ? 3
-                    : (c >> 3) == 0x1e ? 4
-                                       : 1;
+    size_t length = unicode::Utf8SequenceLength(static_cast<uint8_t>(text[i]));
     length = std::min(length, text.size() - i);
     out.push_back(text.substr(i, length));
     i += length;

@@ -154,17 +154,6 @@ const std::vector<Snippet>& Snippets() {
   return snippets;
 }
 
-std::time_t FixedDate() {
-  std::tm date{};
-  date.tm_year = 124;
-  date.tm_mon = 6;
-  date.tm_mday = 26;
-  date.tm_hour = 10;
-  date.tm_min = 30;
-  date.tm_isdst = -1;
-  return std::mktime(&date);
-}
-
 std::string Render(const std::string& source, const json& context = json::object()) {
   jinja::Value value = jinja::Value::FromJson(context);
   value.mutable_object().Set("strftime_now", jinja::StrftimeNowFunction(FixedDate()));

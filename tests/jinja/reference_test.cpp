@@ -118,15 +118,7 @@ TEST(JinjaReferenceTest, FixtureTemplatesRenderAsPythonJinja2) {
   if (python.empty())
     GTEST_SKIP() << "no python3 that can import jinja2 (apt-get install python3-jinja2)";
 
-  // 26 July 2024, 10:30 local time, for strftime_now on both sides.
-  std::tm date{};
-  date.tm_year = 2024 - 1900;
-  date.tm_mon = 6;
-  date.tm_mday = 26;
-  date.tm_hour = 10;
-  date.tm_min = 30;
-  date.tm_isdst = -1;
-  const std::time_t now = std::mktime(&date);
+  const std::time_t now = FixedDate();
 
   std::vector<TemplateSource> sources = FixtureTemplates();
   ASSERT_GE(sources.size(), 17u);
