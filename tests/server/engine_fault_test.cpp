@@ -19,15 +19,18 @@ using nlohmann::json;
 using reprise::testing::PostJson;
 using reprise::testing::PostSse;
 
+constexpr const char* kFaultSalt = "inject-a-fault";
+
 class EngineFaultServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     REPRISE_REQUIRE_FIXTURES();
     std::signal(SIGPIPE, SIG_IGN);
     EngineConfig config = reprise::testing::TestConfig(reprise::testing::TinyModelPath(), true);
-    // Every request whose prompt names the fault fails in its sampling step.
+    // Every request with the fault's cache salt fails in its sampling step (the server hands
+    // the engine token ids, so the salt is what marks a request from outside).
     config.fault_hook = [](EngineFaultSite site, const GenerationRequest& request) {
-      if (site == EngineFaultSite::kSample && request.prompt.find("FAULT") != std::string::npos) {
+      if (site == EngineFaultSite::kSample && request.cache.cache_salt == kFaultSalt) {
         throw std::runtime_error("injected fault");
       }
     };
@@ -46,12 +49,14 @@ class EngineFaultServerTest : public ::testing::Test {
     if (server_) server_->Stop();
   }
 
-  static json Completion(const std::string& prompt, bool stream = false) {
-    return {{"model", "tiny"},
-            {"prompt", prompt},
-            {"max_tokens", 4},
-            {"temperature", 0},
-            {"stream", stream}};
+  static json Completion(const std::string& prompt, bool fault, bool stream = false) {
+    json body = {{"model", "tiny"},
+                 {"prompt", prompt},
+                 {"max_tokens", 4},
+                 {"temperature", 0},
+                 {"stream", stream}};
+    if (fault) body["cache_salt"] = kFaultSalt;
+    return body;
   }
 
   std::shared_ptr<EngineBackend> backend_;
@@ -60,7 +65,7 @@ class EngineFaultServerTest : public ::testing::Test {
 };
 
 TEST_F(EngineFaultServerTest, AFaultIsA500AndTheNextRequestSucceeds) {
-  auto failed = PostJson(port_, "/v1/completions", Completion("FAULT in this request"));
+  auto failed = PostJson(port_, "/v1/completions", Completion("a request that faults", true));
   EXPECT_EQ(failed.status, 500) << failed.body;
   ASSERT_TRUE(failed.json.contains("error")) << failed.body;
   EXPECT_TRUE(failed.json["error"]["type"].is_string()) << failed.body;
@@ -68,7 +73,8 @@ TEST_F(EngineFaultServerTest, AFaultIsA500AndTheNextRequestSucceeds) {
             std::string::npos)
       << failed.body;
 
-  auto streamed = PostSse(port_, "/v1/completions", Completion("FAULT when streamed", true));
+  auto streamed =
+      PostSse(port_, "/v1/completions", Completion("a streamed request that faults", true, true));
   EXPECT_EQ(streamed.status, 200);
   bool saw_error = false;
   for (const std::string& event : streamed.events) {
@@ -77,7 +83,7 @@ TEST_F(EngineFaultServerTest, AFaultIsA500AndTheNextRequestSucceeds) {
   }
   EXPECT_TRUE(saw_error) << streamed.raw;
 
-  auto next = PostJson(port_, "/v1/completions", Completion("a healthy request"));
+  auto next = PostJson(port_, "/v1/completions", Completion("a healthy request", false));
   EXPECT_EQ(next.status, 200) << next.body;
   EXPECT_EQ(next.json["choices"][0]["finish_reason"], "length") << next.body;
 
