@@ -36,6 +36,7 @@ const std::map<std::string, Workload>& Workloads() {
       {"doc", RunDocWorkload},
       {"chat", RunChatWorkload},
       {"multidoc", RunMultidocWorkload},
+      {"tiers", RunTiersWorkload},
       {"unique", RunUniqueWorkload},
       {"concurrent", RunConcurrentWorkload},
   };
@@ -131,7 +132,7 @@ int RunBench(const BenchOptions& options) {
   if (options.workload == "all") {
     // Validation made sure there is a model or a server; kernels run in process only.
     for (const auto& name : BenchWorkloadNames()) {
-      if (name == "all" || (name == "kernels" && context.remote())) continue;
+      if (name == "all" || ((name == "kernels" || name == "tiers") && context.remote())) continue;
       names.push_back(name);
     }
   } else {
