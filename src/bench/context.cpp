@@ -19,16 +19,18 @@ namespace reprise::bench {
 BenchContext::BenchContext(BenchOptions options, std::string model_path, BenchProgress& progress)
     : options_(std::move(options)), model_path_(std::move(model_path)), progress_(progress) {}
 
-std::unique_ptr<BenchTarget> BenchContext::MakeTarget(bool prefix_caching,
-                                                      size_t kv_cache_bytes) const {
+std::unique_ptr<BenchTarget> BenchContext::MakeTarget(bool prefix_caching, size_t kv_cache_bytes,
+                                                      const std::string& kv_disk_path) const {
   if (remote()) {
     return std::make_unique<BenchHttpTarget>(
         options_.url, options_.served_model, model_path_);
   }
-  return std::make_unique<BenchEngineTarget>(EngineConfigFor(prefix_caching, kv_cache_bytes));
+  return std::make_unique<BenchEngineTarget>(
+      EngineConfigFor(prefix_caching, kv_cache_bytes, kv_disk_path));
 }
 
-EngineConfig BenchContext::EngineConfigFor(bool prefix_caching, size_t kv_cache_bytes) const {
+EngineConfig BenchContext::EngineConfigFor(bool prefix_caching, size_t kv_cache_bytes,
+                                           const std::string& kv_disk_path) const {
   EngineConfig config;
   config.model_path = model_path_;
   config.enable_prefix_caching = prefix_caching;
@@ -39,7 +41,7 @@ EngineConfig BenchContext::EngineConfigFor(bool prefix_caching, size_t kv_cache_
   config.max_batch_tokens = options_.max_batch_tokens;
   config.max_running_requests = options_.max_running_requests;
   config.num_threads = options_.threads;
-  config.kv_disk_path = options_.kv_disk_path;
+  config.kv_disk_path = kv_disk_path.empty() ? options_.kv_disk_path : kv_disk_path;
   if (!options_.kv_disk_size.empty()) {
     config.kv_disk_size_bytes = ParseByteSize(options_.kv_disk_size);
   }

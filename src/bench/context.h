@@ -41,9 +41,12 @@ class BenchContext {
   // Where requests go: with --url the server (its own settings; the arguments are ignored),
   // else a fresh engine on the model with prefix caching on or off and a KV budget of
   // `kv_cache_bytes` (0: --kv-cache-memory, or 1 GiB when that is not given either).
-  std::unique_ptr<BenchTarget> MakeTarget(bool prefix_caching, size_t kv_cache_bytes = 0) const;
+  // `kv_disk_path` (when not empty) gives the engine a disk tier there instead of --kv-disk-path.
+  std::unique_ptr<BenchTarget> MakeTarget(bool prefix_caching, size_t kv_cache_bytes = 0,
+                                          const std::string& kv_disk_path = "") const;
   // The engine settings MakeTarget uses in process, for workloads that drive an Engine directly.
-  EngineConfig EngineConfigFor(bool prefix_caching, size_t kv_cache_bytes = 0) const;
+  EngineConfig EngineConfigFor(bool prefix_caching, size_t kv_cache_bytes = 0,
+                               const std::string& kv_disk_path = "") const;
 
   // KV bytes one token takes in this model (all layers, K and V, --kv-type), read from the model
   // file; 0 with --url and no model.

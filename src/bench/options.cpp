@@ -9,16 +9,16 @@
 namespace reprise::bench {
 
 const std::vector<std::string>& BenchWorkloadNames() {
-  static const std::vector<std::string> names = {"kernels", "prefill", "decode",     "doc",
-                                                 "chat",    "multidoc", "unique", "concurrent",
-                                                 "sched",   "all"};
+  static const std::vector<std::string> names = {"kernels", "prefill", "decode", "doc",
+                                                 "chat", "multidoc", "unique", "concurrent",
+                                                 "tiers", "sched", "all"};
   return names;
 }
 
 bool WorkloadNeedsEngine(const std::string& workload) { return workload != "kernels"; }
 
 bool RunsOverHttp(const std::string& workload) {
-  return workload != "kernels" && workload != "sched";
+  return workload != "kernels" && workload != "sched" && workload != "tiers";
 }
 
 HostPort ParseHttpUrl(const std::string& url) {
@@ -56,6 +56,9 @@ void ValidateBenchOptions(const BenchOptions& options) {
   if (options.repeat < 1) throw Error("--repeat must be at least 1");
   if (!options.kv_disk_size.empty() && options.kv_disk_path.empty()) {
     throw Error("--kv-disk-size needs --kv-disk-path");
+  }
+  if (options.workload == "tiers" && !options.url.empty()) {
+    throw Error("bench tiers restarts the engine, so it runs in process only (drop --url)");
   }
   if (!options.kv_disk_path.empty() && !options.url.empty()) {
     throw Error("--kv-disk-path configures the in-process engine; with --url, start the server "

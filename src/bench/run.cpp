@@ -36,6 +36,7 @@ const std::map<std::string, Workload>& Workloads() {
       {"doc", RunDocWorkload},
       {"chat", RunChatWorkload},
       {"multidoc", RunMultidocWorkload},
+      {"tiers", RunTiersWorkload},
       {"unique", RunUniqueWorkload},
       {"concurrent", RunConcurrentWorkload},
       {"sched", RunSchedWorkload},
