@@ -18,6 +18,7 @@ int Main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   CommandAction run;
   RegisterServeCommand(app, run);
+  RegisterRouteCommand(app, run);
   RegisterGenerateCommand(app, run);
   RegisterTokenizeCommand(app, run);
   RegisterMakeModelCommand(app, run);

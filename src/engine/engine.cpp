@@ -5,16 +5,20 @@
 
 #include "core/error.h"
 #include "engine/engine_impl.h"
-#include "tokenizer/chat_template.h"
+#include "engine/prompt_keys.h"
 
 namespace reprise {
 
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kLength: return "length";
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "error";
 }
@@ -63,8 +67,7 @@ uint64_t Engine::Submit(GenerationRequest request, StreamCallbacks callbacks) {
 void Engine::Cancel(uint64_t request_id) { impl_->Cancel(request_id); }
 
 std::vector<int32_t> Engine::Tokenize(const std::string& text, bool add_special_tokens) const {
-  return add_special_tokens ? EncodeChatPrompt(impl_->tokenizer(), text)
-                            : impl_->tokenizer().Encode(text, false, true);
+  return TokenizePrompt(impl_->tokenizer(), text, add_special_tokens);
 }
 
 std::string Engine::Detokenize(const std::vector<int32_t>& tokens) const {
@@ -73,24 +76,7 @@ std::string Engine::Detokenize(const std::vector<int32_t>& tokens) const {
 
 std::string Engine::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
                                       const std::string& template_name) const {
-  const Tokenizer& tokenizer = impl_->tokenizer();
-  std::optional<ChatTemplateKind> kind;
-  if (!template_name.empty()) {
-    kind = ParseChatTemplateName(template_name);
-    if (!kind) throw Error(fmt::format("unknown chat template '{}'", template_name));
-  } else {
-    kind = DetectChatTemplate(tokenizer.chat_template());
-    if (!kind) {
-      throw Error(tokenizer.chat_template().empty()
-                      ? "the model has no chat template; start the server with --chat-template "
-                        "(llama2, llama3, chatml, mistral)"
-                      : "the model's chat template is not one Reprise recognises; start the server "
-                        "with --chat-template (llama2, llama3, chatml, mistral)");
-    }
-  }
-  std::vector<reprise::ChatMessage> converted;
-  for (const auto& message : messages) converted.push_back({message.role, message.content});
-  return reprise::ApplyChatTemplate(*kind, converted, true, tokenizer);
+  return RenderChat(impl_->tokenizer(), messages, template_name);
 }
 
 ModelInfo Engine::Info() const { return impl_->Info(); }

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/prompt_keys.h"
 #include "engine/task_prompts.h"
 #include "tokenizer/chat_template.h"
 
@@ -29,12 +30,6 @@ size_t DefaultKvBudget() {
   }
   size_t budget = available_kib == 0 ? (size_t{1} << 30) : available_kib * 1024 / 10 * 3;
   return std::min(budget, size_t{4} << 30);
-}
-
-kernels::KvType ParseKvType(const std::string& name) {
-  if (name == "f16") return kernels::KvType::kF16;
-  if (name == "f32") return kernels::KvType::kF32;
-  throw Error(fmt::format("unknown KV cache type '{}' (f16 or f32)", name));
 }
 
 std::optional<PrefillOrder> FindSchedulePolicy(const std::string& name) {
@@ -112,7 +107,8 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
     // No more than every running request at full context could use, plus as much again as
     // cache for later requests.
     size_t blocks_per_context = static_cast<size_t>(max_context_ + block_size - 1) / block_size + 1;
-    size_t useful = 2 * static_cast<size_t>(config_.max_running_requests) * blocks_per_context * block_bytes_;
+    size_t useful =
+        2 * static_cast<size_t>(config_.max_running_requests) * blocks_per_context * block_bytes_;
     budget = std::min(DefaultKvBudget(), useful);
   }
   num_blocks_ = static_cast<int64_t>(budget / block_bytes_);
@@ -122,18 +118,13 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   }
 
   // The root of every block key: blocks of another model or KV setting can never match.
-  Sha256 fingerprint;
-  fingerprint.Update("reprise-kv-v1");
-  Digest weights = model_->WeightsFingerprint();
-  fingerprint.Update(weights.data(), weights.size());
-  fingerprint.UpdateValue(static_cast<uint32_t>(paged_kv_.type));
-  fingerprint.UpdateValue(static_cast<uint32_t>(block_size));
 
   PrefixCacheConfig cache_config;
   cache_config.num_blocks = num_blocks_;
   cache_config.block_size = block_size;
   cache_config.block_bytes = block_bytes_;
-  cache_config.root_fingerprint = fingerprint.Finish();
+  cache_config.root_fingerprint =
+      KvRootFingerprint(model_->WeightsFingerprint(), paged_kv_.type, block_size);
   cache_config.enable_reuse = config_.enable_prefix_caching;
   cache_config.protected_share = *protected_share;
   cache_ = std::make_unique<PrefixCache>(cache_config);
@@ -147,19 +138,20 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   scheduler_config.prefill_order = prefill_order;
   scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
 
-  size_t max_logit_rows = static_cast<size_t>(
-      std::min(config_.max_batch_tokens, config_.max_running_requests));
+  size_t max_logit_rows =
+      static_cast<size_t>(std::min(config_.max_batch_tokens, config_.max_running_requests));
   logits_.Resize(max_logit_rows * static_cast<size_t>(model_config.vocab_size));
   model_->Reserve(static_cast<size_t>(config_.max_batch_tokens), max_logit_rows);
 
   spdlog::info("model {} ({}): {} layers, {} heads ({} KV), vocab {}, context {}",
                model_config.name, model_config.architecture, model_config.n_layer,
                model_config.n_head, model_config.n_kv_head, model_config.vocab_size, max_context_);
-  spdlog::info("reuse_cache: {}, block_size: {}, kv_cache: {} blocks of {} bytes ({:.1f} MiB, {}), "
-               "max_batch_tokens: {}, threads: {}",
-               config_.enable_prefix_caching, block_size, num_blocks_, block_bytes_,
-               static_cast<double>(num_blocks_) * static_cast<double>(block_bytes_) / (1 << 20),
-               config_.kv_type, config_.max_batch_tokens, pool_->num_threads());
+  spdlog::info(
+      "reuse_cache: {}, block_size: {}, kv_cache: {} blocks of {} bytes ({:.1f} MiB, {}), "
+      "max_batch_tokens: {}, threads: {}",
+      config_.enable_prefix_caching, block_size, num_blocks_, block_bytes_,
+      static_cast<double>(num_blocks_) * static_cast<double>(block_bytes_) / (1 << 20),
+      config_.kv_type, config_.max_batch_tokens, pool_->num_threads());
 
   if (!config_.task_prompts_json.empty()) ComputeTaskPrompts(config_.task_prompts_json);
   PublishStats();
@@ -244,9 +236,10 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
     }
   }
   if (static_cast<int64_t>(tokens.size()) >= max_context_) {
-    throw Error(fmt::format("the prompt has {} tokens, but the context holds {} (prompt plus at "
-                            "least one generated token)",
-                            tokens.size(), max_context_));
+    throw Error(
+        fmt::format("the prompt has {} tokens, but the context holds {} (prompt plus at "
+                    "least one generated token)",
+                    tokens.size(), max_context_));
   }
   const auto block_size = static_cast<size_t>(config_.block_size);
   if (static_cast<int64_t>(tokens.size() / block_size + 1) > num_blocks_) {
@@ -410,7 +403,8 @@ void EngineImpl::Step() {
   forward_seconds_ += forward_seconds;
   TimeInto(scheduling_seconds_, [&] { scheduler_->Complete(plan); });
   for (const StepEntry& entry : plan.entries) {
-    if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
+    if (!entry.sequence->first_token_seen)
+      entry.sequence->prefill_compute_seconds += forward_seconds;
   }
 
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
@@ -446,8 +440,8 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   const SamplingParams& sampling = sequence.request.sampling;
   if (!sampling.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
     if (sequence.callbacks.on_token) {
-      sequence.callbacks.on_token(TokenEvent{sequence.id, token, "", sequence.prompt_len,
-                                             sequence.cached_tokens});
+      sequence.callbacks.on_token(
+          TokenEvent{sequence.id, token, "", sequence.prompt_len, sequence.cached_tokens});
     }
     FinishSequence(&sequence, FinishReason::kStop);
     return;
