@@ -81,6 +81,20 @@ void RegisterRouteCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--max-load-gap", o.policy_config.max_load_gap,
                       "A replica this many requests busier than the least busy one is not "
                       "chosen, whatever it holds (default 4)");
+  command
+      ->add_option("--min-match-share", o.policy_config.min_match_share,
+                   "Share of a prompt a replica must hold for the prompt to count as cached "
+                   "there; below it the prompt is placed as new (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0));
+  command
+      ->add_option_function<double>(
+          "--health-interval",
+          [flags](const double& seconds) {
+            flags->options.health_interval =
+                std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+          },
+          "Seconds between health checks of each replica (default 1)")
+      ->check(CLI::Range(0.05, 3600.0));
   command->add_option("--kv-redis-url", flags->kv_redis_url,
                       "Redis holding the replicas' KV events (not available yet)");
   command->add_option("--http-threads", o.http_threads,

@@ -12,6 +12,12 @@ uint64_t Bit(int replica) {
 
 }  // namespace
 
+void PrefixDirectory::Drop(uint64_t holders) {
+  for (int r = 0; r < kMaxReplicas; ++r) {
+    if ((holders & (uint64_t{1} << r)) != 0) --held_[r];
+  }
+}
+
 PrefixDirectory::PrefixDirectory(size_t capacity_keys) : capacity_(capacity_keys) {}
 
 void PrefixDirectory::Record(const std::vector<Digest>& keys, int replica) {
@@ -25,10 +31,13 @@ void PrefixDirectory::Record(const std::vector<Digest>& keys, int replica) {
       lru_.splice(lru_.begin(), lru_, it->second.age);
     }
     it->second.age = lru_.begin();
+    if ((it->second.holders & bit) == 0) ++held_[replica];
     it->second.holders |= bit;
   }
   while (entries_.size() > capacity_ && !lru_.empty()) {
-    entries_.erase(lru_.back());
+    auto oldest = entries_.find(lru_.back());
+    Drop(oldest->second.holders);
+    entries_.erase(oldest);
     lru_.pop_back();
   }
 }
@@ -37,7 +46,8 @@ void PrefixDirectory::Remove(const Digest& key, int replica) {
   uint64_t bit = Bit(replica);
   std::lock_guard lock(mutex_);
   auto it = entries_.find(key);
-  if (it == entries_.end()) return;
+  if (it == entries_.end() || (it->second.holders & bit) == 0) return;
+  --held_[replica];
   it->second.holders &= ~bit;
   if (it->second.holders == 0) {
     lru_.erase(it->second.age);
@@ -48,6 +58,7 @@ void PrefixDirectory::Remove(const Digest& key, int replica) {
 void PrefixDirectory::ClearReplica(int replica) {
   uint64_t bit = Bit(replica);
   std::lock_guard lock(mutex_);
+  held_[replica] = 0;
   for (auto it = entries_.begin(); it != entries_.end();) {
     it->second.holders &= ~bit;
     if (it->second.holders == 0) {
@@ -69,6 +80,12 @@ size_t PrefixDirectory::MatchedBlocks(const std::vector<Digest>& keys, int repli
     ++matched;
   }
   return matched;
+}
+
+size_t PrefixDirectory::HeldBy(int replica) const {
+  Bit(replica);
+  std::lock_guard lock(mutex_);
+  return held_[replica];
 }
 
 size_t PrefixDirectory::size() const {

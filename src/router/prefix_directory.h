@@ -29,6 +29,8 @@ class PrefixDirectory {
   // How many of `keys`, from the first, `replica` holds (a chain: stops at the first gap).
   size_t MatchedBlocks(const std::vector<Digest>& keys, int replica) const;
   size_t size() const;
+  // How many keys `replica` holds: a measure of how much of the cache it is trusted with.
+  size_t HeldBy(int replica) const;
 
  private:
   struct Entry {
@@ -39,6 +41,8 @@ class PrefixDirectory {
   mutable std::mutex mutex_;
   std::unordered_map<Digest, Entry, DigestHash> entries_;
   std::list<Digest> lru_;  // front: most recently used
+  size_t held_[kMaxReplicas] = {};
+  void Drop(uint64_t holders);
 };
 
 }  // namespace reprise::router

@@ -170,7 +170,7 @@ bool Router::Choose(const RequestKeys& keys, const std::vector<bool>& excluded, 
   for (size_t i = 0; i < replicas_.size(); ++i) {
     const Replica& replica = replicas_.at(i);
     if (excluded[i] || !replica.healthy) continue;
-    Candidate c{static_cast<int>(i), 0, replica.Load()};
+    Candidate c{static_cast<int>(i), 0, replica.Load(), directory_.HeldBy(static_cast<int>(i))};
     c.cached_tokens = directory_.MatchedBlocks(keys.block_keys, static_cast<int>(i)) *
                       static_cast<size_t>(keys.block_size);
     if (affinity && affinity->replica == i) {

@@ -19,8 +19,25 @@ size_t ChooseCandidate(RoutingPolicy policy, const std::vector<Candidate>& candi
   const size_t n = candidates.size();
   if (policy == RoutingPolicy::kRoundRobin) return turn % n;
   int min_load = std::numeric_limits<int>::max();
+  size_t best_match = 0;
   for (const Candidate& c : candidates) min_load = std::min(min_load, c.load);
+  for (const Candidate& c : candidates) {
+    if (c.load <= min_load + config.max_load_gap)
+      best_match = std::max(best_match, c.cached_tokens);
+  }
   size_t best = n;
+  if (prompt_tokens == 0 || static_cast<double>(best_match) <
+                                config.min_match_share * static_cast<double>(prompt_tokens)) {
+    for (size_t k = 0; k < n; ++k) {
+      size_t i = (turn + k) % n;
+      const Candidate& c = candidates[i];
+      if (best == n || c.load < candidates[best].load ||
+          (c.load == candidates[best].load && c.held_blocks < candidates[best].held_blocks)) {
+        best = i;
+      }
+    }
+    return best;
+  }
   double best_cost = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < n; ++k) {
     size_t i = (turn + k) % n;  // ties go to the first in turn order
