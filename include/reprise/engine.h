@@ -33,6 +33,20 @@ struct EngineConfig {
   size_t max_queued_requests = 1024;   // Submit refuses beyond this (the server answers 503)
   int num_threads = 0;                 // kernel threads; 0: every core
   int64_t max_context = 0;             // 0: the model's context length
+  // The disk tier: KV blocks evicted from memory are written under this folder (created when
+  // missing) and loaded back on a later miss, after a restart too. Empty: no disk tier.
+  std::string kv_disk_path;
+  size_t kv_disk_size_bytes = 0;  // the disk tier's size cap; 0: none
+  // The shared (remote) tier: KV blocks in Redis or a Redis Cluster at redis://HOST:PORT[/DB],
+  // shared by every replica using it. Empty: none. The password comes from the first line of
+  // kv_redis_password_file, else REDIS_PASSWORD, else the URL; it is never logged.
+  std::string kv_redis_url;
+  std::string kv_redis_password_file;
+  int64_t kv_redis_ttl_seconds = 24 * 3600;
+  size_t kv_redis_size_bytes = 0;  // bound on what this process keeps there; 0: none
+  // Blocks committed with at least this cache priority (and pinned task prompts) are written to
+  // the tiers at once rather than when memory evicts them.
+  int kv_write_through_priority = 70;
   // Static task prompts: a JSON list of {"task_id": ..., "prompt": "..."}, computed and pinned
   // at start-up. The text itself, or empty.
   std::string task_prompts_json;
@@ -81,12 +95,20 @@ inline constexpr const char* kSchedulePolicyNames = "cache-aware, lpm or fcfs"; 
 bool IsEvictionPolicy(const std::string& name);
 inline constexpr const char* kEvictionPolicyNames = "scan-resistant or lru";  // for messages
 
+// Prompt tokens whose KV was reused, by where it came from.
+struct CacheSources {
+  size_t memory = 0;  // the prefix cache in RAM
+  size_t disk = 0;    // the disk tier
+  size_t remote = 0;  // a store shared by replicas
+};
+
 struct GenerationOutput {
   uint64_t request_id = 0;
   std::string text;
   std::vector<int32_t> token_ids;
   size_t prompt_tokens = 0;   // including any task prompt
   size_t cached_tokens = 0;   // prompt tokens whose KV came from cache
+  CacheSources cache_sources; // cached_tokens by source
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;          // set when finish_reason is kError
   double ttft_seconds = 0;    // submission to first token
@@ -105,11 +127,30 @@ struct TokenEvent {
   std::string text;
   size_t prompt_tokens = 0;
   size_t cached_tokens = 0;
+  CacheSources cache_sources;
 };
 
 struct StreamCallbacks {
   std::function<void(const TokenEvent&)> on_token;        // called on the engine thread
   std::function<void(const GenerationOutput&)> on_finish;  // called once, on the engine thread
+};
+
+// One KV tier beyond memory (disk, remote): occupancy now and counters since start.
+struct KvTierStats {
+  std::string name;
+  bool available = true;
+  std::string last_error;
+  int64_t blocks = 0;
+  uint64_t bytes = 0;
+  uint64_t capacity_bytes = 0;  // 0: no cap
+  uint64_t blocks_written = 0;
+  uint64_t bytes_written = 0;
+  uint64_t blocks_read = 0;
+  uint64_t bytes_read = 0;
+  uint64_t evictions = 0;
+  uint64_t corrupt_blocks = 0;  // refused at load or start-up, and deleted
+  uint64_t foreign_blocks = 0;  // another model or KV layout: ignored
+  uint64_t errors = 0;          // I/O errors
 };
 
 struct EngineStats {
@@ -129,6 +170,14 @@ struct EngineStats {
   size_t requests_waiting = 0;
   uint64_t prompt_tokens_total = 0;
   uint64_t generation_tokens_total = 0;
+  CacheSources prompt_tokens_cached;  // of prompt_tokens_total, reused from each source
+  // The tiers beyond memory, nearest first, and their loads: counts per latency bucket (upper
+  // bounds in seconds in tier_load_bounds, then one bucket beyond), and the sum of latencies.
+  std::vector<KvTierStats> tiers;
+  std::vector<double> tier_load_bounds;
+  std::vector<uint64_t> tier_load_buckets;
+  double tier_load_seconds_sum = 0;
+  uint64_t tier_writes_dropped = 0;  // write-backs dropped because the write queue was full
   // Where the engine's step thread spends its time. Scheduling covers admission, prefix
   // matching and hashing, block allocation and eviction, committing blocks to the index and
   // releasing them: with prefix caching off it is the bookkeeping that is left, so the difference
@@ -192,8 +241,12 @@ class Engine {
   ModelInfo Info() const;
   EngineStats Stats() const;
   std::vector<TaskPromptInfo> TaskPrompts() const;
-  // Drops every cached block not in use and not pinned; returns how many.
+  // Drops every cached block not in use and not pinned; returns how many. They are written to
+  // the tiers first (so a later request loads them instead of computing them).
   size_t ClearCache();
+  // Clears the named tiers ("memory", "disk", "remote"), memory first; returns the blocks
+  // dropped. A tier that is not configured drops nothing; another name throws reprise::Error.
+  size_t ClearCache(const std::vector<std::string>& tiers);
 
  private:
   std::unique_ptr<EngineImpl> impl_;

@@ -1,11 +1,11 @@
 // `reprise serve`: the OpenAI-compatible HTTP server. Listens first (printing the bound address
 // on stdout, so `--port 0` is usable), then loads the engine; /health turns 200 once it is ready.
 // SIGINT or SIGTERM stop it.
-#include <CLI/CLI.hpp>
-
 #include <pthread.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <ctime>
@@ -13,8 +13,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -123,6 +121,27 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "--kv-cache-memory", [flags](const std::string& v) { flags->kv_cache_memory = v; },
       "KV cache budget, e.g. 2GiB or 512MiB (default: a share of free memory)");
   command->add_option_function<std::string>(
+      "--kv-disk-path", [flags](const std::string& v) { flags->kv_disk_path = v; },
+      "Keep KV blocks evicted from memory in this folder and load them back, after restarts too");
+  command->add_option_function<std::string>(
+      "--kv-disk-size", [flags](const std::string& v) { flags->kv_disk_size = v; },
+      "Size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
+  command->add_option_function<std::string>(
+      "--kv-redis-url", [flags](const std::string& v) { flags->kv_redis_url = v; },
+      "Share KV blocks with other replicas through Redis or a Redis Cluster, "
+      "redis://HOST:PORT[/DB] (password: REDIS_PASSWORD or --kv-redis-password-file)");
+  command->add_option_function<std::string>(
+      "--kv-redis-password-file",
+      [flags](const std::string& v) { flags->kv_redis_password_file = v; },
+      "File whose first line is the Redis password");
+  command->add_option_function<std::string>(
+      "--kv-redis-ttl", [flags](const std::string& v) { flags->kv_redis_ttl = v; },
+      "How long a block stays in Redis, e.g. 24h (default), 90m, 3600");
+  command->add_option_function<std::string>(
+      "--kv-redis-size", [flags](const std::string& v) { flags->kv_redis_size = v; },
+      "Bound on the bytes this replica keeps in Redis, e.g. 8GiB (default: none; Redis's "
+      "maxmemory and the TTL bound the rest)");
+  command->add_option_function<std::string>(
       "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },
       "KV cache element type: f16 (default) or f32");
   command->add_option_function<int>(
@@ -168,9 +187,7 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_option_function<int>(
       "--http-threads", [flags](const int& v) { flags->http_threads = v; },
       "HTTP worker threads, i.e. concurrent connections served (default 64)");
-  command->callback([&run, flags] {
-    run = [flags]() -> int { return RunServe(*flags); };
-  });
+  command->callback([&run, flags] { run = [flags]() -> int { return RunServe(*flags); }; });
 }
 
 }  // namespace reprise::cli

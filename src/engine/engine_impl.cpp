@@ -12,6 +12,8 @@
 #include "core/log.h"
 #include "engine/prompt_keys.h"
 #include "engine/task_prompts.h"
+#include "tiers/disk_tier.h"
+#include "tiers/redis_tier.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
@@ -137,6 +139,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   scheduler_config.enable_reuse = config_.enable_prefix_caching;
   scheduler_config.prefill_order = prefill_order;
   scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
+  OpenTiers(model_config);
 
   size_t max_logit_rows =
       static_cast<size_t>(std::min(config_.max_batch_tokens, config_.max_running_requests));
@@ -156,6 +159,83 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   if (!config_.task_prompts_json.empty()) ComputeTaskPrompts(config_.task_prompts_json);
   PublishStats();
   thread_ = std::thread([this] { Loop(); });
+}
+
+void EngineImpl::OpenTiers(const ModelConfig& model_config) {
+  if (config_.kv_disk_path.empty() && config_.kv_redis_url.empty()) return;
+  if (!config_.enable_prefix_caching) {
+    throw Error("KV tiers (--kv-disk-path, --kv-redis-url) need prefix caching; it is off");
+  }
+  TierIdentity identity;
+  identity.root_fingerprint = cache_->root_fingerprint();
+  Sha256 layout;  // how a block's bytes are laid out: see kernels::PagedKv
+  layout.Update("reprise-kv-layout-v1");
+  layout.UpdateValue(static_cast<uint32_t>(paged_kv_.type));
+  layout.UpdateValue(static_cast<uint64_t>(model_config.n_layer));
+  layout.UpdateValue(static_cast<uint64_t>(model_config.n_kv_head));
+  layout.UpdateValue(static_cast<uint64_t>(model_config.head_dim));
+  layout.UpdateValue(static_cast<uint64_t>(config_.block_size));
+  layout.UpdateValue(static_cast<uint64_t>(block_bytes_));
+  identity.layout_digest = layout.Finish();
+  identity.block_size = static_cast<uint32_t>(config_.block_size);
+  identity.block_bytes = block_bytes_;
+  std::vector<std::unique_ptr<KvTier>> tiers;  // nearest first
+  if (!config_.kv_disk_path.empty()) {
+    tiers.push_back(std::make_unique<DiskTier>(
+        identity, DiskTierConfig{config_.kv_disk_path, config_.kv_disk_size_bytes, false}));
+  }
+  if (!config_.kv_redis_url.empty()) {
+    redis::RedisEndpoint endpoint = redis::ParseRedisUrl(config_.kv_redis_url);
+    redis::ResolvePassword(endpoint, config_.kv_redis_password_file);
+    RedisTierConfig redis_config;
+    redis_config.ttl = std::chrono::seconds(config_.kv_redis_ttl_seconds);
+    redis_config.capacity_bytes = config_.kv_redis_size_bytes;
+    spdlog::info("remote KV tier: Redis at {}", endpoint.Describe());
+    tiers.push_back(std::make_unique<RedisTier>(
+        identity, redis_config, std::make_shared<redis::RedisClient>(std::move(endpoint))));
+  }
+  tier_link_ = std::make_unique<TierLink>(std::make_unique<TierSet>(identity, std::move(tiers)),
+                                          *cache_, config_.kv_write_through_priority);
+  tier_link_->tiers().SetWakeup([this] {
+    {
+      std::lock_guard lock(mutex_);
+      loads_ready_ = true;
+    }
+    wake_.notify_one();
+  });
+  cache_->SetListener(tier_link_.get());
+  scheduler_->SetLoader(tier_link_.get());
+}
+
+void EngineImpl::RunUntilIdle() {
+  while (scheduler_->HasWork()) {
+    DrainLoads();
+    if (scheduler_->HasRunnableWork()) {
+      Step();
+    } else {
+      REPRISE_CHECK(tier_link_ && tier_link_->LoadsInFlight() > 0,
+                    "the engine has work it cannot run");
+      tier_link_->tiers().WaitForLoad();
+    }
+  }
+}
+
+void EngineImpl::DrainLoads() {
+  if (!tier_link_) return;
+  for (const TierLink::Finished& done : tier_link_->TakeFinished()) {
+    Sequence& sequence = *done.sequence;
+    const size_t reused = TimeInto(scheduling_seconds_,
+                                   [&] { return scheduler_->FinishLoad(sequence, done.loaded); });
+    if (reused > 0) {
+      sequence.cache_sources.disk += done.sources.disk;
+      sequence.cache_sources.remote += done.sources.remote;
+    }
+    if (sequence.cancel_requested) {
+      std::unique_ptr<Sequence> cancelled =
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(sequence.id); });
+      if (cancelled) Deliver(std::move(cancelled), FinishReason::kCancelled, "");
+    }
+  }
 }
 
 EngineImpl::~EngineImpl() {
@@ -199,7 +279,7 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
     task_infos_.push_back({specs[i].task_id, token_lists[i].size(),
                            (token_lists[i].size() + block_size - 1) / block_size});
   }
-  while (scheduler_->HasWork()) Step();
+  RunUntilIdle();
   for (const auto& info : task_infos_) {
     spdlog::info("task prompt {}: {} tokens in {} pinned blocks", info.task_id, info.tokens,
                  info.blocks);
@@ -323,9 +403,26 @@ Result EngineImpl::RunOnEngineThread(std::function<Result()> task) {
   return future.get();
 }
 
-size_t EngineImpl::ClearCache() {
-  return RunOnEngineThread<size_t>([this] {
-    size_t dropped = cache_->ClearUnpinned();
+size_t EngineImpl::ClearCache(const std::vector<std::string>& tiers) {
+  for (const std::string& name : tiers) {
+    if (name != "memory" && name != "disk" && name != "remote") {
+      throw Error(fmt::format("unknown cache tier '{}' (memory, disk or remote)", name));
+    }
+  }
+  auto named = [&](const char* name) {
+    return std::find(tiers.begin(), tiers.end(), name) != tiers.end();
+  };
+  return RunOnEngineThread<size_t>([this, named] {
+    size_t dropped = 0;
+    if (named("memory")) {
+      dropped += cache_->ClearUnpinned();
+      // What memory dropped was written back: have it on disk before anyone asks for it.
+      if (tier_link_) tier_link_->tiers().Flush();
+    }
+    for (const char* name : {"disk", "remote"}) {
+      size_t count = 0;
+      if (named(name) && tier_link_ && tier_link_->tiers().Clear(name, &count)) dropped += count;
+    }
     PublishStats();
     return dropped;
   });
@@ -339,9 +436,10 @@ void EngineImpl::Loop() {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] {
         return stopping_ || !incoming_.empty() || !cancels_.empty() || !tasks_.empty() ||
-               scheduler_->HasWork();
+               loads_ready_ || scheduler_->HasRunnableWork();
       });
       if (stopping_) break;
+      loads_ready_ = false;
       while (!incoming_.empty()) {
         scheduler_->Add(std::move(incoming_.front()));
         incoming_.pop_front();
@@ -350,6 +448,7 @@ void EngineImpl::Loop() {
       tasks.swap(tasks_);
     }
     for (auto& task : tasks) task();
+    DrainLoads();
     for (uint64_t id : cancels) {
       std::unique_ptr<Sequence> sequence =
           TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
@@ -357,8 +456,13 @@ void EngineImpl::Loop() {
         Deliver(std::move(sequence), FinishReason::kCancelled, "");
       }
     }
-    if (scheduler_->HasWork()) Step();
+    if (scheduler_->HasRunnableWork()) Step();
     PublishStats();
+  }
+  // Loads in flight write into blocks the sequences hold: wait for them before letting go.
+  while (tier_link_ && tier_link_->LoadsInFlight() > 0) {
+    tier_link_->tiers().WaitForLoad();
+    DrainLoads();
   }
   // Shutting down: every request still known ends as cancelled, so no caller waits forever.
   std::deque<std::unique_ptr<Sequence>> leftover;
@@ -440,8 +544,8 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   const SamplingParams& sampling = sequence.request.sampling;
   if (!sampling.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
     if (sequence.callbacks.on_token) {
-      sequence.callbacks.on_token(
-          TokenEvent{sequence.id, token, "", sequence.prompt_len, sequence.cached_tokens});
+      sequence.callbacks.on_token(TokenEvent{sequence.id, token, "", sequence.prompt_len,
+                                             sequence.cached_tokens, sequence.cache_sources});
     }
     FinishSequence(&sequence, FinishReason::kStop);
     return;
@@ -489,7 +593,8 @@ void EngineImpl::Emit(Sequence& sequence, bool final) {
   }
   if (sequence.callbacks.on_token && (!delta.empty() || !final)) {
     sequence.callbacks.on_token(TokenEvent{sequence.id, sequence.tokens.back(), std::move(delta),
-                                           sequence.prompt_len, sequence.cached_tokens});
+                                           sequence.prompt_len, sequence.cached_tokens,
+                                           sequence.cache_sources});
   }
 }
 
@@ -508,6 +613,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
                           sequence->tokens.end());
   output.prompt_tokens = sequence->prompt_len;
   output.cached_tokens = sequence->cached_tokens;
+  output.cache_sources = sequence->cache_sources;
   output.finish_reason = reason;
   output.error = error;
   output.ttft_seconds = sequence->ttft_seconds;
@@ -523,6 +629,9 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
     ++finished_;
     if (reason == FinishReason::kCancelled) ++cancelled_;
     prompt_tokens_ += output.prompt_tokens;
+    prompt_tokens_cached_.memory += output.cache_sources.memory;
+    prompt_tokens_cached_.disk += output.cache_sources.disk;
+    prompt_tokens_cached_.remote += output.cache_sources.remote;
   }
   if (sequence->callbacks.on_finish) sequence->callbacks.on_finish(output);
 }
@@ -530,7 +639,23 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
 void EngineImpl::PublishStats() {
   CacheStats cache = cache_->Stats();
   const SchedulerStats& scheduler = scheduler_->stats();
+  std::optional<TierSetStats> tiers;
+  if (tier_link_) tiers = tier_link_->tiers().Stats();
   std::lock_guard lock(stats_mutex_);
+  if (tiers) {
+    stats_.tiers.clear();
+    for (const TierStats& tier : tiers->tiers) {
+      stats_.tiers.push_back({tier.name, tier.available, tier.last_error, tier.blocks, tier.bytes,
+                              tier.capacity_bytes, tier.blocks_written, tier.bytes_written,
+                              tier.blocks_read, tier.bytes_read, tier.evictions,
+                              tier.corrupt_blocks, tier.foreign_blocks, tier.errors});
+    }
+    stats_.tier_load_bounds.assign(std::begin(kLoadSecondsBounds), std::end(kLoadSecondsBounds));
+    stats_.tier_load_buckets = tiers->load_seconds_buckets;
+    stats_.tier_load_seconds_sum = tiers->load_seconds_sum;
+    stats_.tier_writes_dropped = tiers->writes_dropped;
+  }
+  stats_.prompt_tokens_cached = prompt_tokens_cached_;
   stats_.prefix_cache_queries = scheduler.prompt_tokens_queried;
   stats_.prefix_cache_hits = scheduler.prompt_tokens_hit;
   stats_.evictions = cache.evictions;

@@ -16,6 +16,7 @@
 #include "core/thread_pool.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/tier_link.h"
 #include "kernels/paged_attention.h"
 #include "kvcache/prefix_cache.h"
 #include "model/model.h"
@@ -37,7 +38,7 @@ class EngineImpl {
   ModelInfo Info() const;
   EngineStats Stats() const;
   std::vector<TaskPromptInfo> TaskPrompts() const { return task_infos_; }
-  size_t ClearCache();
+  size_t ClearCache(const std::vector<std::string>& tiers);
 
  private:
   struct TaskPrompt {
@@ -46,6 +47,12 @@ class EngineImpl {
 
   std::unique_ptr<Sequence> MakeSequence(GenerationRequest request, StreamCallbacks callbacks);
   void ComputeTaskPrompts(const std::string& json_text);
+  // Opens the tiers beyond memory that the config names (the disk tier) and links them in.
+  void OpenTiers(const ModelConfig& model_config);
+  // Steps until every sequence added so far is done (start-up work: task prompts).
+  void RunUntilIdle();
+  // Hands finished tier loads to their sequences (engine thread).
+  void DrainLoads();
   void Loop();
   void Step();
   // Samples the next token from `logits` ([vocab], modified by the penalties).
@@ -63,6 +70,7 @@ class EngineImpl {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<TierLink> tier_link_;  // null without tiers beyond memory
   kernels::PagedKv paged_kv_;
   int64_t max_context_ = 0;
   int64_t num_blocks_ = 0;
@@ -78,6 +86,7 @@ class EngineImpl {
   std::vector<uint64_t> cancels_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
+  bool loads_ready_ = false;  // a tier load finished since the loop last looked
   uint64_t next_id_ = 1;
   size_t queued_ = 0;  // submitted and not finished
 
@@ -87,6 +96,7 @@ class EngineImpl {
   uint64_t cancelled_ = 0;
   uint64_t generation_tokens_ = 0;
   uint64_t prompt_tokens_ = 0;
+  CacheSources prompt_tokens_cached_;
   // Step-thread only (published by PublishStats): where the step thread's time goes.
   double scheduling_seconds_ = 0;
   double forward_seconds_ = 0;

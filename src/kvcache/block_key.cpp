@@ -34,4 +34,12 @@ Digest BlockKey(const Digest& parent_key, const Digest& extras_digest,
   return hasher.Finish();
 }
 
+void BlockKeyChain::Extend(std::span<const int32_t> tokens, size_t block_size) {
+  while ((keys_.size() + 1) * block_size <= tokens.size()) {
+    const size_t index = keys_.size();
+    keys_.push_back(BlockKey(ParentOf(index), extras_digest_,
+                             tokens.subspan(index * block_size, block_size), true));
+  }
+}
+
 }  // namespace reprise

@@ -1,5 +1,7 @@
 #include "server/settings.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -11,31 +13,64 @@
 #include <sstream>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
 #include "core/text.h"
 
 namespace reprise::server {
 namespace {
 
-int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min,
-                     int64_t max) {
+int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min, int64_t max) {
   std::string trimmed = TrimAsciiSpace(text);
   char* end = nullptr;
   errno = 0;
   long long value = std::strtoll(trimmed.c_str(), &end, 10);
   if (trimmed.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
-    throw Error(fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max,
-                            text));
+    throw Error(
+        fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max, text));
   }
   return value;
 }
 
+// "90", "90s", "15m", "24h", "7d" -> seconds; Error naming `flag` otherwise.
+int64_t ParseDurationSeconds(const std::string& text, const std::string& flag) {
+  if (text.empty()) throw Error(fmt::format("{} must not be empty", flag));
+  int64_t unit = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 's':
+      unit = 1;
+      number.pop_back();
+      break;
+    case 'm':
+      unit = 60;
+      number.pop_back();
+      break;
+    case 'h':
+      unit = 3600;
+      number.pop_back();
+      break;
+    case 'd':
+      unit = 86400;
+      number.pop_back();
+      break;
+    default:
+      break;
+  }
+  int64_t value = ParseIntText(number, flag, 1, int64_t{1} << 40);
+  return value * unit;
+}
+
+// A Redis URL without its password, for the log.
+std::string RedactUrl(const std::string& url) {
+  size_t at = url.rfind('@');
+  if (at == std::string::npos) return url;
+  return "redis://***@" + url.substr(at + 1);
+}
+
 void CheckBlockSize(int block_size, const std::string& source) {
   if (block_size < 1 || block_size > 256 || (block_size & (block_size - 1)) != 0) {
-    throw Error(fmt::format("{} must be a power of two between 1 and 256, got {}", source,
-                            block_size));
+    throw Error(
+        fmt::format("{} must be a power of two between 1 and 256, got {}", source, block_size));
   }
 }
 
@@ -55,15 +90,17 @@ std::optional<bool> ReuseFromEnvironment(const EnvLookup& env) {
     if (!text) continue;
     std::optional<bool> value = ParseBoolText(*text);
     if (!value) {
-      throw Error(fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
-                              "false)",
-                              name, *text));
+      throw Error(
+          fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
+                      "false)",
+                      name, *text));
     }
     if (result && *result != *value) {
-      throw Error(fmt::format("environment variables {} and {} disagree about prefix caching; "
-                              "set one, or pass --enable-prefix-caching / "
-                              "--no-enable-prefix-caching",
-                              decided_by, name));
+      throw Error(
+          fmt::format("environment variables {} and {} disagree about prefix caching; "
+                      "set one, or pass --enable-prefix-caching / "
+                      "--no-enable-prefix-caching",
+                      decided_by, name));
     }
     result = value;
     decided_by = name;
@@ -142,6 +179,42 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
     settings.kv_cache_memory_bytes = ParseByteSize(*flags.kv_cache_memory);
     if (settings.kv_cache_memory_bytes == 0) throw Error("--kv-cache-memory must not be zero");
   }
+  if (flags.kv_disk_path) {
+    if (flags.kv_disk_path->empty()) throw Error("--kv-disk-path must not be empty");
+    settings.kv_disk_path = *flags.kv_disk_path;
+  }
+  if (flags.kv_disk_size) {
+    if (!flags.kv_disk_path) throw Error("--kv-disk-size needs --kv-disk-path");
+    settings.kv_disk_size_bytes = ParseByteSize(*flags.kv_disk_size);
+    if (settings.kv_disk_size_bytes == 0) throw Error("--kv-disk-size must not be zero");
+  }
+  if (flags.kv_redis_url) {
+    if (flags.kv_redis_url->rfind("redis://", 0) != 0) {
+      throw Error("--kv-redis-url must look like redis://HOST:PORT[/DB]");
+    }
+    settings.kv_redis_url = *flags.kv_redis_url;
+    if (!settings.enable_prefix_caching)
+      throw Error("--kv-redis-url needs prefix caching, which is off");
+  }
+  auto needs_url = [&](const char* flag) {
+    if (!flags.kv_redis_url) throw Error(fmt::format("{} needs --kv-redis-url", flag));
+  };
+  if (flags.kv_redis_password_file) {
+    needs_url("--kv-redis-password-file");
+    settings.kv_redis_password_file = *flags.kv_redis_password_file;
+  }
+  if (flags.kv_redis_ttl) {
+    needs_url("--kv-redis-ttl");
+    settings.kv_redis_ttl_seconds = ParseDurationSeconds(*flags.kv_redis_ttl, "--kv-redis-ttl");
+  }
+  if (flags.kv_redis_size) {
+    needs_url("--kv-redis-size");
+    settings.kv_redis_size_bytes = ParseByteSize(*flags.kv_redis_size);
+    if (settings.kv_redis_size_bytes == 0) throw Error("--kv-redis-size must not be zero");
+  }
+  if (settings.kv_disk_path.size() > 0 && !settings.enable_prefix_caching) {
+    throw Error("--kv-disk-path needs prefix caching, which is off");
+  }
   if (flags.kv_type) {
     if (*flags.kv_type != "f16" && *flags.kv_type != "f32") {
       throw Error(fmt::format("--kv-type must be f16 or f32, got '{}'", *flags.kv_type));
@@ -186,8 +259,8 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   }
   if (flags.http_threads) {
     if (*flags.http_threads < 2 || *flags.http_threads > 4096) {
-      throw Error(fmt::format("--http-threads must be between 2 and 4096, got {}",
-                              *flags.http_threads));
+      throw Error(
+          fmt::format("--http-threads must be between 2 and 4096, got {}", *flags.http_threads));
     }
     settings.http_threads = *flags.http_threads;
   }
@@ -213,17 +286,32 @@ std::string DescribeSettings(const ServerSettings& settings) {
   if (!settings.task_prompts_file.empty()) {
     task_prompts = "file " + settings.task_prompts_file;
   } else if (!settings.task_prompts_json.empty()) {
-    task_prompts = fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
+    task_prompts =
+        fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
   }
   return fmt::format(
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
-      "kv_cache_memory: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
+      "kv_cache_memory: {}, kv_disk: {}, kv_redis: {}, kv_type: {}, max_batch_tokens: {}, "
+      "max_running_requests: {}, "
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
       "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, api_key: {}",
       settings.model, settings.served_model_name, settings.host, settings.port,
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
                                           : FormatByteSize(settings.kv_cache_memory_bytes),
+      settings.kv_disk_path.empty()
+          ? std::string("none")
+          : fmt::format("{} ({})", settings.kv_disk_path,
+                        settings.kv_disk_size_bytes == 0
+                            ? std::string("no cap")
+                            : FormatByteSize(settings.kv_disk_size_bytes)),
+      settings.kv_redis_url.empty()
+          ? std::string("none")
+          : fmt::format("{} (ttl {} s, {})", RedactUrl(settings.kv_redis_url),
+                        settings.kv_redis_ttl_seconds,
+                        settings.kv_redis_size_bytes == 0
+                            ? std::string("no bound")
+                            : FormatByteSize(settings.kv_redis_size_bytes)),
       settings.kv_type, settings.max_batch_tokens, settings.max_running_requests,
       settings.schedule_policy, settings.eviction_policy,
       settings.threads == 0 ? std::string("all cores") : std::to_string(settings.threads),
@@ -240,6 +328,12 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.block_size = settings.block_size;
   config.kv_cache_memory_bytes = settings.kv_cache_memory_bytes;
   config.kv_type = settings.kv_type;
+  config.kv_disk_path = settings.kv_disk_path;
+  config.kv_disk_size_bytes = settings.kv_disk_size_bytes;
+  config.kv_redis_url = settings.kv_redis_url;
+  config.kv_redis_password_file = settings.kv_redis_password_file;
+  config.kv_redis_ttl_seconds = settings.kv_redis_ttl_seconds;
+  config.kv_redis_size_bytes = settings.kv_redis_size_bytes;
   config.max_batch_tokens = settings.max_batch_tokens;
   config.max_running_requests = settings.max_running_requests;
   config.schedule_policy = settings.schedule_policy;
