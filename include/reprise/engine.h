@@ -13,6 +13,14 @@
 
 namespace reprise {
 
+struct GenerationRequest;
+
+// Where in an engine step a fault hook runs (see EngineConfig::fault_hook).
+enum class EngineFaultSite {
+  kForward,  // before the step's forward pass, once per request in the batch
+  kSample,   // before a request's next token is sampled
+};
+
 struct EngineConfig {
   std::string model_path;
   bool enable_prefix_caching = true;   // --no-enable-prefix-caching, REUSE_CACHE=0, ...
@@ -50,6 +58,10 @@ struct EngineConfig {
   // Static task prompts: a JSON list of {"task_id": ..., "prompt": "..."}, computed and pinned
   // at start-up. The text itself, or empty.
   std::string task_prompts_json;
+  // For tests of the fault boundary: called on the step thread at each site of each step, for
+  // every request there. An exception it throws is handled as any fault in a step is: the
+  // requests it touches finish with FinishReason::kError and the engine goes on. Unset: none.
+  std::function<void(EngineFaultSite site, const GenerationRequest& request)> fault_hook;
 };
 
 struct SamplingParams {

@@ -16,6 +16,8 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
 #include "server/engine_backend.h"
 #include "server/http_server.h"
 #include "server/settings.h"
@@ -33,6 +35,9 @@ int RunServe(const server::ServeFlags& flags) {
   server::ServerSettings settings = server::ResolveSettings(flags, server::ProcessEnvironment());
   spdlog::info("settings: {}", server::DescribeSettings(settings));
   EngineConfig config = server::MakeEngineConfig(settings);
+  // Read the model's header and shape before anything listens: a missing or malformed file is
+  // then the one thing printed, never "listening" followed by an error.
+  ModelConfig::FromGguf(gguf::GgufFile::Open(settings.model));
 
   // Every thread started from here on inherits this mask: the signals are taken by sigtimedwait
   // below, never by a handler in a random thread. A client that hangs up must not kill us.
@@ -101,22 +106,28 @@ int RunServe(const server::ServeFlags& flags) {
 void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   auto flags = std::make_shared<server::ServeFlags>();
+  const server::ServerSettings defaults;  // shown in --help beside each flag
   command->add_option("--model,-m", flags->model, "GGUF model file")->required();
-  command->add_option_function<std::string>(
-      "--host", [flags](const std::string& v) { flags->host = v; },
-      "Address to listen on (default 127.0.0.1)");
-  command->add_option_function<int>(
-      "--port", [flags](const int& v) { flags->port = v; },
-      "Port to listen on (default 8000; 0: any free port, printed on stdout)");
+  command
+      ->add_option_function<std::string>(
+          "--host", [flags](const std::string& v) { flags->host = v; }, "Address to listen on")
+      ->default_str(defaults.host);
+  command
+      ->add_option_function<int>(
+          "--port", [flags](const int& v) { flags->port = v; },
+          "Port to listen on (0: any free port, printed on stdout)")
+      ->default_str(std::to_string(defaults.port));
   command->add_option_function<std::string>(
       "--served-model-name", [flags](const std::string& v) { flags->served_model_name = v; },
       "Model name clients use (default: the model file's name without .gguf)");
   command->add_option_function<std::string>(
       "--api-key", [flags](const std::string& v) { flags->api_key = v; },
       "Require 'Authorization: Bearer KEY' (also REPRISE_API_KEY)");
-  command->add_option_function<int>(
-      "--block-size", [flags](const int& v) { flags->block_size = v; },
-      "Token positions per KV block, a power of two (default 16; also SEQ_SIZE_PER_BLOCK)");
+  command
+      ->add_option_function<int>(
+          "--block-size", [flags](const int& v) { flags->block_size = v; },
+          "Token positions per KV block, a power of two (also SEQ_SIZE_PER_BLOCK)")
+      ->default_str(std::to_string(defaults.block_size));
   command->add_option_function<std::string>(
       "--kv-cache-memory", [flags](const std::string& v) { flags->kv_cache_memory = v; },
       "KV cache budget, e.g. 2GiB or 512MiB (default: a share of free memory)");
@@ -141,29 +152,43 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "--kv-redis-size", [flags](const std::string& v) { flags->kv_redis_size = v; },
       "Bound on the bytes this replica keeps in Redis, e.g. 8GiB (default: none; Redis's "
       "maxmemory and the TTL bound the rest)");
-  command->add_option_function<std::string>(
-      "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },
-      "KV cache element type: f16 (default) or f32");
-  command->add_option_function<int>(
-      "--max-batch-tokens", [flags](const int& v) { flags->max_batch_tokens = v; },
-      "Tokens computed per engine step (default 512)");
-  command->add_option_function<int>(
-      "--max-running-requests", [flags](const int& v) { flags->max_running_requests = v; },
-      "Requests computed at once; more wait in the queue (default 64)");
-  command->add_option_function<std::string>(
-      "--schedule-policy", [flags](const std::string& v) { flags->schedule_policy = v; },
-      "Prefill order: cache-aware (default: least uncached prompt first; lpm is the same) or "
-      "fcfs (arrival order)");
-  command->add_option_function<std::string>(
-      "--eviction-policy", [flags](const std::string& v) { flags->eviction_policy = v; },
-      "Which cached blocks go first when memory is short: scan-resistant (default: blocks used "
-      "once before blocks reused) or lru");
-  command->add_option_function<int>(
-      "--threads", [flags](const int& v) { flags->threads = v; },
-      "Kernel threads (default 0: every core)");
-  command->add_option_function<int64_t>(
-      "--max-context", [flags](const int64_t& v) { flags->max_context = v; },
-      "Context length cap (default 0: the model's)");
+  command
+      ->add_option_function<std::string>(
+          "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },
+          "KV cache element type: f16 or f32")
+      ->default_str(defaults.kv_type);
+  command
+      ->add_option_function<int>(
+          "--max-batch-tokens", [flags](const int& v) { flags->max_batch_tokens = v; },
+          "Tokens computed per engine step")
+      ->default_str(std::to_string(defaults.max_batch_tokens));
+  command
+      ->add_option_function<int>(
+          "--max-running-requests", [flags](const int& v) { flags->max_running_requests = v; },
+          "Requests computed at once; more wait in the queue")
+      ->default_str(std::to_string(defaults.max_running_requests));
+  command
+      ->add_option_function<std::string>(
+          "--schedule-policy", [flags](const std::string& v) { flags->schedule_policy = v; },
+          "Prefill order: cache-aware (least uncached prompt first; lpm is the same) or fcfs "
+          "(arrival order)")
+      ->default_str(defaults.schedule_policy);
+  command
+      ->add_option_function<std::string>(
+          "--eviction-policy", [flags](const std::string& v) { flags->eviction_policy = v; },
+          "Which cached blocks go first when memory is short: scan-resistant (blocks used once "
+          "before blocks reused) or lru")
+      ->default_str(defaults.eviction_policy);
+  command
+      ->add_option_function<int>(
+          "-t,--threads", [flags](const int& v) { flags->threads = v; },
+          "Kernel threads (0: every core)")
+      ->default_str(std::to_string(defaults.threads));
+  command
+      ->add_option_function<int64_t>(
+          "--max-context", [flags](const int64_t& v) { flags->max_context = v; },
+          "Context length cap (0: the model's)")
+      ->default_str(std::to_string(defaults.max_context));
   command->add_flag_callback(
       "--enable-prefix-caching", [flags] { flags->enable_prefix_caching = true; },
       "Reuse KV cache across requests (the default; also NIM_ENABLE_KV_CACHE_REUSE, "
@@ -178,15 +203,21 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "--multi-task-prompt", [flags](const std::string& v) { flags->multi_task_prompt = v; },
       "JSON file of [{\"task_id\": ..., \"prompt\": ...}] computed and pinned at start-up (also "
       "MULTI_TASK_PROMPT, or the JSON itself in MULTI_TASK_PROMPT_STR)");
-  command->add_option_function<int64_t>(
-      "--max-queued-requests", [flags](const int64_t& v) { flags->max_queued_requests = v; },
-      "Requests waiting beyond this are refused with 503 (default 1024)");
-  command->add_option_function<std::string>(
-      "--max-body-size", [flags](const std::string& v) { flags->max_body_size = v; },
-      "Largest request body accepted, e.g. 16MiB (default); larger ones get 413");
-  command->add_option_function<int>(
-      "--http-threads", [flags](const int& v) { flags->http_threads = v; },
-      "HTTP worker threads, i.e. concurrent connections served (default 64)");
+  command
+      ->add_option_function<int64_t>(
+          "--max-queued-requests", [flags](const int64_t& v) { flags->max_queued_requests = v; },
+          "Requests waiting beyond this are refused with 503")
+      ->default_str(std::to_string(defaults.max_queued_requests));
+  command
+      ->add_option_function<std::string>(
+          "--max-body-size", [flags](const std::string& v) { flags->max_body_size = v; },
+          "Largest request body accepted, e.g. 16MiB; larger ones get 413")
+      ->default_str(fmt::format("{}MiB", defaults.max_body_bytes >> 20));
+  command
+      ->add_option_function<int>(
+          "--http-threads", [flags](const int& v) { flags->http_threads = v; },
+          "HTTP worker threads, i.e. concurrent connections served")
+      ->default_str(std::to_string(defaults.http_threads));
   command->callback([&run, flags] { run = [flags]() -> int { return RunServe(*flags); }; });
 }
 

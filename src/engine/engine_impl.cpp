@@ -1,5 +1,7 @@
 #include "engine/engine_impl.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -11,7 +13,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/prompt_keys.h"
+#include "core/text.h"
 #include "engine/task_prompts.h"
+#include "model/kv_layout.h"
 #include "tiers/disk_tier.h"
 #include "tiers/redis_tier.h"
 #include "tokenizer/chat_template.h"
@@ -94,15 +98,19 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
   const ModelConfig& model_config = model_->config();
+  // Every id the model can produce must be a token the tokenizer can turn into text, and every
+  // token it can encode must have an embedding row.
+  if (tokenizer_->vocab_size() != model_config.vocab_size) {
+    throw Error(EscapeBytes(
+        fmt::format("{}: token_embd.weight has {} rows but the tokenizer has {} tokens",
+                    config_.model_path, model_config.vocab_size, tokenizer_->vocab_size()),
+        kMaxMessageBytes));
+  }
   max_context_ = model_config.context_length;
   if (config_.max_context > 0) max_context_ = std::min(max_context_, config_.max_context);
   pool_ = std::make_unique<ThreadPool>(config_.num_threads);
 
-  paged_kv_.type = ParseKvType(config_.kv_type);
-  paged_kv_.n_layer = model_config.n_layer;
-  paged_kv_.n_kv_head = model_config.n_kv_head;
-  paged_kv_.head_dim = model_config.head_dim;
-  paged_kv_.block_size = block_size;
+  paged_kv_ = KvLayout(model_config, ParseKvType(config_.kv_type), block_size);
   block_bytes_ = paged_kv_.BlockBytes();
   size_t budget = config_.kv_cache_memory_bytes;
   if (budget == 0) {
@@ -268,10 +276,16 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
         blocks_needed, (blocks_needed + 1) * block_bytes_, num_blocks_,
         static_cast<size_t>(num_blocks_) * block_bytes_));
   }
+  // A task prompt only finishes through on_finish when it failed (a fault in its step).
+  std::string failure;
   for (size_t i = 0; i < specs.size(); ++i) {
     GenerationRequest request;
     request.prompt_tokens = token_lists[i];
-    auto sequence = MakeSequence(std::move(request), {});
+    StreamCallbacks callbacks;
+    callbacks.on_finish = [&failure, task_id = specs[i].task_id](const GenerationOutput& output) {
+      if (failure.empty()) failure = fmt::format("task prompt {}: {}", task_id, output.error);
+    };
+    auto sequence = MakeSequence(std::move(request), std::move(callbacks));
     sequence->prefill_only = true;
     sequence->retention.pinned = true;
     scheduler_->Add(std::move(sequence));
@@ -280,6 +294,7 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
                            (token_lists[i].size() + block_size - 1) / block_size});
   }
   RunUntilIdle();
+  if (!failure.empty()) throw Error(failure);
   for (const auto& info : task_infos_) {
     spdlog::info("task prompt {}: {} tokens in {} pinned blocks", info.task_id, info.tokens,
                  info.blocks);
@@ -346,10 +361,7 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->tokens = std::move(tokens);
   sequence->prompt_len = sequence->tokens.size();
   sequence->sampler = std::make_unique<Sampler>(sampler_config, sequence->tokens);
-  sequence->detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer_);
-  for (const auto& stop : sampling.stop) {
-    sequence->longest_stop = std::max(sequence->longest_stop, stop.size());
-  }
+  sequence->output.emplace(*tokenizer_, sampling.stop);
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
@@ -487,10 +499,44 @@ void EngineImpl::Step() {
   }
   if (plan.entries.empty()) return;
 
+  // The fault boundary: an exception in the forward pass fails the requests of this step, one
+  // in a request's sampling or streaming fails that request; the engine goes on with the rest.
+  // Requests are named by id, since a failed one may already have been finished and freed.
+  std::vector<uint64_t> step_ids;
+  for (const StepEntry& entry : plan.entries) step_ids.push_back(entry.sequence->id);
+  try {
+    Forward(plan);
+  } catch (const std::exception& error) {
+    FailRequests(step_ids, fmt::format("forward pass of {} tokens", plan.num_tokens), error.what());
+    return;
+  }
+
+  const auto vocab = static_cast<size_t>(model_->config().vocab_size);
+  size_t row = 0;
+  for (const StepEntry& entry : plan.entries) {
+    Sequence& sequence = *entry.sequence;
+    if (!entry.wants_logits) continue;
+    const uint64_t id = sequence.id;
+    try {
+      if (sequence.prefill_only) {
+        TimeInto(scheduling_seconds_, [&] { return scheduler_->Finish(&sequence, /*pin=*/true); });
+        continue;
+      }
+      float* logits = logits_.data() + row * vocab;
+      ++row;
+      HandleLogits(sequence, logits);
+    } catch (const std::exception& error) {
+      FailRequests({id}, "sampling", error.what());
+    }
+  }
+}
+
+void EngineImpl::Forward(const StepPlan& plan) {
   batch_.Clear();
   for (size_t s = 0; s < plan.entries.size(); ++s) {
     const StepEntry& entry = plan.entries[s];
     Sequence& sequence = *entry.sequence;
+    if (config_.fault_hook) config_.fault_hook(EngineFaultSite::kForward, sequence.request);
     batch_.block_tables.emplace_back(sequence.blocks);
     for (size_t p = entry.start; p < entry.start + entry.count; ++p) {
       batch_.tokens.push_back(sequence.tokens[p]);
@@ -510,22 +556,28 @@ void EngineImpl::Step() {
     if (!entry.sequence->first_token_seen)
       entry.sequence->prefill_compute_seconds += forward_seconds;
   }
+}
 
-  const auto vocab = static_cast<size_t>(model_->config().vocab_size);
-  size_t row = 0;
-  for (const StepEntry& entry : plan.entries) {
-    Sequence& sequence = *entry.sequence;
-    if (!entry.wants_logits) continue;
-    if (sequence.prefill_only) {
-      TimeInto(scheduling_seconds_, [&] { return scheduler_->Finish(&sequence, /*pin=*/true); });
-      continue;
+void EngineImpl::FailRequests(const std::vector<uint64_t>& ids, const std::string& stage,
+                              const std::string& reason) {
+  // One line with the context an operator needs; the clients get the reason itself.
+  spdlog::error("engine fault in the {} (requests {}): {}; failing them, the engine goes on", stage,
+                fmt::join(ids, ", "), reason);
+  const std::string message = fmt::format("internal error in the {}: {}", stage, reason);
+  for (uint64_t id : ids) {
+    try {
+      std::unique_ptr<Sequence> sequence =
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
+      if (sequence) Deliver(std::move(sequence), FinishReason::kError, message);
+    } catch (const std::exception& error) {
+      // Removing or reporting failed too (a throwing callback): the request is gone either way.
+      spdlog::error("engine fault: failing request {} failed as well: {}", id, error.what());
     }
-    HandleLogits(sequence, logits_.data() + row * vocab);
-    ++row;
   }
 }
 
 void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
+  if (config_.fault_hook) config_.fault_hook(EngineFaultSite::kSample, sequence.request);
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
   std::span<float> row(logits, vocab);
   if (sequence.request.record_logits) sequence.logits.emplace_back(row.begin(), row.end());
@@ -550,25 +602,15 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
     FinishSequence(&sequence, FinishReason::kStop);
     return;
   }
-  size_t previous = sequence.text.size();
-  sequence.text += sequence.detokenizer->Push(token);
-  // A stop string may straddle tokens: search from just before the new text.
-  const size_t longest_stop = sequence.longest_stop;
-  size_t from = previous >= longest_stop ? previous - longest_stop + 1 : 0;
-  for (const auto& stop : sampling.stop) {
-    if (stop.empty()) continue;
-    size_t found = sequence.text.find(stop, from);
-    if (found != std::string::npos) {
-      sequence.text.resize(found);
-      Emit(sequence, /*final=*/true);
-      FinishSequence(&sequence, FinishReason::kStop);
-      return;
-    }
+  if (sequence.output->Push(token)) {  // a stop string
+    Emit(sequence, /*final=*/true);
+    FinishSequence(&sequence, FinishReason::kStop);
+    return;
   }
   bool out_of_tokens = static_cast<int>(sequence.generated) >= sampling.max_tokens;
   bool out_of_context = static_cast<int64_t>(sequence.tokens.size()) >= max_context_;
   if (out_of_tokens || out_of_context) {
-    sequence.text += sequence.detokenizer->Flush();
+    sequence.output->Flush();
     Emit(sequence, /*final=*/true);
     FinishSequence(&sequence, FinishReason::kLength);
     return;
@@ -577,20 +619,7 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
 }
 
 void EngineImpl::Emit(Sequence& sequence, bool final) {
-  // Hold back what could still become a stop string.
-  const size_t longest_stop = sequence.longest_stop;
-  size_t safe = sequence.text.size();
-  if (!final && longest_stop > 0) safe = safe >= longest_stop - 1 ? safe - (longest_stop - 1) : 0;
-  // Never cut a UTF-8 character in two.
-  while (safe > sequence.emitted_bytes && safe < sequence.text.size() &&
-         (static_cast<unsigned char>(sequence.text[safe]) & 0xC0) == 0x80) {
-    --safe;
-  }
-  std::string delta;
-  if (safe > sequence.emitted_bytes) {
-    delta = sequence.text.substr(sequence.emitted_bytes, safe - sequence.emitted_bytes);
-    sequence.emitted_bytes = safe;
-  }
+  std::string delta = sequence.output->TakeDelta(final);
   if (sequence.callbacks.on_token && (!delta.empty() || !final)) {
     sequence.callbacks.on_token(TokenEvent{sequence.id, sequence.tokens.back(), std::move(delta),
                                            sequence.prompt_len, sequence.cached_tokens,
@@ -608,7 +637,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
                          const std::string& error) {
   GenerationOutput output;
   output.request_id = sequence->id;
-  output.text = std::move(sequence->text);
+  if (sequence->output) output.text = sequence->output->TakeText();
   output.token_ids.assign(sequence->tokens.begin() + static_cast<ptrdiff_t>(sequence->prompt_len),
                           sequence->tokens.end());
   output.prompt_tokens = sequence->prompt_len;

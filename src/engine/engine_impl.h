@@ -55,6 +55,12 @@ class EngineImpl {
   void DrainLoads();
   void Loop();
   void Step();
+  // Builds the batch of `plan`, runs the model and advances the requests' computed positions.
+  void Forward(const StepPlan& plan);
+  // The fault boundary's end: logs the fault once with its context, then finishes each request
+  // of `ids` still known with FinishReason::kError and `reason`, releasing its blocks.
+  void FailRequests(const std::vector<uint64_t>& ids, const std::string& stage,
+                    const std::string& reason);
   // Samples the next token from `logits` ([vocab], modified by the penalties).
   void HandleLogits(Sequence& sequence, float* logits);
   void Emit(Sequence& sequence, bool final);

@@ -101,6 +101,8 @@ class Scheduler {
   // Returns the prompt tokens that count as reused (0 unless the load began at its first
   // admission).
   size_t FinishLoad(Sequence& sequence, size_t loaded);
+  // The ids of every sequence, running and waiting.
+  std::vector<uint64_t> Ids() const;
 
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
   // Whether Schedule can do anything now: false while every running sequence is loading and

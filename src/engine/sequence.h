@@ -10,11 +10,10 @@
 
 #include "core/clock.h"
 #include "core/sha256.h"
+#include "engine/output_text.h"
 #include "kvcache/prefix_cache.h"
 #include "reprise/engine.h"
 #include "sampling/sampler.h"
-#include "tokenizer/streaming_detokenizer.h"
-#include "tokenizer/tokenizer.h"
 
 namespace reprise {
 
@@ -56,10 +55,7 @@ struct Sequence {
   CacheSources cache_sources;  // the same, by where it came from
 
   std::unique_ptr<Sampler> sampler;
-  std::unique_ptr<StreamingDetokenizer> detokenizer;
-  std::string text;         // output text so far (stop strings cut it)
-  size_t longest_stop = 0;  // bytes of the longest stop string: how much text to hold back
-  size_t emitted_bytes = 0; // how much of `text` has been streamed
+  std::optional<OutputText> output;  // detokenized text, stop strings, what was streamed
   size_t generated = 0;
   bool first_token_seen = false;
   double ttft_seconds = 0;

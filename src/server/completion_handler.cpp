@@ -166,9 +166,10 @@ void SubmitAll(CompletionJob& job, const ParsedRequest& parsed,
 void LogFinished(const std::string& id, const CompletionJob& job) {
   UsageCounts usage = job.Usage();
   const ChoiceResult& first = job.result(0);
-  spdlog::info("{}: prompt {} tokens (cached {}), generated {}, ttft {:.1f} ms, total {:.1f} ms, "
-               "{}",
-               id, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
+  spdlog::info("{}: prompt {} tokens (cached {}: memory {}, disk {}, remote {}), generated {}, "
+               "ttft {:.1f} ms, total {:.1f} ms, {}",
+               id, usage.prompt_tokens, usage.cached_tokens, usage.cache_sources.memory,
+               usage.cache_sources.disk, usage.cache_sources.remote, usage.completion_tokens,
                first.ttft_seconds * 1e3, first.total_seconds * 1e3, first.finish_reason);
 }
 

@@ -35,6 +35,8 @@ EngineStats EngineBackend::Stats() const { return engine_->Stats(); }
 
 std::vector<TaskPromptInfo> EngineBackend::TaskPrompts() const { return engine_->TaskPrompts(); }
 
-size_t EngineBackend::ClearCache() { return engine_->ClearCache(); }
+size_t EngineBackend::ClearCache(const std::vector<std::string>& tiers) {
+  return engine_->ClearCache(tiers);
+}
 
 }  // namespace reprise::server

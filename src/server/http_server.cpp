@@ -1,14 +1,15 @@
 #include "server/http_server.h"
 
-#include <fmt/format.h>
 #include <httplib.h>
-#include <spdlog/spdlog.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <exception>
 #include <string>
 #include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -179,7 +180,7 @@ void HttpServer::RegisterRoutes() {
   http_->Get("/v1/cache/stats",
              route([this](const Request&, Response& r) { HandleCacheStats(r); }));
   http_->Post("/v1/cache/clear",
-              route([this](const Request&, Response& r) { HandleCacheClear(r); }));
+              route([this](const Request& q, Response& r) { HandleCacheClear(q, r); }));
 }
 
 void HttpServer::HandleHealth(httplib::Response& response) {
@@ -263,6 +264,31 @@ void HttpServer::HandleTasks(httplib::Response& response) {
   SetJson(response, {{"object", "list"}, {"data", std::move(data)}});
 }
 
+namespace {
+
+nlohmann::json TiersJson(const EngineStats& stats) {
+  nlohmann::json tiers = nlohmann::json::array();
+  for (const KvTierStats& tier : stats.tiers) {
+    tiers.push_back({{"name", tier.name},
+                     {"available", tier.available},
+                     {"last_error", tier.last_error},
+                     {"blocks", tier.blocks},
+                     {"bytes", tier.bytes},
+                     {"capacity_bytes", tier.capacity_bytes},
+                     {"blocks_written", tier.blocks_written},
+                     {"bytes_written", tier.bytes_written},
+                     {"blocks_read", tier.blocks_read},
+                     {"bytes_read", tier.bytes_read},
+                     {"evictions", tier.evictions},
+                     {"corrupt_blocks", tier.corrupt_blocks},
+                     {"foreign_blocks", tier.foreign_blocks},
+                     {"errors", tier.errors}});
+  }
+  return tiers;
+}
+
+}  // namespace
+
 void HttpServer::HandleCacheStats(httplib::Response& response) {
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
   EngineStats stats = ready->backend->Stats();
@@ -289,14 +315,42 @@ void HttpServer::HandleCacheStats(httplib::Response& response) {
                      {"prefix_cache_hits", stats.prefix_cache_hits},
                      {"hit_rate", hit_rate},
                      {"evictions", stats.evictions},
+                     {"cache_sources",
+                      {{"memory", stats.prompt_tokens_cached.memory},
+                       {"disk", stats.prompt_tokens_cached.disk},
+                       {"remote", stats.prompt_tokens_cached.remote}}},
+                     {"tiers", TiersJson(stats)},
                      {"task_prompts", std::move(tasks)}});
 }
 
-void HttpServer::HandleCacheClear(httplib::Response& response) {
+void HttpServer::HandleCacheClear(const httplib::Request& request, httplib::Response& response) {
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
-  size_t cleared = ready->backend->ClearCache();
-  spdlog::info("cache cleared: {} blocks dropped", cleared);
-  SetJson(response, {{"cleared_blocks", cleared}});
+  // {"tiers": ["memory", "disk", "remote"]}; no body, or no "tiers": memory alone.
+  std::vector<std::string> tiers = {"memory"};
+  if (!request.body.empty()) {
+    nlohmann::json body = ParseJsonBody(request.body);
+    for (const auto& [key, value] : body.items()) {
+      if (key != "tiers") throw ApiError::BadRequest(fmt::format("unknown field '{}'", key), key);
+    }
+    if (body.contains("tiers")) {
+      const nlohmann::json& names = body["tiers"];
+      if (!names.is_array() || names.empty()) {
+        throw ApiError::BadRequest("tiers must be a non-empty list of memory, disk, remote",
+                                   "tiers");
+      }
+      tiers.clear();
+      for (const auto& name : names) {
+        if (!name.is_string() || (name != "memory" && name != "disk" && name != "remote")) {
+          throw ApiError::BadRequest(
+              fmt::format("unknown cache tier {} (memory, disk or remote)", name.dump()), "tiers");
+        }
+        tiers.push_back(name.get<std::string>());
+      }
+    }
+  }
+  size_t cleared = ready->backend->ClearCache(tiers);
+  spdlog::info("cache cleared ({}): {} blocks dropped", fmt::join(tiers, ", "), cleared);
+  SetJson(response, {{"cleared_blocks", cleared}, {"tiers", tiers}});
 }
 
 }  // namespace reprise::server

@@ -26,7 +26,7 @@ class InferenceBackend {
   virtual ModelInfo Info() const = 0;
   virtual EngineStats Stats() const = 0;
   virtual std::vector<TaskPromptInfo> TaskPrompts() const = 0;
-  virtual size_t ClearCache() = 0;
+  virtual size_t ClearCache(const std::vector<std::string>& tiers) = 0;
 };
 
 }  // namespace reprise::server

@@ -51,6 +51,17 @@ class Exposition {
     Sample(name + "_count", histogram.count());
   }
 
+  // One sample per tier, labelled tier="<name>".
+  template <typename Field>
+  void TierMetric(const std::string& name, const char* type, const char* help,
+                  const std::vector<KvTierStats>& tiers, Field field) {
+    if (tiers.empty()) return;
+    Header(name, type, help);
+    for (const KvTierStats& tier : tiers) {
+      Sample(name, field(tier), fmt::format("tier=\"{}\"", EscapeLabelValue(tier.name)));
+    }
+  }
+
   std::string Take() { return std::move(text_); }
 
  private:
@@ -71,6 +82,13 @@ void Histogram::Observe(double value) {
   }
   ++count_;
   sum_ += value;
+}
+
+void Histogram::Set(std::vector<uint64_t> cumulative_counts, uint64_t count, double sum) {
+  counts_ = std::move(cumulative_counts);
+  counts_.resize(upper_bounds_.size(), count);
+  count_ = count;
+  sum_ = sum;
 }
 
 ServerMetrics::ServerMetrics() : ttft_(kTtftBuckets), e2e_latency_(kLatencyBuckets) {}
@@ -104,6 +122,72 @@ std::string EscapeLabelValue(const std::string& value) {
   }
   return escaped;
 }
+
+namespace {
+
+// Where prompt tokens came from, and the tiers beyond memory.
+void RenderTiers(Exposition& out, const EngineStats& stats) {
+  const CacheSources& cached = stats.prompt_tokens_cached;
+  const uint64_t reused = cached.memory + cached.disk + cached.remote;
+  out.Header("reprise:prompt_tokens_by_source_total", "counter",
+             "Prompt tokens of finished requests by where their KV came from: computed, or reused "
+             "from memory, the disk tier or a remote tier.");
+  out.Sample("reprise:prompt_tokens_by_source_total",
+             stats.prompt_tokens_total > reused ? stats.prompt_tokens_total - reused : 0,
+             "source=\"compute\"");
+  out.Sample("reprise:prompt_tokens_by_source_total", cached.memory, "source=\"memory\"");
+  out.Sample("reprise:prompt_tokens_by_source_total", cached.disk, "source=\"disk\"");
+  out.Sample("reprise:prompt_tokens_by_source_total", cached.remote, "source=\"remote\"");
+  const auto& tiers = stats.tiers;
+  out.TierMetric("reprise:kv_tier_available", "gauge",
+                 "1 while the tier is usable, 0 after it failed (see the server log).", tiers,
+                 [](const KvTierStats& t) { return t.available ? 1 : 0; });
+  out.TierMetric("reprise:kv_tier_blocks", "gauge", "KV blocks the tier holds.", tiers,
+                 [](const KvTierStats& t) { return t.blocks; });
+  out.TierMetric("reprise:kv_tier_bytes", "gauge", "Bytes the tier holds.", tiers,
+                 [](const KvTierStats& t) { return t.bytes; });
+  out.TierMetric("reprise:kv_tier_capacity_bytes", "gauge", "The tier's size cap (0: none).",
+                 tiers, [](const KvTierStats& t) { return t.capacity_bytes; });
+  out.TierMetric("reprise:kv_tier_read_bytes_total", "counter",
+                 "Bytes of KV blocks loaded from the tier and verified.", tiers,
+                 [](const KvTierStats& t) { return t.bytes_read; });
+  out.TierMetric("reprise:kv_tier_written_bytes_total", "counter",
+                 "Bytes of KV blocks written to the tier.", tiers,
+                 [](const KvTierStats& t) { return t.bytes_written; });
+  out.TierMetric("reprise:kv_tier_evictions_total", "counter",
+                 "Blocks the tier dropped to stay under its size cap.", tiers,
+                 [](const KvTierStats& t) { return t.evictions; });
+  out.TierMetric("reprise:kv_tier_corrupt_blocks_total", "counter",
+                 "Blocks refused (bad checksum, truncated, wrong key) and deleted.", tiers,
+                 [](const KvTierStats& t) { return t.corrupt_blocks; });
+  out.TierMetric("reprise:kv_tier_foreign_blocks_total", "counter",
+                 "Blocks of another model or KV layout, ignored.", tiers,
+                 [](const KvTierStats& t) { return t.foreign_blocks; });
+  out.TierMetric("reprise:kv_tier_errors_total", "counter",
+                 "I/O errors of the tier (disk full, unwritable folder, ...).", tiers,
+                 [](const KvTierStats& t) { return t.errors; });
+  if (tiers.empty()) return;
+  out.Metric("reprise:kv_tier_writes_dropped_total", "counter",
+             "Blocks evicted from memory not written to the tiers because the write queue was "
+             "full.",
+             stats.tier_writes_dropped);
+  // The engine counts loads per bucket; Prometheus buckets are cumulative.
+  Histogram loads(stats.tier_load_bounds);
+  std::vector<uint64_t> cumulative(stats.tier_load_bounds.size(), 0);
+  uint64_t running = 0;
+  for (size_t i = 0; i < cumulative.size() && i < stats.tier_load_buckets.size(); ++i) {
+    running += stats.tier_load_buckets[i];
+    cumulative[i] = running;
+  }
+  uint64_t total = running;
+  if (stats.tier_load_buckets.size() > cumulative.size()) total += stats.tier_load_buckets.back();
+  loads.Set(cumulative, total, stats.tier_load_seconds_sum);
+  out.HistogramMetric("reprise:kv_tier_load_seconds",
+                      "Time to load a request's blocks from the tiers, verification included.",
+                      loads);
+}
+
+}  // namespace
 
 std::string ServerMetrics::Render(const EngineStats& stats, const std::string& model_name) const {
   Exposition out(model_name);
@@ -151,6 +235,8 @@ std::string ServerMetrics::Render(const EngineStats& stats, const std::string& m
                                         : 0.0;
   out.Metric("reprise:kv_cache_usage_perc", "gauge",
              "Fraction of KV cache blocks in use or pinned (1 = full).", usage);
+
+  RenderTiers(out, stats);
 
   std::lock_guard<std::mutex> lock(mutex_);
   out.Header("reprise:request_success_total", "counter", "Requests finished, by finish reason.");

@@ -18,6 +18,8 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> upper_bounds);
   void Observe(double value);
+  // Replaces the state with counts taken elsewhere (cumulative, one per upper bound).
+  void Set(std::vector<uint64_t> cumulative_counts, uint64_t count, double sum);
   const std::vector<double>& upper_bounds() const { return upper_bounds_; }
   // counts()[i]: observations <= upper_bounds()[i] (cumulative); the +Inf bucket is count().
   const std::vector<uint64_t>& counts() const { return counts_; }

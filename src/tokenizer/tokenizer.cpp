@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/merge_encoders.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -106,11 +107,11 @@ Tokenizer Tokenizer::FromGguf(const gguf::GgufFile& file) {
     return Tokenizer(Vocab::FromGguf(file));
   } catch (const Error& e) {
     const std::string message = e.what();
-    // Vocab errors already name the file; piece errors do not.
-    if (message.starts_with(file.path())) {
-      throw;
-    }
-    throw Error(fmt::format("{}: {}", file.path(), message));
+    // Vocab errors already name the file; piece errors do not. Both quote token texts from the
+    // file: nothing in them may reach a terminal raw.
+    throw Error(EscapeBytes(
+        message.starts_with(file.path()) ? message : fmt::format("{}: {}", file.path(), message),
+        kMaxMessageBytes));
   }
 }
 

@@ -142,16 +142,32 @@ class FakeBackend : public InferenceBackend {
     stats.requests_finished = finished_;
     stats.prefix_cache_queries = queries_;
     stats.prefix_cache_hits = hits_;
+    stats.prompt_tokens_cached = Sources(hits_);
+    KvTierStats disk;
+    disk.name = "disk";
+    disk.blocks = 3;
+    disk.bytes = 3000;
+    disk.corrupt_blocks = 1;
+    stats.tiers.push_back(disk);
+    stats.tier_load_bounds = {0.01, 0.1};
+    stats.tier_load_buckets = {2, 1, 1};
+    stats.tier_load_seconds_sum = 0.5;
     return stats;
   }
 
   std::vector<TaskPromptInfo> TaskPrompts() const override { return {{"1", 8, 1}}; }
 
-  size_t ClearCache() override {
+  size_t ClearCache(const std::vector<std::string>& tiers) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    cleared_tiers_ = tiers;
     size_t cleared = history_.size();
     history_.clear();
     return cleared;
+  }
+
+  std::vector<std::string> cleared_tiers() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cleared_tiers_;
   }
 
   size_t active() const {
@@ -192,6 +208,14 @@ class FakeBackend : public InferenceBackend {
     std::chrono::steady_clock::time_point start;
   };
 
+  // The fake's reuse by source: the first block's worth from memory, the rest from "disk".
+  static CacheSources Sources(size_t cached) {
+    CacheSources sources;
+    sources.memory = std::min<size_t>(cached, 16);
+    sources.disk = cached - sources.memory;
+    return sources;
+  }
+
   // Caller holds mutex_.
   size_t CachedPrefix(const std::vector<int32_t>& prompt) {
     size_t best = 0;
@@ -220,7 +244,7 @@ class FakeBackend : public InferenceBackend {
           int32_t token = 'a' + 3 + static_cast<int32_t>(active.generated.size() % 26);
           active.generated.push_back(token);
           TokenEvent event{active.id, token, std::string(1, static_cast<char>(token - 3)),
-                           active.prompt.size(), active.cached};
+                           active.prompt.size(), active.cached, Sources(active.cached)};
           active.text += event.text;
           if (active.generated.size() == 1) {
             active.ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -236,6 +260,7 @@ class FakeBackend : public InferenceBackend {
         output.token_ids = active.generated;
         output.prompt_tokens = active.prompt.size();
         output.cached_tokens = active.cached;
+        output.cache_sources = Sources(active.cached);
         output.finish_reason = active.cancelled ? FinishReason::kCancelled : FinishReason::kLength;
         output.ttft_seconds = active.ttft;
         output.total_seconds =
@@ -267,6 +292,7 @@ class FakeBackend : public InferenceBackend {
   std::condition_variable wake_;
   std::list<Active> active_;
   std::vector<std::vector<int32_t>> history_;
+  std::vector<std::string> cleared_tiers_;
   uint64_t next_id_ = 1;
   uint64_t cancelled_ = 0;
   uint64_t finished_ = 0;

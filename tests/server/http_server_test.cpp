@@ -101,6 +101,53 @@ TEST_F(HttpServerTest, ChatCompletion) {
   auto again = PostJson(port_, "/v1/chat/completions", ChatBody("hello", {{"max_tokens", 5}}));
   EXPECT_EQ(again.json["usage"]["prompt_tokens_details"]["cached_tokens"], prompt_tokens - 1);
   EXPECT_EQ(again.json["reuse_len"], prompt_tokens - 1);
+  // ... and where it came from (the fake: one block from memory, the rest from disk).
+  EXPECT_EQ(again.json["usage"]["cache_sources"]["memory"], 16);
+  EXPECT_EQ(again.json["usage"]["cache_sources"]["disk"], prompt_tokens - 1 - 16);
+  EXPECT_EQ(again.json["usage"]["cache_sources"]["remote"], 0);
+  EXPECT_EQ(body["usage"]["cache_sources"]["memory"], 0);
+}
+
+TEST_F(HttpServerTest, StreamedUsageCarriesCacheSources) {
+  Start();
+  PostJson(port_, "/v1/completions", {{"prompt", std::string(40, 'q')}, {"max_tokens", 2}});
+  auto events = PostSse(port_, "/v1/completions",
+                        {{"prompt", std::string(40, 'q')},
+                         {"max_tokens", 2},
+                         {"stream", true},
+                         {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(events.status, 200);
+  ASSERT_GE(events.events.size(), 2u);
+  json usage = json::parse(events.events[events.events.size() - 2])["usage"];
+  const size_t cached = usage["prompt_tokens"].get<size_t>() - 1;
+  EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], cached);
+  EXPECT_EQ(usage["cache_sources"]["memory"], 16);
+  EXPECT_EQ(usage["cache_sources"]["disk"], cached - 16);
+  EXPECT_EQ(usage["cache_sources"]["remote"], 0);
+}
+
+TEST_F(HttpServerTest, CacheClearTakesTiersAndRefusesOthers) {
+  Start();
+  auto memory = PostJson(port_, "/v1/cache/clear", json::object());
+  ASSERT_EQ(memory.status, 200);
+  EXPECT_EQ(backend_->cleared_tiers(), std::vector<std::string>{"memory"});
+  auto both = PostJson(port_, "/v1/cache/clear", {{"tiers", {"memory", "disk"}}});
+  ASSERT_EQ(both.status, 200);
+  EXPECT_EQ(backend_->cleared_tiers(), (std::vector<std::string>{"memory", "disk"}));
+  EXPECT_EQ(both.json["tiers"], json({"memory", "disk"}));
+  for (const json& bad :
+       {json{{"tiers", {"ssd"}}}, json{{"tiers", "disk"}}, json{{"tiers", json::array()}},
+        json{{"tier", {"disk"}}}, json{{"tiers", {1}}}}) {
+    auto refused = PostJson(port_, "/v1/cache/clear", bad);
+    EXPECT_EQ(refused.status, 400) << bad.dump();
+    EXPECT_TRUE(refused.json["error"]["message"].is_string()) << bad.dump();
+  }
+  EXPECT_EQ(backend_->cleared_tiers(), (std::vector<std::string>{"memory", "disk"}));
+  auto stats = Get(port_, "/v1/cache/stats");
+  ASSERT_EQ(stats.status, 200);
+  EXPECT_EQ(stats.json["tiers"][0]["name"], "disk");
+  EXPECT_EQ(stats.json["tiers"][0]["corrupt_blocks"], 1);
+  EXPECT_TRUE(stats.json["cache_sources"]["disk"].is_number());
 }
 
 TEST_F(HttpServerTest, ChatWithoutModelNameAndDefaultMaxTokensToContextEnd) {
@@ -377,6 +424,14 @@ TEST_F(HttpServerTest, MetricsAfterRequests) {
   auto metrics = Get(port_, "/metrics");
   ASSERT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.content_type.find("text/plain"), std::string::npos);
+  for (const char* line :
+       {"reprise:prompt_tokens_by_source_total{model_name=\"tiny\",source=\"compute\"}",
+        "reprise:kv_tier_blocks{model_name=\"tiny\",tier=\"disk\"} 3",
+        "reprise:kv_tier_corrupt_blocks_total{model_name=\"tiny\",tier=\"disk\"} 1",
+        "reprise:kv_tier_load_seconds_bucket{model_name=\"tiny\",le=\"0.1\"} 3",
+        "reprise:kv_tier_load_seconds_count{model_name=\"tiny\"} 4"}) {
+    EXPECT_NE(metrics.body.find(line), std::string::npos) << line;
+  }
   EXPECT_NE(metrics.body.find(
                 "reprise:request_success_total{model_name=\"tiny\",finished_reason=\"length\"} 1"),
             std::string::npos)
