@@ -36,12 +36,6 @@ std::vector<int32_t> TokenizePrompt(const Tokenizer& tokenizer, const std::strin
                             : tokenizer.Encode(text, false, true);
 }
 
-kernels::KvType ParseKvType(const std::string& name) {
-  if (name == "f16") return kernels::KvType::kF16;
-  if (name == "f32") return kernels::KvType::kF32;
-  throw Error(fmt::format("unknown KV cache type '{}' (f16 or f32)", name));
-}
-
 Digest KvRootFingerprint(const Digest& weights_fingerprint, kernels::KvType kv_type,
                          int block_size) {
   Sha256 fingerprint;

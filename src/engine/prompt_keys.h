@@ -24,9 +24,6 @@ std::string RenderChat(const Tokenizer& tokenizer, const std::vector<Engine::Cha
 std::vector<int32_t> TokenizePrompt(const Tokenizer& tokenizer, const std::string& text,
                                     bool add_special_tokens);
 
-// "f16" or "f32"; Error for others.
-kernels::KvType ParseKvType(const std::string& name);
-
 // The cache's root fingerprint: the model file's weights fingerprint, the KV type and the block
 // size. Blocks of another model or KV setting can never match.
 Digest KvRootFingerprint(const Digest& weights_fingerprint, kernels::KvType kv_type,

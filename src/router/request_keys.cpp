@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "engine/prompt_keys.h"
 #include "kvcache/block_key.h"
+#include "model/kv_layout.h"
 #include "model/model.h"
 #include "server/api_error.h"
 
