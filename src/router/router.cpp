@@ -139,6 +139,35 @@ void Router::RegisterRoutes() {
   http_->Get("/v1/tasks", pass);
   http_->Post("/tokenize", pass);
   http_->Post("/detokenize", pass);
+  // Clears every replica (and what the router believes they hold); answers the summed counts.
+  http_->Post("/v1/cache/clear", [this](const Request& request, Response& response) {
+    Guard(response, [&] {
+      size_t cleared = 0;
+      int answered = 0;
+      for (size_t i = 0; i < replicas_.size(); ++i) {
+        const Replica& replica = replicas_.at(i);
+        if (!replica.healthy) continue;
+        httplib::Client client(replica.address.host, replica.address.port);
+        client.set_connection_timeout(1, 0);
+        client.set_read_timeout(30, 0);
+        httplib::Headers headers;
+        if (request.has_header("Authorization")) {
+          headers.emplace("Authorization", request.get_header_value("Authorization"));
+        }
+        auto result = client.Post("/v1/cache/clear", headers,
+                                  request.body.empty() ? "{}" : request.body, "application/json");
+        if (!result || result->status != 200) continue;
+        nlohmann::json body = nlohmann::json::parse(result->body, nullptr, false);
+        if (body.is_object()) cleared += body.value("cleared_blocks", size_t{0});
+        ++answered;
+        directory_.ClearReplica(static_cast<int>(i));
+      }
+      if (answered == 0) {
+        throw ApiError::Unavailable("no replica is available to answer", "no_replica");
+      }
+      SetJson(response, {{"cleared_blocks", cleared}, {"replicas", answered}});
+    });
+  });
   http_->Get("/health", [this](const Request&, Response& response) {
     nlohmann::json list = nlohmann::json::array();
     size_t healthy = 0;
@@ -184,6 +213,10 @@ bool Router::Choose(const RequestKeys& keys, const std::vector<bool>& excluded, 
   size_t pick = ChooseCandidate(options_.policy, candidates, keys.prompt_tokens,
                                 options_.policy_config, turn_.fetch_add(1));
   choice.replica = static_cast<size_t>(candidates[pick].replica);
+  spdlog::debug("route: {} prompt tokens -> {} (expects {} cached, load {}, holds {} blocks)",
+                keys.prompt_tokens, replicas_.at(choice.replica).address.url,
+                candidates[pick].cached_tokens, candidates[pick].load,
+                candidates[pick].held_blocks);
   choice.cached_tokens = candidates[pick].cached_tokens;
   return true;
 }
