@@ -23,6 +23,7 @@ int Main(int argc, char** argv) {
   CommandAction run;
   RegisterDemoCommand(app, run);
   RegisterServeCommand(app, run);
+  RegisterRouteCommand(app, run);
   RegisterGenerateCommand(app, run);
   RegisterTokenizeCommand(app, run);
   RegisterTemplateCommand(app, run);

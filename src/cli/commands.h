@@ -1,4 +1,4 @@
-// The `reprise` command line: demo, serve, generate, bench, tokenize, template, make-model.
+// The `reprise` command line: demo, serve, route, generate, bench, tokenize, template, make-model.
 #pragma once
 
 #include <functional>
@@ -23,5 +23,6 @@ void RegisterMakeModelCommand(CLI::App& app, CommandAction& run);
 void RegisterServeCommand(CLI::App& app, CommandAction& run);
 void RegisterBenchCommand(CLI::App& app, CommandAction& run);
 void RegisterDemoCommand(CLI::App& app, CommandAction& run);
+void RegisterRouteCommand(CLI::App& app, CommandAction& run);
 
 }  // namespace reprise::cli

@@ -161,6 +161,21 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_option_function<std::string>(
       "--kv-disk-size", [flags](const std::string& v) { flags->kv_disk_size = v; },
       "Size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
+  command->add_option_function<std::string>(
+      "--kv-redis-url", [flags](const std::string& v) { flags->kv_redis_url = v; },
+      "Share KV blocks with other replicas through Redis or a Redis Cluster, "
+      "redis://HOST:PORT[/DB] (password: REDIS_PASSWORD or --kv-redis-password-file)");
+  command->add_option_function<std::string>(
+      "--kv-redis-password-file",
+      [flags](const std::string& v) { flags->kv_redis_password_file = v; },
+      "File whose first line is the Redis password");
+  command->add_option_function<std::string>(
+      "--kv-redis-ttl", [flags](const std::string& v) { flags->kv_redis_ttl = v; },
+      "How long a block stays in Redis, e.g. 24h (default), 90m, 3600");
+  command->add_option_function<std::string>(
+      "--kv-redis-size", [flags](const std::string& v) { flags->kv_redis_size = v; },
+      "Bound on the bytes this replica keeps in Redis, e.g. 8GiB (default: none; Redis's "
+      "maxmemory and the TTL bound the rest)");
   command
       ->add_option_function<std::string>(
           "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },

@@ -5,16 +5,20 @@
 
 #include "core/error.h"
 #include "engine/engine_impl.h"
-#include "tokenizer/chat_template.h"
+#include "engine/prompt_keys.h"
 
 namespace reprise {
 
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kLength: return "length";
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "error";
 }

@@ -12,11 +12,13 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/prompt_keys.h"
 #include "core/text.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
 #include "sampling/logprobs.h"
 #include "tiers/disk_tier.h"
+#include "tiers/redis_tier.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
@@ -118,7 +120,8 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
     // No more than every running request at full context could use, plus as much again as
     // cache for later requests.
     size_t blocks_per_context = static_cast<size_t>(max_context_ + block_size - 1) / block_size + 1;
-    size_t useful = 2 * static_cast<size_t>(config_.max_running_requests) * blocks_per_context * block_bytes_;
+    size_t useful =
+        2 * static_cast<size_t>(config_.max_running_requests) * blocks_per_context * block_bytes_;
     budget = std::min(DefaultKvBudget(), useful);
   }
   num_blocks_ = static_cast<int64_t>(budget / block_bytes_);
@@ -128,18 +131,13 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   }
 
   // The root of every block key: blocks of another model or KV setting can never match.
-  Sha256 fingerprint;
-  fingerprint.Update("reprise-kv-v1");
-  Digest weights = model_->WeightsFingerprint();
-  fingerprint.Update(weights.data(), weights.size());
-  fingerprint.UpdateValue(static_cast<uint32_t>(paged_kv_.type));
-  fingerprint.UpdateValue(static_cast<uint32_t>(block_size));
 
   PrefixCacheConfig cache_config;
   cache_config.num_blocks = num_blocks_;
   cache_config.block_size = block_size;
   cache_config.block_bytes = block_bytes_;
-  cache_config.root_fingerprint = fingerprint.Finish();
+  cache_config.root_fingerprint =
+      KvRootFingerprint(model_->WeightsFingerprint(), paged_kv_.type, block_size);
   cache_config.enable_reuse = config_.enable_prefix_caching;
   cache_config.protected_share = *protected_share;
   cache_ = std::make_unique<PrefixCache>(cache_config);
@@ -154,19 +152,20 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
   OpenTiers(model_config);
 
-  size_t max_logit_rows = static_cast<size_t>(
-      std::min(config_.max_batch_tokens, config_.max_running_requests));
+  size_t max_logit_rows =
+      static_cast<size_t>(std::min(config_.max_batch_tokens, config_.max_running_requests));
   logits_.Resize(max_logit_rows * static_cast<size_t>(model_config.vocab_size));
   model_->Reserve(static_cast<size_t>(config_.max_batch_tokens), max_logit_rows);
 
   spdlog::info("model {} ({}): {} layers, {} heads ({} KV), vocab {}, context {}",
                model_config.name, model_config.architecture, model_config.n_layer,
                model_config.n_head, model_config.n_kv_head, model_config.vocab_size, max_context_);
-  spdlog::info("reuse_cache: {}, block_size: {}, kv_cache: {} blocks of {} bytes ({:.1f} MiB, {}), "
-               "max_batch_tokens: {}, threads: {}",
-               config_.enable_prefix_caching, block_size, num_blocks_, block_bytes_,
-               static_cast<double>(num_blocks_) * static_cast<double>(block_bytes_) / (1 << 20),
-               config_.kv_type, config_.max_batch_tokens, pool_->num_threads());
+  spdlog::info(
+      "reuse_cache: {}, block_size: {}, kv_cache: {} blocks of {} bytes ({:.1f} MiB, {}), "
+      "max_batch_tokens: {}, threads: {}",
+      config_.enable_prefix_caching, block_size, num_blocks_, block_bytes_,
+      static_cast<double>(num_blocks_) * static_cast<double>(block_bytes_) / (1 << 20),
+      config_.kv_type, config_.max_batch_tokens, pool_->num_threads());
 
   if (!config_.task_prompts_json.empty()) ComputeTaskPrompts(config_.task_prompts_json);
   PublishStats();
@@ -174,9 +173,9 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
 }
 
 void EngineImpl::OpenTiers(const ModelConfig& model_config) {
-  if (config_.kv_disk_path.empty()) return;
+  if (config_.kv_disk_path.empty() && config_.kv_redis_url.empty()) return;
   if (!config_.enable_prefix_caching) {
-    throw Error("a disk tier (--kv-disk-path) needs prefix caching; it is off");
+    throw Error("KV tiers (--kv-disk-path, --kv-redis-url) need prefix caching; it is off");
   }
   TierIdentity identity;
   identity.root_fingerprint = cache_->root_fingerprint();
@@ -191,9 +190,21 @@ void EngineImpl::OpenTiers(const ModelConfig& model_config) {
   identity.layout_digest = layout.Finish();
   identity.block_size = static_cast<uint32_t>(config_.block_size);
   identity.block_bytes = block_bytes_;
-  std::vector<std::unique_ptr<KvTier>> tiers;
-  tiers.push_back(std::make_unique<DiskTier>(
-      identity, DiskTierConfig{config_.kv_disk_path, config_.kv_disk_size_bytes, false}));
+  std::vector<std::unique_ptr<KvTier>> tiers;  // nearest first
+  if (!config_.kv_disk_path.empty()) {
+    tiers.push_back(std::make_unique<DiskTier>(
+        identity, DiskTierConfig{config_.kv_disk_path, config_.kv_disk_size_bytes, false}));
+  }
+  if (!config_.kv_redis_url.empty()) {
+    redis::RedisEndpoint endpoint = redis::ParseRedisUrl(config_.kv_redis_url);
+    redis::ResolvePassword(endpoint, config_.kv_redis_password_file);
+    RedisTierConfig redis_config;
+    redis_config.ttl = std::chrono::seconds(config_.kv_redis_ttl_seconds);
+    redis_config.capacity_bytes = config_.kv_redis_size_bytes;
+    spdlog::info("remote KV tier: Redis at {}", endpoint.Describe());
+    tiers.push_back(std::make_unique<RedisTier>(
+        identity, redis_config, std::make_shared<redis::RedisClient>(std::move(endpoint))));
+  }
   tier_link_ = std::make_unique<TierLink>(std::make_unique<TierSet>(identity, std::move(tiers)),
                                           *cache_, config_.kv_write_through_priority);
   tier_link_->tiers().SetWakeup([this] {
@@ -341,9 +352,10 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
     }
   }
   if (static_cast<int64_t>(tokens.size()) >= max_context_) {
-    throw Error(fmt::format("the prompt has {} tokens, but the context holds {} (prompt plus at "
-                            "least one generated token)",
-                            tokens.size(), max_context_));
+    throw Error(
+        fmt::format("the prompt has {} tokens, but the context holds {} (prompt plus at "
+                    "least one generated token)",
+                    tokens.size(), max_context_));
   }
   const auto block_size = static_cast<size_t>(config_.block_size);
   if (static_cast<int64_t>(tokens.size() / block_size + 1) > num_blocks_) {
@@ -566,7 +578,8 @@ void EngineImpl::Forward(const StepPlan& plan) {
   ++steps_;
   TimeInto(scheduling_seconds_, [&] { scheduler_->Complete(plan); });
   for (const StepEntry& entry : plan.entries) {
-    if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
+    if (!entry.sequence->first_token_seen)
+      entry.sequence->prefill_compute_seconds += forward_seconds;
   }
 }
 

@@ -1,7 +1,6 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,24 +14,13 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/http_common.h"
 #include "server/json_fields.h"
 #include "server/parsed_request.h"
 #include "server/sse.h"
 
 namespace reprise::server {
 namespace {
-
-// httplib 0.11 listens with a backlog of 5: a burst of clients connecting at once overflows it
-// and some connections die. Listening again on the bound socket widens the queue (Linux).
-class WideBacklogServer : public httplib::Server {
- public:
-  void WidenBacklog(int backlog) {
-    socket_t sock = svr_sock_;
-    if (sock != INVALID_SOCKET && ::listen(sock, backlog) != 0) {
-      spdlog::warn("could not widen the listen backlog to {}", backlog);
-    }
-  }
-};
 
 void SetJson(httplib::Response& response, const nlohmann::json& body, int status = 200) {
   response.status = status;
@@ -41,24 +29,6 @@ void SetJson(httplib::Response& response, const nlohmann::json& body, int status
 
 void SetError(httplib::Response& response, const ApiError& error) {
   SetJson(response, error.ToJson(), error.status());
-}
-
-// The body for an error status that httplib produced itself (no route, body too large, ...).
-ApiError DefaultError(const httplib::Request& request, int status, size_t max_body_bytes) {
-  switch (status) {
-    case 404:
-      return ApiError(404, fmt::format("Invalid URL ({} {})", request.method, request.path),
-                      "invalid_request_error", "not_found");
-    case 413:
-      return ApiError(413, fmt::format("the request body is larger than the limit of {} bytes",
-                                       max_body_bytes),
-                      "invalid_request_error", "request_too_large");
-    case 400:
-      return ApiError::BadRequest("malformed HTTP request");
-    default:
-      return ApiError(status, fmt::format("HTTP error {}", status),
-                      status >= 500 ? "internal_server_error" : "invalid_request_error");
-  }
 }
 
 int64_t UnixSeconds() {
@@ -70,16 +40,18 @@ int64_t UnixSeconds() {
 void CheckModel(const JsonFields& fields, const std::string& served_name) {
   std::optional<std::string> model = fields.String("model");
   if (model && !model->empty() && *model != served_name) {
-    throw ApiError::NotFound(fmt::format("The model '{}' does not exist; this server serves '{}'",
-                                         *model, served_name),
-                             "model_not_found");
+    throw ApiError::NotFound(
+        fmt::format("The model '{}' does not exist; this server serves '{}'", *model, served_name),
+        "model_not_found");
   }
 }
 
 }  // namespace
 
 HttpServer::HttpServer(HttpServerOptions options)
-    : state_(std::move(options)), completions_(state_), http_(std::make_unique<WideBacklogServer>()) {
+    : state_(std::move(options)),
+      completions_(state_),
+      http_(std::make_unique<WideBacklogServer>()) {
   const HttpServerOptions& opts = state_.options();
   size_t threads = static_cast<size_t>(opts.http_threads < 2 ? 2 : opts.http_threads);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -212,10 +184,11 @@ void HttpServer::RegisterRoutes() {
   // Called for every answer with status >= 400: counts it, and gives httplib's own errors
   // (no route, body too large) an OpenAI-style body.
   httplib::Server::HandlerWithResponse on_error = [this](const Request& request,
-                                                          Response& response) {
+                                                         Response& response) {
     state_.metrics().RecordError(response.status);
     if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    SetError(response, DefaultError(request, response.status, state_.options().max_body_bytes));
+    SetError(response, DefaultError(request.method, request.path, response.status,
+                                    state_.options().max_body_bytes));
     return httplib::Server::HandlerResponse::Handled;
   };
   http_->set_error_handler(std::move(on_error));
@@ -246,12 +219,12 @@ void HttpServer::RegisterRoutes() {
   http_->Get(R"(/v1/models/(.+))",
              route([this](const Request& q, Response& r) { HandleModel(q.matches[1].str(), r); }));
   http_->Get("/metrics", route([this](const Request&, Response& r) { HandleMetrics(r); }));
-  http_->Post("/tokenize",
-              route([this](const Request& q, Response& r) { HandleTokenize(q, r); }));
+  http_->Post("/tokenize", route([this](const Request& q, Response& r) { HandleTokenize(q, r); }));
   http_->Post("/detokenize",
               route([this](const Request& q, Response& r) { HandleDetokenize(q, r); }));
   http_->Get("/v1/tasks", route([this](const Request&, Response& r) { HandleTasks(r); }));
-  http_->Get("/v1/cache/stats", route([this](const Request&, Response& r) { HandleCacheStats(r); }));
+  http_->Get("/v1/cache/stats",
+             route([this](const Request&, Response& r) { HandleCacheStats(r); }));
   http_->Post("/v1/cache/clear",
               route([this](const Request& q, Response& r) { HandleCacheClear(q, r); }));
 }

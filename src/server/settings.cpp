@@ -32,6 +32,42 @@ int64_t ParseIntText(const std::string& text, const std::string& source, int64_t
   return value;
 }
 
+// "90", "90s", "15m", "24h", "7d" -> seconds; Error naming `flag` otherwise.
+int64_t ParseDurationSeconds(const std::string& text, const std::string& flag) {
+  if (text.empty()) throw Error(fmt::format("{} must not be empty", flag));
+  int64_t unit = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 's':
+      unit = 1;
+      number.pop_back();
+      break;
+    case 'm':
+      unit = 60;
+      number.pop_back();
+      break;
+    case 'h':
+      unit = 3600;
+      number.pop_back();
+      break;
+    case 'd':
+      unit = 86400;
+      number.pop_back();
+      break;
+    default:
+      break;
+  }
+  int64_t value = ParseIntText(number, flag, 1, int64_t{1} << 40);
+  return value * unit;
+}
+
+// A Redis URL without its password, for the log.
+std::string RedactUrl(const std::string& url) {
+  size_t at = url.rfind('@');
+  if (at == std::string::npos) return url;
+  return "redis://***@" + url.substr(at + 1);
+}
+
 void CheckBlockSize(int block_size, const std::string& source) {
   if (block_size < 1 || block_size > 256 || (block_size & (block_size - 1)) != 0) {
     throw Error(
@@ -204,6 +240,30 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
     settings.kv_disk_size_bytes = ParseByteSize(*flags.kv_disk_size);
     if (settings.kv_disk_size_bytes == 0) throw Error("--kv-disk-size must not be zero");
   }
+  if (flags.kv_redis_url) {
+    if (flags.kv_redis_url->rfind("redis://", 0) != 0) {
+      throw Error("--kv-redis-url must look like redis://HOST:PORT[/DB]");
+    }
+    settings.kv_redis_url = *flags.kv_redis_url;
+    if (!settings.enable_prefix_caching)
+      throw Error("--kv-redis-url needs prefix caching, which is off");
+  }
+  auto needs_url = [&](const char* flag) {
+    if (!flags.kv_redis_url) throw Error(fmt::format("{} needs --kv-redis-url", flag));
+  };
+  if (flags.kv_redis_password_file) {
+    needs_url("--kv-redis-password-file");
+    settings.kv_redis_password_file = *flags.kv_redis_password_file;
+  }
+  if (flags.kv_redis_ttl) {
+    needs_url("--kv-redis-ttl");
+    settings.kv_redis_ttl_seconds = ParseDurationSeconds(*flags.kv_redis_ttl, "--kv-redis-ttl");
+  }
+  if (flags.kv_redis_size) {
+    needs_url("--kv-redis-size");
+    settings.kv_redis_size_bytes = ParseByteSize(*flags.kv_redis_size);
+    if (settings.kv_redis_size_bytes == 0) throw Error("--kv-redis-size must not be zero");
+  }
   if (settings.kv_disk_path.size() > 0 && !settings.enable_prefix_caching) {
     throw Error("--kv-disk-path needs prefix caching, which is off");
   }
@@ -288,7 +348,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
   }
   return fmt::format(
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
-      "kv_cache_memory: {}, kv_disk: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
+      "kv_cache_memory: {}, kv_disk: {}, kv_redis: {}, kv_type: {}, max_batch_tokens: {}, "
+      "max_running_requests: {}, "
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
       "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
       "api_key: {}, allowed_origins: {}",
@@ -299,8 +360,16 @@ std::string DescribeSettings(const ServerSettings& settings) {
       settings.kv_disk_path.empty()
           ? std::string("none")
           : fmt::format("{} ({})", settings.kv_disk_path,
-                        settings.kv_disk_size_bytes == 0 ? std::string("no cap")
-                                                         : FormatByteSize(settings.kv_disk_size_bytes)),
+                        settings.kv_disk_size_bytes == 0
+                            ? std::string("no cap")
+                            : FormatByteSize(settings.kv_disk_size_bytes)),
+      settings.kv_redis_url.empty()
+          ? std::string("none")
+          : fmt::format("{} (ttl {} s, {})", RedactUrl(settings.kv_redis_url),
+                        settings.kv_redis_ttl_seconds,
+                        settings.kv_redis_size_bytes == 0
+                            ? std::string("no bound")
+                            : FormatByteSize(settings.kv_redis_size_bytes)),
       settings.kv_type, settings.max_batch_tokens, settings.max_running_requests,
       settings.schedule_policy, settings.eviction_policy,
       settings.threads == 0 ? std::string("all cores") : std::to_string(settings.threads),
@@ -322,6 +391,10 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.kv_type = settings.kv_type;
   config.kv_disk_path = settings.kv_disk_path;
   config.kv_disk_size_bytes = settings.kv_disk_size_bytes;
+  config.kv_redis_url = settings.kv_redis_url;
+  config.kv_redis_password_file = settings.kv_redis_password_file;
+  config.kv_redis_ttl_seconds = settings.kv_redis_ttl_seconds;
+  config.kv_redis_size_bytes = settings.kv_redis_size_bytes;
   config.max_batch_tokens = settings.max_batch_tokens;
   config.max_running_requests = settings.max_running_requests;
   config.schedule_policy = settings.schedule_policy;

@@ -27,6 +27,10 @@ struct ServeFlags {
   std::optional<std::string> kv_type;
   std::optional<std::string> kv_disk_path;
   std::optional<std::string> kv_disk_size;  // "20GiB"
+  std::optional<std::string> kv_redis_url;
+  std::optional<std::string> kv_redis_password_file;
+  std::optional<std::string> kv_redis_ttl;   // "24h", "90m", "3600" (seconds)
+  std::optional<std::string> kv_redis_size;  // "8GiB"
   std::optional<int> max_batch_tokens;
   std::optional<int> max_running_requests;
   std::optional<std::string> schedule_policy;
@@ -54,6 +58,10 @@ struct ServerSettings {
   std::string kv_type = "f16";
   std::string kv_disk_path;            // empty: no disk tier
   size_t kv_disk_size_bytes = 0;       // 0: no cap
+  std::string kv_redis_url;            // empty: no shared tier
+  std::string kv_redis_password_file;
+  int64_t kv_redis_ttl_seconds = 24 * 3600;
+  size_t kv_redis_size_bytes = 0;  // 0: no bound
   int max_batch_tokens = 512;
   int max_running_requests = 64;
   std::string schedule_policy = "cache-aware";     // or "lpm" (the same), "fcfs"
