@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -53,6 +55,8 @@ int RunServe(const server::ServeFlags& flags) {
   options.chat_template = settings.chat_template;
   options.max_body_bytes = settings.max_body_bytes;
   options.http_threads = settings.http_threads;
+  options.max_connections = settings.max_connections;
+  options.max_connections_per_client = settings.max_connections_per_client;
   server::HttpServer http(options);
   int port = http.Bind();
   http.Start();
@@ -93,7 +97,20 @@ int RunServe(const server::ServeFlags& flags) {
 
   while (!WaitForStopSignal(stop_signals, 1000)) {
   }
-  spdlog::info("stopping");
+  // Drain: refuse new requests, let running ones finish; a second signal cuts it short.
+  spdlog::info("stopping: refusing new requests, waiting up to {} s for running ones",
+               settings.shutdown_timeout_seconds);
+  auto drain_end =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(settings.shutdown_timeout_seconds * 1000));
+  bool drained = false;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        drain_end - std::chrono::steady_clock::now());
+    drained = http.Drain(std::min(left, std::chrono::milliseconds(200)));
+    if (drained || left.count() <= 0 || WaitForStopSignal(stop_signals, 0)) break;
+  }
+  if (!drained) spdlog::warn("cancelling the requests still running");
   http.Stop();
   return 0;
 }
@@ -161,13 +178,26 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "MULTI_TASK_PROMPT, or the JSON itself in MULTI_TASK_PROMPT_STR)");
   command->add_option_function<int64_t>(
       "--max-queued-requests", [flags](const int64_t& v) { flags->max_queued_requests = v; },
-      "Requests waiting beyond this are refused with 503 (default 1024)");
+      "Requests admitted and not finished (running plus waiting) beyond this are refused with "
+      "503 and Retry-After (default 1024)");
   command->add_option_function<std::string>(
       "--max-body-size", [flags](const std::string& v) { flags->max_body_size = v; },
       "Largest request body accepted, e.g. 16MiB (default); larger ones get 413");
   command->add_option_function<int>(
       "--http-threads", [flags](const int& v) { flags->http_threads = v; },
-      "HTTP worker threads, i.e. concurrent connections served (default 64)");
+      "HTTP worker threads started up front; more start on demand up to --max-connections "
+      "(default 64)");
+  command->add_option_function<int64_t>(
+      "--max-connections", [flags](const int64_t& v) { flags->max_connections = v; },
+      "Open HTTP connections in all; more are answered 503 (default 1024)");
+  command->add_option_function<int64_t>(
+      "--max-connections-per-client",
+      [flags](const int64_t& v) { flags->max_connections_per_client = v; },
+      "Open HTTP connections from one client address; more are answered 503 (default 128)");
+  command->add_option_function<double>(
+      "--shutdown-timeout", [flags](const double& v) { flags->shutdown_timeout = v; },
+      "On SIGTERM or SIGINT, seconds that running requests may take to finish before they are "
+      "cancelled; new ones are refused meanwhile (default 30)");
   command->callback([&run, flags] {
     run = [flags]() -> int { return RunServe(*flags); };
   });

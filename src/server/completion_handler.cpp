@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/completion_job.h"
+#include "server/http_connection.h"
 #include "server/response_builder.h"
 #include "server/sse.h"
 
@@ -180,6 +181,18 @@ void RecordFinish(ServerMetrics& metrics, const CompletionJob& job, size_t index
   }
 }
 
+// Nobody reads it; the status is nginx's for a request its client abandoned.
+ApiError ClientClosedError() {
+  return ApiError(499, "the client closed the connection", "invalid_request_error",
+                  "client_closed_request");
+}
+
+// True when the client of the request this thread answers has closed its connection.
+bool ClientGone() {
+  ConnectionContext* connection = CurrentConnection();
+  return connection != nullptr && connection->stream->PeerGone();
+}
+
 // State of one streamed answer, owned by httplib's content provider.
 struct StreamState {
   std::unique_ptr<CompletionJob> job;
@@ -234,6 +247,7 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
       return false;
     }
   }
+  if (!job.AllFinished() && ClientGone()) return false;
   if (job.AllFinished()) {
     LogFinished(stream.builder.id(), job);
     if (stream.kind != ApiKind::kRtpGenerate) {
@@ -289,6 +303,8 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
   }
   std::vector<PreparedPrompt> prompts =
       PreparePrompts(parsed, *ready, state_.options().chat_template);
+  // A client that left while its request was read gets nothing computed.
+  if (ClientGone()) throw ClientClosedError();
 
   auto job = std::make_unique<CompletionJob>(ready->backend,
                                              prompts.size() * static_cast<size_t>(parsed.n),
@@ -331,6 +347,10 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
     if (!job->AllFinished() && state_.stopping()) {
       job->CancelUnfinished();
       throw ApiError::Unavailable("the server is shutting down", "shutting_down");
+    }
+    if (!job->AllFinished() && ClientGone()) {
+      job->CancelUnfinished();
+      throw ClientClosedError();
     }
   }
   for (size_t i = 0; i < job->size(); ++i) {

@@ -1,7 +1,6 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <exception>
@@ -13,24 +12,13 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/http_connection.h"
 #include "server/json_fields.h"
 #include "server/parsed_request.h"
 #include "server/sse.h"
 
 namespace reprise::server {
 namespace {
-
-// httplib 0.11 listens with a backlog of 5: a burst of clients connecting at once overflows it
-// and some connections die. Listening again on the bound socket widens the queue (Linux).
-class WideBacklogServer : public httplib::Server {
- public:
-  void WidenBacklog(int backlog) {
-    socket_t sock = svr_sock_;
-    if (sock != INVALID_SOCKET && ::listen(sock, backlog) != 0) {
-      spdlog::warn("could not widen the listen backlog to {}", backlog);
-    }
-  }
-};
 
 void SetJson(httplib::Response& response, const nlohmann::json& body, int status = 200) {
   response.status = status;
@@ -39,6 +27,21 @@ void SetJson(httplib::Response& response, const nlohmann::json& body, int status
 
 void SetError(httplib::Response& response, const ApiError& error) {
   SetJson(response, error.ToJson(), error.status());
+  // Overload and shutdown are temporary: say when to come back.
+  if (error.status() == 503 || error.status() == 429) response.set_header("Retry-After", "1");
+}
+
+// After this answer the connection closes: the request's body (if any) was not read.
+void CloseAfter(httplib::Response& response) {
+  if (ConnectionContext* connection = CurrentConnection()) {
+    connection->close_after_response = true;
+  }
+  if (!response.has_header("Connection")) response.set_header("Connection", "close");
+}
+
+bool ExpectsBody(const httplib::Request& request) {
+  return request.method == "POST" || request.method == "PUT" || request.method == "PATCH" ||
+         request.has_header("Content-Length") || request.has_header("Transfer-Encoding");
 }
 
 // The body for an error status that httplib produced itself (no route, body too large, ...).
@@ -53,6 +56,9 @@ ApiError DefaultError(const httplib::Request& request, int status, size_t max_bo
                       "invalid_request_error", "request_too_large");
     case 400:
       return ApiError::BadRequest("malformed HTTP request");
+    case 411:
+      return ApiError(411, "a request body needs a Content-Length header",
+                      "invalid_request_error", "length_required");
     default:
       return ApiError(status, fmt::format("HTTP error {}", status),
                       status >= 500 ? "internal_server_error" : "invalid_request_error");
@@ -76,15 +82,31 @@ void CheckModel(const JsonFields& fields, const std::string& served_name) {
 
 }  // namespace
 
+namespace {
+
+ConnectionLimits LimitsFor(const HttpServerOptions& options) {
+  ConnectionLimits limits;
+  limits.max_connections = options.max_connections;
+  limits.max_connections_per_client = options.max_connections_per_client;
+  limits.header_timeout = options.read_timeout;
+  limits.body_timeout = options.read_timeout;
+  limits.max_body_bytes = options.max_body_bytes;
+  return limits;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(HttpServerOptions options)
-    : state_(std::move(options)), completions_(state_), http_(std::make_unique<WideBacklogServer>()) {
+    : state_(std::move(options)),
+      completions_(state_),
+      http_(std::make_unique<HardenedHttpServer>(LimitsFor(state_.options()),
+                                                 [this] { return state_.draining(); })) {
   const HttpServerOptions& opts = state_.options();
-  size_t threads = static_cast<size_t>(opts.http_threads < 2 ? 2 : opts.http_threads);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  size_t initial = static_cast<size_t>(opts.http_threads < 2 ? 2 : opts.http_threads);
+  // Room for every admitted connection, plus threads that refuse the ones beyond the bound.
+  size_t most = opts.max_connections + 32;
+  http_->new_task_queue = [initial, most] { return new GrowingThreadPool(initial, most); };
   http_->set_payload_max_length(opts.max_body_bytes);
-  http_->set_keep_alive_timeout(5);
-  http_->set_read_timeout(30, 0);
-  http_->set_write_timeout(10, 0);
   http_->set_tcp_nodelay(true);
   RegisterRoutes();
 }
@@ -103,7 +125,7 @@ int HttpServer::Bind() {
     }
     port_ = opts.port;
   }
-  static_cast<WideBacklogServer&>(*http_).WidenBacklog(1024);
+  http_->WidenBacklog(1024);
   return port_;
 }
 
@@ -117,6 +139,11 @@ void HttpServer::Start() {
 
 void HttpServer::SetBackend(std::shared_ptr<InferenceBackend> backend) {
   state_.SetBackend(std::move(backend));
+}
+
+bool HttpServer::Drain(std::chrono::milliseconds timeout) {
+  state_.SetDraining();
+  return http_->connections().WaitForNoRequests(timeout);
 }
 
 void HttpServer::Stop() {
@@ -157,23 +184,54 @@ void HttpServer::Guard(const httplib::Request& request, httplib::Response& respo
 void HttpServer::RegisterRoutes() {
   using httplib::Request;
   using httplib::Response;
+  // Runs once the header is read, before the body is: refuses what must not be read at all.
   http_->set_pre_routing_handler([this](const Request& request, Response& response) {
+    std::string message;
+    int status = CheckBodyFraming(request, state_.options().max_body_bytes, message);
+    if (status != 0) {
+      const char* code = status == 411   ? "length_required"
+                         : status == 413 ? "request_too_large"
+                                         : "invalid_content_length";
+      SetError(response, ApiError(status, message, "invalid_request_error", code));
+      CloseAfter(response);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (request.path == "/health" || request.path == "/metrics" || Authorized(request)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     SetError(response, ApiError::Unauthorized());
+    if (ExpectsBody(request)) CloseAfter(response);
     return httplib::Server::HandlerResponse::Handled;
   });
   // Called for every answer with status >= 400: counts it, and gives httplib's own errors
   // (no route, body too large) an OpenAI-style body.
   httplib::Server::HandlerWithResponse on_error = [this](const Request& request,
                                                           Response& response) {
+    if (!response.body.empty()) {
+      state_.metrics().RecordError(response.status);
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    // httplib's own answer: the request or its body could not be read to its end.
+    ConnectionContext* connection = CurrentConnection();
+    if (response.status == 400 && connection && connection->stream->body_limit_hit()) {
+      response.status = 413;
+    }
     state_.metrics().RecordError(response.status);
-    if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     SetError(response, DefaultError(request, response.status, state_.options().max_body_bytes));
+    CloseAfter(response);
     return httplib::Server::HandlerResponse::Handled;
   };
   http_->set_error_handler(std::move(on_error));
+  // httplib adds Keep-Alive to every answer it does not close itself; an answer that closes
+  // says so alone.
+  http_->set_post_routing_handler([](const Request&, Response& response) {
+    if (response.get_header_value("Connection") == "close") {
+      response.headers.erase("Keep-Alive");
+      if (ConnectionContext* connection = CurrentConnection()) {
+        connection->close_after_response = true;
+      }
+    }
+  });
   http_->set_exception_handler([](const Request&, Response& response, std::exception_ptr) {
     SetError(response, ApiError::Internal("internal error"));
   });
@@ -210,6 +268,10 @@ void HttpServer::RegisterRoutes() {
 }
 
 void HttpServer::HandleHealth(httplib::Response& response) {
+  if (state_.draining()) {
+    SetJson(response, {{"status", "draining"}}, 503);
+    return;
+  }
   if (!state_.Ready()) {
     SetJson(response, {{"status", "loading"}}, 503);
     return;
@@ -233,7 +295,9 @@ void HttpServer::HandleModels(httplib::Response& response) {
 void HttpServer::HandleMetrics(httplib::Response& response) {
   std::shared_ptr<const ReadyBackend> ready = state_.Ready();
   EngineStats stats = ready ? ready->backend->Stats() : EngineStats{};
-  response.set_content(state_.metrics().Render(stats, state_.options().served_model_name),
+  const ConnectionCounter& connections = http_->connections();
+  HttpCounters http{connections.open(), connections.requests_in_flight(), connections.refused()};
+  response.set_content(state_.metrics().Render(stats, http, state_.options().served_model_name),
                        "text/plain; version=0.0.4; charset=utf-8");
 }
 

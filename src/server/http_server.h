@@ -3,6 +3,7 @@
 // SetBackend).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <thread>
 
@@ -16,6 +17,8 @@ struct Response;
 }  // namespace httplib
 
 namespace reprise::server {
+
+class HardenedHttpServer;
 
 class HttpServer {
  public:
@@ -31,6 +34,9 @@ class HttpServer {
   void Start();
   // Makes the routes serve with `backend`; /health turns 200.
   void SetBackend(std::shared_ptr<InferenceBackend> backend);
+  // Refuses new requests (503 with Retry-After; /health says "draining") and waits up to
+  // `timeout` for the requests being answered to finish; true when they all did. Stop() next.
+  bool Drain(std::chrono::milliseconds timeout);
   // Stops listening, ends streams, cancels waiting requests, joins the thread. Idempotent.
   void Stop();
 
@@ -56,7 +62,7 @@ class HttpServer {
 
   ServerState state_;
   CompletionHandler completions_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HardenedHttpServer> http_;
   std::thread thread_;
   int port_ = -1;
 };

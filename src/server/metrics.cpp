@@ -105,8 +105,17 @@ std::string EscapeLabelValue(const std::string& value) {
   return escaped;
 }
 
-std::string ServerMetrics::Render(const EngineStats& stats, const std::string& model_name) const {
+std::string ServerMetrics::Render(const EngineStats& stats, const HttpCounters& http,
+                                  const std::string& model_name) const {
   Exposition out(model_name);
+  out.Metric("reprise:http_connections_open", "gauge", "HTTP connections open.",
+             http.open_connections);
+  out.Metric("reprise:http_requests_in_flight", "gauge",
+             "HTTP requests read and not yet fully answered (streams included).",
+             http.requests_in_flight);
+  out.Metric("reprise:http_connections_refused_total", "counter",
+             "HTTP connections refused at a connection bound (answered 503).",
+             http.connections_refused);
   out.Metric("reprise:prefix_cache_queries_total", "counter",
              "Prompt tokens looked up in the prefix cache.", stats.prefix_cache_queries);
   out.Metric("reprise:prefix_cache_hits_total", "counter",

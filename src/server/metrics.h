@@ -31,6 +31,13 @@ class Histogram {
   double sum_ = 0;
 };
 
+// The HTTP layer's gauges and counters at one moment.
+struct HttpCounters {
+  size_t open_connections = 0;
+  size_t requests_in_flight = 0;  // parsed and not yet fully answered
+  uint64_t connections_refused = 0;
+};
+
 class ServerMetrics {
  public:
   ServerMetrics();
@@ -41,7 +48,8 @@ class ServerMetrics {
   void RecordError(int status);
 
   // The whole exposition text; every sample carries model_name="<model_name>".
-  std::string Render(const EngineStats& stats, const std::string& model_name) const;
+  std::string Render(const EngineStats& stats, const HttpCounters& http,
+                     const std::string& model_name) const;
 
  private:
   mutable std::mutex mutex_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,7 +23,10 @@ struct HttpServerOptions {
   std::string api_key;              // empty: no authentication
   std::string chat_template;        // empty: the model's own
   size_t max_body_bytes = 16u << 20;
-  int http_threads = 64;
+  int http_threads = 64;                    // worker threads started up front; more start on demand
+  size_t max_connections = 1024;            // open connections in all; more are answered 503
+  size_t max_connections_per_client = 128;  // open connections from one address
+  std::chrono::milliseconds read_timeout{5000};  // request header deadline, body idle timeout
 };
 
 // The backend and what the server caches about it, set once.
@@ -52,6 +56,9 @@ class ServerState {
   // Set once the server stops: waiting handlers give up.
   bool stopping() const { return stopping_.load(); }
   void SetStopping() { stopping_.store(true); }
+  // Set when a shutdown drains: new requests are refused, running ones go on.
+  bool draining() const { return draining_.load(); }
+  void SetDraining() { draining_.store(true); }
 
  private:
   HttpServerOptions options_;
@@ -61,6 +68,7 @@ class ServerState {
   std::string nonce_;
   std::atomic<uint64_t> next_id_{1};
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace reprise::server

@@ -191,6 +191,22 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
     }
     settings.http_threads = *flags.http_threads;
   }
+  if (flags.max_connections) {
+    CheckPositive(*flags.max_connections, "--max-connections");
+    settings.max_connections = static_cast<size_t>(*flags.max_connections);
+  }
+  if (flags.max_connections_per_client) {
+    CheckPositive(*flags.max_connections_per_client, "--max-connections-per-client");
+    settings.max_connections_per_client = static_cast<size_t>(*flags.max_connections_per_client);
+  }
+  if (flags.shutdown_timeout) {
+    if (!std::isfinite(*flags.shutdown_timeout) || *flags.shutdown_timeout < 0 ||
+        *flags.shutdown_timeout > 86400) {
+      throw Error(fmt::format("--shutdown-timeout must be between 0 and 86400 seconds, got {}",
+                              *flags.shutdown_timeout));
+    }
+    settings.shutdown_timeout_seconds = *flags.shutdown_timeout;
+  }
 
   // Task prompts: the flag, else MULTI_TASK_PROMPT (a file), else MULTI_TASK_PROMPT_STR.
   std::optional<std::string> env_file = env("MULTI_TASK_PROMPT");
@@ -219,7 +235,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
       "kv_cache_memory: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
-      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, api_key: {}",
+      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
+      "max_connections: {} ({} per client), shutdown_timeout: {} s, api_key: {}",
       settings.model, settings.served_model_name, settings.host, settings.port,
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
@@ -230,7 +247,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
       settings.max_context == 0 ? std::string("model's") : std::to_string(settings.max_context),
       settings.chat_template.empty() ? std::string("model's") : settings.chat_template,
       task_prompts, settings.max_queued_requests, FormatByteSize(settings.max_body_bytes),
-      settings.http_threads, settings.api_key.empty() ? "none" : "set");
+      settings.http_threads, settings.max_connections, settings.max_connections_per_client,
+      settings.shutdown_timeout_seconds, settings.api_key.empty() ? "none" : "set");
 }
 
 EngineConfig MakeEngineConfig(const ServerSettings& settings) {

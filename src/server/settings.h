@@ -36,6 +36,9 @@ struct ServeFlags {
   std::optional<int64_t> max_queued_requests;
   std::optional<std::string> max_body_size;
   std::optional<int> http_threads;
+  std::optional<int64_t> max_connections;
+  std::optional<int64_t> max_connections_per_client;
+  std::optional<double> shutdown_timeout;  // seconds
 };
 
 // The effective settings.
@@ -61,6 +64,9 @@ struct ServerSettings {
   size_t max_queued_requests = 1024;
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;
+  size_t max_connections = 1024;
+  size_t max_connections_per_client = 128;
+  double shutdown_timeout_seconds = 30;  // SIGTERM: how long running requests may finish
 };
 
 // Looks up an environment variable; nullopt when unset. Injectable so that tests never touch the
