@@ -58,6 +58,9 @@ struct CacheOptions {
   std::string task_id;         // a static task prompt to prepend (empty: none)
   int priority = 35;           // 0..100: higher-priority blocks are evicted after lower ones
   double ttl_seconds = 0;      // keep this prefix at least this long when memory allows
+  // Who the blocks this request adds to the cache belong to (a tenant), for ClearCache(owner).
+  // Not part of the key: isolation comes from cache_salt.
+  std::string owner;
 };
 
 struct GenerationRequest {
@@ -194,6 +197,8 @@ class Engine {
   std::vector<TaskPromptInfo> TaskPrompts() const;
   // Drops every cached block not in use and not pinned; returns how many.
   size_t ClearCache();
+  // Likewise for the blocks that requests with CacheOptions::owner == `owner` added.
+  size_t ClearCache(const std::string& owner);
 
  private:
   std::unique_ptr<EngineImpl> impl_;

@@ -96,6 +96,7 @@ std::string Engine::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
 ModelInfo Engine::Info() const { return impl_->Info(); }
 EngineStats Engine::Stats() const { return impl_->Stats(); }
 std::vector<TaskPromptInfo> Engine::TaskPrompts() const { return impl_->TaskPrompts(); }
-size_t Engine::ClearCache() { return impl_->ClearCache(); }
+size_t Engine::ClearCache() { return impl_->ClearCache(std::nullopt); }
+size_t Engine::ClearCache(const std::string& owner) { return impl_->ClearCache(owner); }
 
 }  // namespace reprise

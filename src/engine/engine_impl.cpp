@@ -280,6 +280,7 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
+  sequence->retention.owner = OwnerTag(request.cache.owner);
   sequence->callbacks = std::move(callbacks);
   sequence->submitted_at = Clock::now();
   sequence->request = std::move(request);
@@ -330,9 +331,9 @@ Result EngineImpl::RunOnEngineThread(std::function<Result()> task) {
   return future.get();
 }
 
-size_t EngineImpl::ClearCache() {
-  return RunOnEngineThread<size_t>([this] {
-    size_t dropped = cache_->ClearUnpinned();
+size_t EngineImpl::ClearCache(const std::optional<std::string>& owner) {
+  return RunOnEngineThread<size_t>([this, owner] {
+    size_t dropped = owner ? cache_->ClearOwned(OwnerTag(*owner)) : cache_->ClearUnpinned();
     PublishStats();
     return dropped;
   });

@@ -9,6 +9,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,7 +39,8 @@ class EngineImpl {
   ModelInfo Info() const;
   EngineStats Stats() const;
   std::vector<TaskPromptInfo> TaskPrompts() const { return task_infos_; }
-  size_t ClearCache();
+  // Every unpinned cached block, or those of one owner (CacheOptions::owner).
+  size_t ClearCache(const std::optional<std::string>& owner);
 
  private:
   struct TaskPrompt {
