@@ -51,7 +51,11 @@ int RunServe(const server::ServeFlags& flags) {
   options.host = settings.host;
   options.port = settings.port;
   options.served_model_name = settings.served_model_name;
-  options.api_key = settings.api_key;
+  server::TenantSetup tenants = server::MakeTenantSetup(settings);
+  options.api_keys = std::move(tenants.keys);
+  options.cache_secret = std::move(tenants.cache_secret);
+  options.share_cache_across_tenants = settings.share_cache_across_tenants;
+  options.metrics_require_auth = settings.metrics_require_auth;
   options.chat_template = settings.chat_template;
   options.max_body_bytes = settings.max_body_bytes;
   options.http_threads = settings.http_threads;
@@ -130,9 +134,25 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_option_function<std::string>(
       "--served-model-name", [flags](const std::string& v) { flags->served_model_name = v; },
       "Model name clients use (default: the model file's name without .gguf)");
+  command->add_option(
+      "--api-key", flags->api_keys,
+      "Require 'Authorization: Bearer KEY'; repeatable, each key a tenant of its own with its "
+      "own cache (also REPRISE_API_KEY)");
   command->add_option_function<std::string>(
-      "--api-key", [flags](const std::string& v) { flags->api_key = v; },
-      "Require 'Authorization: Bearer KEY' (also REPRISE_API_KEY)");
+      "--api-keys-file", [flags](const std::string& v) { flags->api_keys_file = v; },
+      "File of `KEY TENANT user|admin` lines (# comments): keys, their tenants and roles; each "
+      "tenant has its own cache; admins may clear any tenant's");
+  command->add_option_function<std::string>(
+      "--cache-secret-file", [flags](const std::string& v) { flags->cache_secret_file = v; },
+      "Secret (>= 16 bytes) that tenants' cache salts are derived from (default: random per "
+      "start)");
+  command->add_flag_callback(
+      "--share-cache-across-tenants", [flags] { flags->share_cache_across_tenants = true; },
+      "Let tenants share cached blocks (faster, but a tenant can then tell by timing what "
+      "others sent)");
+  command->add_flag_callback(
+      "--metrics-require-auth", [flags] { flags->metrics_require_auth = true; },
+      "Serve /metrics to key holders only (its counters move with every tenant's requests)");
   command->add_option_function<int>(
       "--block-size", [flags](const int& v) { flags->block_size = v; },
       "Token positions per KV block, a power of two (default 16; also SEQ_SIZE_PER_BLOCK)");

@@ -164,8 +164,13 @@ void SubmitAll(CompletionJob& job, const ParsedRequest& parsed,
   }
 }
 
-void LogFinished(const std::string& id, const CompletionJob& job) {
+// Logs a finished request and adds it to its tenant's figures.
+void LogFinished(const std::string& id, const CompletionJob& job, TenantRegistry& tenants,
+                 const std::string& tenant) {
   UsageCounts usage = job.Usage();
+  tenants.RecordUsage(tenant, TenantUsage{1, static_cast<uint64_t>(usage.prompt_tokens),
+                                          static_cast<uint64_t>(usage.cached_tokens),
+                                          static_cast<uint64_t>(usage.completion_tokens)});
   const ChoiceResult& first = job.result(0);
   spdlog::info("{}: prompt {} tokens (cached {}), generated {}, ttft {:.1f} ms, total {:.1f} ms, "
                "{}",
@@ -201,6 +206,7 @@ struct StreamState {
   bool include_usage = false;
   bool started = false;
   ServerState* server = nullptr;
+  std::string tenant;
 };
 
 // One call of the chunked content provider: writes what the engine reported since the last
@@ -249,7 +255,7 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
   }
   if (!job.AllFinished() && ClientGone()) return false;
   if (job.AllFinished()) {
-    LogFinished(stream.builder.id(), job);
+    LogFinished(stream.builder.id(), job, stream.server->tenants(), stream.tenant);
     if (stream.kind != ApiKind::kRtpGenerate) {
       if (stream.include_usage && !write(SseData(stream.builder.UsageChunk(job.Usage())))) {
         return false;
@@ -290,6 +296,11 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
                          : kind == ApiKind::kCompletion ? ParseCompletionRequest(body)
                                                         : ParseGenerateRequest(body);
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
+  // The tenant's salt is mixed into the client's: no salt a client sends reaches another
+  // tenant's blocks.
+  const Tenant& caller = state_.Caller(http_request.get_header_value("Authorization"));
+  parsed.cache.cache_salt = state_.tenants().EngineSalt(caller, parsed.cache.cache_salt);
+  parsed.cache.owner = caller.cache_salt.empty() ? std::string() : caller.name;
   const std::string& served_name = state_.options().served_model_name;
   if (!parsed.model.empty() && parsed.model != served_name) {
     throw ApiError::NotFound(
@@ -319,7 +330,7 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
   if (parsed.stream) {
     auto stream = std::make_shared<StreamState>(
         StreamState{std::move(job), std::move(builder), kind, parsed.include_usage, false,
-                    &state_});
+                    &state_, caller.name});
     http_response.set_header("Cache-Control", "no-cache");
     http_response.set_header("X-Accel-Buffering", "no");
     http_response.set_chunked_content_provider(
@@ -361,7 +372,7 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
       throw ApiError::Unavailable("the request was cancelled", "cancelled");
     }
   }
-  LogFinished(builder.id(), *job);
+  LogFinished(builder.id(), *job, state_.tenants(), caller.name);
   http_response.set_content(JsonText(builder.Full(job->Results(), job->Usage())),
                             "application/json");
 }

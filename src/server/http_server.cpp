@@ -155,10 +155,7 @@ void HttpServer::Stop() {
 }
 
 bool HttpServer::Authorized(const httplib::Request& request) const {
-  const std::string& key = state_.options().api_key;
-  if (key.empty()) return true;
-  std::string header = request.get_header_value("Authorization");
-  return header == "Bearer " + key;
+  return state_.tenants().Authenticate(request.get_header_value("Authorization")) != nullptr;
 }
 
 template <typename Fn>
@@ -196,7 +193,9 @@ void HttpServer::RegisterRoutes() {
       CloseAfter(response);
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (request.path == "/health" || request.path == "/metrics" || Authorized(request)) {
+    bool open_route = request.path == "/health" ||
+                      (request.path == "/metrics" && !state_.options().metrics_require_auth);
+    if (open_route || Authorized(request)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     SetError(response, ApiError::Unauthorized());
@@ -262,9 +261,10 @@ void HttpServer::RegisterRoutes() {
   http_->Post("/detokenize",
               route([this](const Request& q, Response& r) { HandleDetokenize(q, r); }));
   http_->Get("/v1/tasks", route([this](const Request&, Response& r) { HandleTasks(r); }));
-  http_->Get("/v1/cache/stats", route([this](const Request&, Response& r) { HandleCacheStats(r); }));
+  http_->Get("/v1/cache/stats",
+             route([this](const Request& q, Response& r) { HandleCacheStats(q, r); }));
   http_->Post("/v1/cache/clear",
-              route([this](const Request&, Response& r) { HandleCacheClear(r); }));
+              route([this](const Request& q, Response& r) { HandleCacheClear(q, r); }));
 }
 
 void HttpServer::HandleHealth(httplib::Response& response) {
@@ -354,8 +354,40 @@ void HttpServer::HandleTasks(httplib::Response& response) {
   SetJson(response, {{"object", "list"}, {"data", std::move(data)}});
 }
 
-void HttpServer::HandleCacheStats(httplib::Response& response) {
+namespace {
+
+nlohmann::json UsageJson(const std::string& name, const TenantUsage& usage) {
+  double hit_rate = usage.prompt_tokens == 0 ? 0.0
+                                             : static_cast<double>(usage.cached_tokens) /
+                                                   static_cast<double>(usage.prompt_tokens);
+  return {{"name", name},
+          {"requests", usage.requests},
+          {"prompt_tokens", usage.prompt_tokens},
+          {"cached_tokens", usage.cached_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"hit_rate", hit_rate}};
+}
+
+}  // namespace
+
+void HttpServer::HandleCacheStats(const httplib::Request& request, httplib::Response& response) {
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
+  const Tenant& caller = state_.Caller(request.get_header_value("Authorization"));
+  const TenantRegistry& tenants = state_.tenants();
+  nlohmann::json own = UsageJson(caller.name, tenants.Usage(caller.name));
+  if (!caller.admin()) {
+    // A user sees its own figures only: the pool's census and hit counters move with other
+    // tenants' requests, which would tell a user what others have cached.
+    SetJson(response, {{"prefix_caching", ready->info.prefix_caching},
+                       {"block_size", ready->info.block_size},
+                       {"kv_type", ready->info.kv_type},
+                       {"tenant", std::move(own)}});
+    return;
+  }
+  nlohmann::json all = nlohmann::json::array();
+  for (const Tenant& tenant : tenants.tenants()) {
+    all.push_back(UsageJson(tenant.name, tenants.Usage(tenant.name)));
+  }
   EngineStats stats = ready->backend->Stats();
   nlohmann::json tasks = nlohmann::json::array();
   for (const TaskPromptInfo& task : ready->backend->TaskPrompts()) {
@@ -380,14 +412,40 @@ void HttpServer::HandleCacheStats(httplib::Response& response) {
                      {"prefix_cache_hits", stats.prefix_cache_hits},
                      {"hit_rate", hit_rate},
                      {"evictions", stats.evictions},
-                     {"task_prompts", std::move(tasks)}});
+                     {"task_prompts", std::move(tasks)},
+                     {"tenant", std::move(own)},
+                     {"tenants", std::move(all)}});
 }
 
-void HttpServer::HandleCacheClear(httplib::Response& response) {
+void HttpServer::HandleCacheClear(const httplib::Request& request, httplib::Response& response) {
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
-  size_t cleared = ready->backend->ClearCache();
-  spdlog::info("cache cleared: {} blocks dropped", cleared);
-  SetJson(response, {{"cleared_blocks", cleared}});
+  const Tenant& caller = state_.Caller(request.get_header_value("Authorization"));
+  std::optional<std::string> named;
+  if (!request.body.empty()) {
+    nlohmann::json body = ParseJsonBody(request.body);
+    JsonFields fields(body);
+    named = fields.String("tenant");
+  }
+  // Users clear their own blocks; admins everything, or one tenant's when they name it.
+  std::optional<std::string> owner;
+  if (!caller.admin()) {
+    if (named && *named != caller.name) {
+      throw ApiError(403, "a user key clears its own tenant's cache only",
+                     "permission_error", "forbidden", "tenant");
+    }
+    owner = caller.name;
+  } else if (named) {
+    if (!state_.tenants().Find(*named)) {
+      throw ApiError::BadRequest(fmt::format("unknown tenant '{}'", *named), "tenant",
+                                 "tenant_not_found");
+    }
+    owner = *named;
+  }
+  size_t cleared = ready->backend->ClearCache(owner);
+  spdlog::info("cache cleared by {}: {} blocks of {} dropped", caller.name, cleared,
+               owner ? *owner : std::string("every tenant"));
+  SetJson(response, {{"cleared_blocks", cleared},
+                     {"tenant", owner ? nlohmann::json(*owner) : nlohmann::json(nullptr)}});
 }
 
 }  // namespace reprise::server

@@ -57,8 +57,8 @@ class HttpServer {
   void HandleTokenize(const httplib::Request& request, httplib::Response& response);
   void HandleDetokenize(const httplib::Request& request, httplib::Response& response);
   void HandleTasks(httplib::Response& response);
-  void HandleCacheStats(httplib::Response& response);
-  void HandleCacheClear(httplib::Response& response);
+  void HandleCacheStats(const httplib::Request& request, httplib::Response& response);
+  void HandleCacheClear(const httplib::Request& request, httplib::Response& response);
 
   ServerState state_;
   CompletionHandler completions_;

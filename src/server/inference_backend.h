@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ class InferenceBackend {
   virtual ModelInfo Info() const = 0;
   virtual EngineStats Stats() const = 0;
   virtual std::vector<TaskPromptInfo> TaskPrompts() const = 0;
-  virtual size_t ClearCache() = 0;
+  // Every unpinned cached block (nullopt), or those one owner's requests added.
+  virtual size_t ClearCache(const std::optional<std::string>& owner) = 0;
 };
 
 }  // namespace reprise::server

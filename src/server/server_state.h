@@ -13,6 +13,7 @@
 
 #include "server/inference_backend.h"
 #include "server/metrics.h"
+#include "server/tenants.h"
 
 namespace reprise::server {
 
@@ -20,7 +21,10 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;                  // 0: any free port
   std::string served_model_name = "reprise";
-  std::string api_key;              // empty: no authentication
+  std::vector<ApiKeyEntry> api_keys;  // empty: no authentication, one anonymous tenant
+  std::string cache_secret;           // keys tenants' cache salts; empty: a fresh random one
+  bool share_cache_across_tenants = false;
+  bool metrics_require_auth = false;  // /metrics needs a key too
   std::string chat_template;        // empty: the model's own
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;                    // worker threads started up front; more start on demand
@@ -42,6 +46,10 @@ class ServerState {
 
   const HttpServerOptions& options() const { return options_; }
   ServerMetrics& metrics() { return metrics_; }
+  TenantRegistry& tenants() { return tenants_; }
+  const TenantRegistry& tenants() const { return tenants_; }
+  // The tenant the Authorization header names, or a 401 ApiError.
+  const Tenant& Caller(const std::string& authorization) const;
 
   // Reads Info() and the BOS token, then makes the backend visible to the routes.
   void SetBackend(std::shared_ptr<InferenceBackend> backend);
@@ -63,6 +71,7 @@ class ServerState {
  private:
   HttpServerOptions options_;
   ServerMetrics metrics_;
+  TenantRegistry tenants_;
   mutable std::mutex mutex_;
   std::shared_ptr<const ReadyBackend> ready_;
   std::string nonce_;

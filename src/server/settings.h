@@ -7,8 +7,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/byte_size.h"
+#include "server/tenants.h"
 
 #include "reprise/engine.h"
 
@@ -20,7 +22,11 @@ struct ServeFlags {
   std::optional<std::string> host;
   std::optional<int> port;
   std::optional<std::string> served_model_name;
-  std::optional<std::string> api_key;
+  std::vector<std::string> api_keys;  // --api-key, repeatable
+  std::optional<std::string> api_keys_file;
+  std::optional<std::string> cache_secret_file;
+  std::optional<bool> share_cache_across_tenants;
+  std::optional<bool> metrics_require_auth;
   std::optional<int> block_size;
   std::optional<std::string> kv_cache_memory;  // "2GiB", "512MiB", "1000000"
   std::optional<std::string> kv_type;
@@ -47,7 +53,11 @@ struct ServerSettings {
   std::string host = "127.0.0.1";
   int port = 8000;                     // 0: any free port
   std::string served_model_name;       // default: the model file's stem
-  std::string api_key;                 // empty: no authentication
+  std::vector<std::string> api_keys;   // each its own tenant; none (and no file): no auth
+  std::string api_keys_file;           // `KEY TENANT user|admin` lines (see tenants.h)
+  std::string cache_secret_file;       // empty: a random secret per start
+  bool share_cache_across_tenants = false;
+  bool metrics_require_auth = false;
   int block_size = 16;
   size_t kv_cache_memory_bytes = 0;    // 0: the engine's default share of memory
   std::string kv_type = "f16";
@@ -87,6 +97,14 @@ std::optional<bool> ParseBoolText(const std::string& text);
 
 // One line for the start-up log: "reuse_cache: true, block_size: 16, ...".
 std::string DescribeSettings(const ServerSettings& settings);
+
+// Who may call, and the secret behind tenants' cache salts: reads --api-keys-file (refusing a
+// malformed line by its number) and --cache-secret-file. Throws reprise::Error when it cannot.
+struct TenantSetup {
+  std::vector<ApiKeyEntry> keys;
+  std::string cache_secret;  // empty: the server makes one
+};
+TenantSetup MakeTenantSetup(const ServerSettings& settings);
 
 // The engine's configuration; reads the task prompt file. Throws reprise::Error when it cannot.
 EngineConfig MakeEngineConfig(const ServerSettings& settings);

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,8 +148,10 @@ class FakeBackend : public InferenceBackend {
 
   std::vector<TaskPromptInfo> TaskPrompts() const override { return {{"1", 8, 1}}; }
 
-  size_t ClearCache() override {
+  // Forgets every prompt (the fake keeps no owners) and remembers whose clear it was.
+  size_t ClearCache(const std::optional<std::string>& owner) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    cleared_owners_.push_back(owner);
     size_t cleared = history_.size();
     history_.clear();
     return cleared;
@@ -163,6 +166,10 @@ class FakeBackend : public InferenceBackend {
     return cancelled_;
   }
   uint64_t submitted() const { return submitted_.load(); }
+  std::vector<std::optional<std::string>> cleared_owners() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cleared_owners_;
+  }
   GenerationRequest last_request() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return last_request_;
@@ -267,6 +274,7 @@ class FakeBackend : public InferenceBackend {
   std::condition_variable wake_;
   std::list<Active> active_;
   std::vector<std::vector<int32_t>> history_;
+  std::vector<std::optional<std::string>> cleared_owners_;
   uint64_t next_id_ = 1;
   uint64_t cancelled_ = 0;
   uint64_t finished_ = 0;

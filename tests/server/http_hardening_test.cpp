@@ -274,7 +274,7 @@ TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
 
 TEST_F(HttpServerTest, UnauthorizedPostClosesInsteadOfReadingItsBodyAsARequest) {
   HttpServerOptions options;
-  options.api_key = "secret";
+  options.api_keys = {KeyOfItsOwn("secret")};
   Start(options);
   RawClient client(port_);
   std::string body = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";  // a body that looks like one

@@ -270,7 +270,7 @@ TEST_F(HttpServerTest, FullQueueIs503) {
 
 TEST_F(HttpServerTest, ApiKey) {
   HttpServerOptions options;
-  options.api_key = "secret";
+  options.api_keys = {KeyOfItsOwn("secret")};
   Start(options);
   ExpectError(PostJson(port_, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}), 401,
               "invalid_api_key");
