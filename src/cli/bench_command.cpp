@@ -1,179 +1,28 @@
-// `reprise bench WORKLOAD`: runs benchmark workloads in process (or against --url), prints their
-// tables, and writes JSON (--json) and an SVG chart (--chart).
+// `reprise bench WORKLOAD`: the subcommand's options; the benchmark itself is the bench module.
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include <memory>
+#include <string>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
-
-#include "cli/bench_context.h"
-#include "cli/bench_options.h"
-#include "cli/bench_report.h"
-#include "cli/bench_workloads.h"
+#include "bench/options.h"
 #include "cli/commands.h"
-#include "cli/make_model.h"
-#include "core/clock.h"
-#include "core/error.h"
-#include "gguf/gguf_types.h"
 
 namespace reprise::cli {
 
-namespace {
-
-// A vocabulary of the real model's size: SmolLM2 (135m, 360m) has 49,152 tokens, as StarCoder's
-// does; Llama 3.2 (1b) has Llama 3's 128,256. The output matrix is a large part of a small model.
-constexpr const char* kSmolVocab = "../shared/fixtures/vocab/ggml-vocab-starcoder.gguf";
-constexpr const char* kLlama3Vocab = "../shared/fixtures/vocab/ggml-vocab-llama-bpe.gguf";
-
-const char* DefaultVocab(const std::string& shape) {
-  return shape == "135m" || shape == "360m" ? kSmolVocab : kLlama3Vocab;
-}
-
-using Workload = std::function<WorkloadResult(const BenchContext&)>;
-
-const std::map<std::string, Workload>& Workloads() {
-  static const std::map<std::string, Workload> workloads = {
-      {"kernels", RunKernelsWorkload},
-      {"prefill", [](const BenchContext& context) { return RunSpeedWorkload(context, false); }},
-      {"decode", [](const BenchContext& context) { return RunSpeedWorkload(context, true); }},
-      {"doc", RunDocWorkload},
-      {"chat", RunChatWorkload},
-      {"multidoc", RunMultidocWorkload},
-      {"unique", RunUniqueWorkload},
-      {"concurrent", RunConcurrentWorkload},
-  };
-  return workloads;
-}
-
-// A temporary random-weight model for --make-model; removed when the run ends.
-class TemporaryModel {
- public:
-  TemporaryModel(const BenchOptions& options) {
-    auto type = gguf::TypeFromName(options.make_model_type);
-    if (!type || !kernels::IsSupportedWeightType(static_cast<uint32_t>(*type))) {
-      throw Error(fmt::format("unknown weight type '{}'", options.make_model_type));
-    }
-    MakeModelOptions make;
-    make.shape = options.make_model_shape;
-    make.type = static_cast<kernels::WeightType>(*type);
-    make.vocab_path = options.vocab_path.empty() ? DefaultVocab(make.shape) : options.vocab_path;
-    make.threads = options.threads;
-    path_ = (std::filesystem::temp_directory_path() /
-             fmt::format("reprise-bench-{}-{}-{}.gguf", options.make_model_shape,
-                         options.make_model_type, ::getpid()))
-                .string();
-    make.output_path = path_;
-    spdlog::info("writing a random-weight {} {} model to {}", make.shape, options.make_model_type,
-                 path_);
-    MakeModel(make);
-  }
-  ~TemporaryModel() {
-    std::error_code ignored;
-    std::filesystem::remove(path_, ignored);
-  }
-  TemporaryModel(const TemporaryModel&) = delete;
-  TemporaryModel& operator=(const TemporaryModel&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-nlohmann::json SettingsJson(const BenchOptions& options, const std::string& model_path) {
-  return {{"workload", options.workload},
-          {"model", model_path},
-          {"make_model",
-           options.make_model_shape.empty()
-               ? nlohmann::json(nullptr)
-               : nlohmann::json(options.make_model_shape + " " + options.make_model_type)},
-          {"url", options.url},
-          {"threads", options.threads},
-          {"block_size", options.block_size},
-          {"kv_cache_memory", options.kv_cache_memory},
-          {"kv_type", options.kv_type},
-          {"max_batch_tokens", options.max_batch_tokens},
-          {"max_running_requests", options.max_running_requests},
-          {"schedule_policy", options.schedule_policy},
-          {"eviction_policy", options.eviction_policy},
-          {"repeat", options.repeat},
-          {"seed", options.seed},
-          {"quick", options.quick}};
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw Error(fmt::format("cannot write '{}'", path));
-}
-
-int RunBench(const BenchOptions& options) {
-  ValidateBenchOptions(options);
-  std::unique_ptr<TemporaryModel> made;
-  std::string model_path = options.model;
-  const bool needs_model = WorkloadNeedsEngine(options.workload) && options.url.empty();
-  if (!options.make_model_shape.empty() && needs_model) {
-    made = std::make_unique<TemporaryModel>(options);
-    model_path = made->path();
-  }
-  BenchProgress progress;
-  BenchContext context(options, model_path, progress);
-
-  std::vector<std::string> names;
-  if (options.workload == "all") {
-    // Validation made sure there is a model or a server; kernels run in process only.
-    for (const auto& name : BenchWorkloadNames()) {
-      if (name == "all" || (name == "kernels" && context.remote())) continue;
-      names.push_back(name);
-    }
-  } else {
-    names.push_back(options.workload);
-  }
-
-  std::vector<WorkloadResult> results;
-  std::vector<ChartSpec> charts;
-  for (const auto& name : names) {
-    Clock::time_point start = Clock::now();
-    WorkloadResult result = Workloads().at(name)(context);
-    result.seconds = SecondsSince(start);
-    std::fputs(WorkloadText(result).c_str(), stdout);
-    std::fflush(stdout);
-    charts.insert(charts.end(), result.charts.begin(), result.charts.end());
-    results.push_back(std::move(result));
-  }
-  if (results.size() > 1) std::fputs((SummaryTable(results).ToText() + "\n").c_str(), stdout);
-
-  if (!options.json_path.empty()) {
-    nlohmann::json machine = DescribeMachine();
-    machine["threads_used"] = context.threads();
-    WriteFile(options.json_path,
-              ReportJson(machine, SettingsJson(options, model_path), results).dump(2) + "\n");
-    spdlog::info("wrote {}", options.json_path);
-  }
-  if (!options.chart_path.empty()) {
-    WriteFile(options.chart_path, RenderSvg(charts));
-    spdlog::info("wrote {}", options.chart_path);
-  }
-  return 0;
-}
-
-}  // namespace
-
 void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
-  auto options = std::make_shared<BenchOptions>();
+  auto options = std::make_shared<bench::BenchOptions>();
   auto* command = app.add_subcommand("bench", "Measure kernels, prefill, decode and prefix reuse");
   std::string workloads;
-  for (const auto& name : BenchWorkloadNames()) workloads += (workloads.empty() ? "" : ", ") + name;
+  for (const auto& name : bench::BenchWorkloadNames())
+    workloads += (workloads.empty() ? "" : ", ") + name;
   command->add_option("workload", options->workload, "one of: " + workloads)->required();
   command->add_option("-m,--model", options->model, "GGUF model file");
   command->add_option("--make-model", options->make_model_shape,
                       "write a temporary random-weight model of this shape (135m, 360m, 1b, tiny)");
-  command->add_option("--type", options->make_model_type, "weight type for --make-model (default q8_0)");
-  command->add_option("--vocab-from", options->vocab_path,
-                      std::string("vocabulary GGUF for --make-model (default: ") + kSmolVocab +
-                          " for 135m and 360m, " + kLlama3Vocab + " otherwise)");
+  command->add_option("--type", options->make_model_type,
+                      "weight type for --make-model (default q8_0)");
+  command->add_option(
+      "--vocab-from", options->vocab_path,
+      "vocabulary GGUF for --make-model (default: " + bench::DefaultVocabHelp() + ")");
   command->add_option("-t,--threads", options->threads, "kernel threads (0 = all cores)");
   command->add_option("--block-size", options->block_size, "KV positions per block");
   command->add_option("--kv-cache-memory", options->kv_cache_memory,
@@ -199,7 +48,7 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
                       "cannot help (default 0)");
   command->add_option("--cpu-target", options->cpu_target,
                       "kernels: scalar, avx2 or avx512 (default: the best this CPU runs)");
-  command->callback([options, &run] { run = [options] { return RunBench(*options); }; });
+  command->callback([options, &run] { run = [options] { return bench::RunBench(*options); }; });
 }
 
 }  // namespace reprise::cli

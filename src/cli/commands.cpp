@@ -1,7 +1,6 @@
 #include "cli/commands.h"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 
@@ -14,6 +13,10 @@ int Main(int argc, char** argv) {
   CLI::App app{"Reprise: an LLM inference server that never computes the same prefix twice"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "reprise 0.1.0");
+  // Help shows every option's default; options the subcommands add inherit this.
+  app.option_defaults()->always_capture_default();
+  // Options of the top level (--log-level) may also follow the subcommand.
+  app.fallthrough();
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   CommandAction run;

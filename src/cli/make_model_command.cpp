@@ -2,14 +2,14 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
-#include "cli/make_model.h"
+#include "modelgen/make_model.h"
 #include "core/error.h"
 #include "gguf/gguf_types.h"
 
 namespace reprise::cli {
 
 void RegisterMakeModelCommand(CLI::App& app, CommandAction& run) {
-  auto options = std::make_shared<MakeModelOptions>();
+  auto options = std::make_shared<modelgen::MakeModelOptions>();
   auto type_name = std::make_shared<std::string>("f16");
   auto* command = app.add_subcommand("make-model", "Write a random-weight llama model (for benchmarks)");
   command->add_option("--shape", options->shape, "135m, 360m, 1b or tiny")->required();
@@ -26,7 +26,7 @@ void RegisterMakeModelCommand(CLI::App& app, CommandAction& run) {
         throw Error(fmt::format("unknown weight type '{}'", *type_name));
       }
       options->type = static_cast<kernels::WeightType>(*type);
-      MakeModel(*options);
+      modelgen::MakeModel(*options);
       return 0;
     };
   });

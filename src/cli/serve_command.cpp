@@ -1,11 +1,11 @@
 // `reprise serve`: the OpenAI-compatible HTTP server. Listens first (printing the bound address
 // on stdout, so `--port 0` is usable), then loads the engine; /health turns 200 once it is ready.
 // SIGINT or SIGTERM stop it.
-#include <CLI/CLI.hpp>
-
 #include <pthread.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,11 +15,12 @@
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <spdlog/spdlog.h>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
 #include "server/engine_backend.h"
 #include "server/http_server.h"
 #include "server/settings.h"
@@ -37,6 +38,9 @@ int RunServe(const server::ServeFlags& flags) {
   server::ServerSettings settings = server::ResolveSettings(flags, server::ProcessEnvironment());
   spdlog::info("settings: {}", server::DescribeSettings(settings));
   EngineConfig config = server::MakeEngineConfig(settings);
+  // Read the model's header and shape before anything listens: a missing or malformed file is
+  // then the one thing printed, never "listening" followed by an error.
+  ModelConfig::FromGguf(gguf::GgufFile::Open(settings.model));
 
   // Every thread started from here on inherits this mask: the signals are taken by sigtimedwait
   // below, never by a handler in a random thread. A client that hangs up must not kill us.
@@ -61,6 +65,7 @@ int RunServe(const server::ServeFlags& flags) {
   options.http_threads = settings.http_threads;
   options.max_connections = settings.max_connections;
   options.max_connections_per_client = settings.max_connections_per_client;
+  options.allowed_origins = settings.allowed_origins;
   server::HttpServer http(options);
   int port = http.Bind();
   http.Start();
@@ -104,9 +109,9 @@ int RunServe(const server::ServeFlags& flags) {
   // Drain: refuse new requests, let running ones finish; a second signal cuts it short.
   spdlog::info("stopping: refusing new requests, waiting up to {} s for running ones",
                settings.shutdown_timeout_seconds);
-  auto drain_end =
-      std::chrono::steady_clock::now() +
-      std::chrono::milliseconds(static_cast<int64_t>(settings.shutdown_timeout_seconds * 1000));
+  auto drain_end = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(
+                       static_cast<int64_t>(settings.shutdown_timeout_seconds * 1000));
   bool drained = false;
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -124,13 +129,17 @@ int RunServe(const server::ServeFlags& flags) {
 void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   auto flags = std::make_shared<server::ServeFlags>();
+  const server::ServerSettings defaults;  // shown in --help beside each flag
   command->add_option("--model,-m", flags->model, "GGUF model file")->required();
-  command->add_option_function<std::string>(
-      "--host", [flags](const std::string& v) { flags->host = v; },
-      "Address to listen on (default 127.0.0.1)");
-  command->add_option_function<int>(
-      "--port", [flags](const int& v) { flags->port = v; },
-      "Port to listen on (default 8000; 0: any free port, printed on stdout)");
+  command
+      ->add_option_function<std::string>(
+          "--host", [flags](const std::string& v) { flags->host = v; }, "Address to listen on")
+      ->default_str(defaults.host);
+  command
+      ->add_option_function<int>(
+          "--port", [flags](const int& v) { flags->port = v; },
+          "Port to listen on (0: any free port, printed on stdout)")
+      ->default_str(std::to_string(defaults.port));
   command->add_option_function<std::string>(
       "--served-model-name", [flags](const std::string& v) { flags->served_model_name = v; },
       "Model name clients use (default: the model file's name without .gguf)");
@@ -153,35 +162,51 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_flag_callback(
       "--metrics-require-auth", [flags] { flags->metrics_require_auth = true; },
       "Serve /metrics to key holders only (its counters move with every tenant's requests)");
-  command->add_option_function<int>(
-      "--block-size", [flags](const int& v) { flags->block_size = v; },
-      "Token positions per KV block, a power of two (default 16; also SEQ_SIZE_PER_BLOCK)");
+  command
+      ->add_option_function<int>(
+          "--block-size", [flags](const int& v) { flags->block_size = v; },
+          "Token positions per KV block, a power of two (also SEQ_SIZE_PER_BLOCK)")
+      ->default_str(std::to_string(defaults.block_size));
   command->add_option_function<std::string>(
       "--kv-cache-memory", [flags](const std::string& v) { flags->kv_cache_memory = v; },
       "KV cache budget, e.g. 2GiB or 512MiB (default: a share of free memory)");
-  command->add_option_function<std::string>(
-      "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },
-      "KV cache element type: f16 (default) or f32");
-  command->add_option_function<int>(
-      "--max-batch-tokens", [flags](const int& v) { flags->max_batch_tokens = v; },
-      "Tokens computed per engine step (default 512)");
-  command->add_option_function<int>(
-      "--max-running-requests", [flags](const int& v) { flags->max_running_requests = v; },
-      "Requests computed at once; more wait in the queue (default 64)");
-  command->add_option_function<std::string>(
-      "--schedule-policy", [flags](const std::string& v) { flags->schedule_policy = v; },
-      "Prefill order: cache-aware (default: least uncached prompt first; lpm is the same) or "
-      "fcfs (arrival order)");
-  command->add_option_function<std::string>(
-      "--eviction-policy", [flags](const std::string& v) { flags->eviction_policy = v; },
-      "Which cached blocks go first when memory is short: scan-resistant (default: blocks used "
-      "once before blocks reused) or lru");
-  command->add_option_function<int>(
-      "--threads", [flags](const int& v) { flags->threads = v; },
-      "Kernel threads (default 0: every core)");
-  command->add_option_function<int64_t>(
-      "--max-context", [flags](const int64_t& v) { flags->max_context = v; },
-      "Context length cap (default 0: the model's)");
+  command
+      ->add_option_function<std::string>(
+          "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },
+          "KV cache element type: f16 or f32")
+      ->default_str(defaults.kv_type);
+  command
+      ->add_option_function<int>(
+          "--max-batch-tokens", [flags](const int& v) { flags->max_batch_tokens = v; },
+          "Tokens computed per engine step")
+      ->default_str(std::to_string(defaults.max_batch_tokens));
+  command
+      ->add_option_function<int>(
+          "--max-running-requests", [flags](const int& v) { flags->max_running_requests = v; },
+          "Requests computed at once; more wait in the queue")
+      ->default_str(std::to_string(defaults.max_running_requests));
+  command
+      ->add_option_function<std::string>(
+          "--schedule-policy", [flags](const std::string& v) { flags->schedule_policy = v; },
+          "Prefill order: cache-aware (least uncached prompt first; lpm is the same) or fcfs "
+          "(arrival order)")
+      ->default_str(defaults.schedule_policy);
+  command
+      ->add_option_function<std::string>(
+          "--eviction-policy", [flags](const std::string& v) { flags->eviction_policy = v; },
+          "Which cached blocks go first when memory is short: scan-resistant (blocks used once "
+          "before blocks reused) or lru")
+      ->default_str(defaults.eviction_policy);
+  command
+      ->add_option_function<int>(
+          "-t,--threads", [flags](const int& v) { flags->threads = v; },
+          "Kernel threads (0: every core)")
+      ->default_str(std::to_string(defaults.threads));
+  command
+      ->add_option_function<int64_t>(
+          "--max-context", [flags](const int64_t& v) { flags->max_context = v; },
+          "Context length cap (0: the model's)")
+      ->default_str(std::to_string(defaults.max_context));
   command->add_flag_callback(
       "--enable-prefix-caching", [flags] { flags->enable_prefix_caching = true; },
       "Reuse KV cache across requests (the default; also NIM_ENABLE_KV_CACHE_REUSE, "
@@ -191,36 +216,56 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "Compute every prompt from scratch");
   command->add_option_function<std::string>(
       "--chat-template", [flags](const std::string& v) { flags->chat_template = v; },
-      "Chat template: llama2, llama3, chatml or mistral (default: detected from the model)");
+      "Chat template: llama2, llama3, chatml or mistral (default: the model's own; chatml for "
+      "a model without one)");
   command->add_option_function<std::string>(
       "--multi-task-prompt", [flags](const std::string& v) { flags->multi_task_prompt = v; },
       "JSON file of [{\"task_id\": ..., \"prompt\": ...}] computed and pinned at start-up (also "
       "MULTI_TASK_PROMPT, or the JSON itself in MULTI_TASK_PROMPT_STR)");
-  command->add_option_function<int64_t>(
-      "--max-queued-requests", [flags](const int64_t& v) { flags->max_queued_requests = v; },
-      "Requests admitted and not finished (running plus waiting) beyond this are refused with "
-      "503 and Retry-After (default 1024)");
-  command->add_option_function<std::string>(
-      "--max-body-size", [flags](const std::string& v) { flags->max_body_size = v; },
-      "Largest request body accepted, e.g. 16MiB (default); larger ones get 413");
-  command->add_option_function<int>(
-      "--http-threads", [flags](const int& v) { flags->http_threads = v; },
-      "HTTP worker threads started up front; more start on demand up to --max-connections "
-      "(default 64)");
-  command->add_option_function<int64_t>(
-      "--max-connections", [flags](const int64_t& v) { flags->max_connections = v; },
-      "Open HTTP connections in all; more are answered 503 (default 1024)");
-  command->add_option_function<int64_t>(
-      "--max-connections-per-client",
-      [flags](const int64_t& v) { flags->max_connections_per_client = v; },
-      "Open HTTP connections from one client address; more are answered 503 (default 128)");
-  command->add_option_function<double>(
-      "--shutdown-timeout", [flags](const double& v) { flags->shutdown_timeout = v; },
-      "On SIGTERM or SIGINT, seconds that running requests may take to finish before they are "
-      "cancelled; new ones are refused meanwhile (default 30)");
-  command->callback([&run, flags] {
-    run = [flags]() -> int { return RunServe(*flags); };
-  });
+  command
+      ->add_option_function<int64_t>(
+          "--max-queued-requests", [flags](const int64_t& v) { flags->max_queued_requests = v; },
+          "Requests admitted and not finished (running plus waiting) beyond this are refused "
+          "with 503 and Retry-After")
+      ->default_str(std::to_string(defaults.max_queued_requests));
+  command
+      ->add_option_function<std::string>(
+          "--max-body-size", [flags](const std::string& v) { flags->max_body_size = v; },
+          "Largest request body accepted, e.g. 16MiB; larger ones get 413")
+      ->default_str(fmt::format("{}MiB", defaults.max_body_bytes >> 20));
+  command
+      ->add_option_function<int>(
+          "--http-threads", [flags](const int& v) { flags->http_threads = v; },
+          "HTTP worker threads started up front; more start on demand up to "
+          "--max-connections")
+      ->default_str(std::to_string(defaults.http_threads));
+  command
+      ->add_option_function<int64_t>(
+          "--max-connections", [flags](const int64_t& v) { flags->max_connections = v; },
+          "Open HTTP connections in all; more are answered 503")
+      ->default_str(std::to_string(defaults.max_connections));
+  command
+      ->add_option_function<int64_t>(
+          "--max-connections-per-client",
+          [flags](const int64_t& v) { flags->max_connections_per_client = v; },
+          "Open HTTP connections from one client address; more are answered 503")
+      ->default_str(std::to_string(defaults.max_connections_per_client));
+  command
+      ->add_option_function<double>(
+          "--shutdown-timeout", [flags](const double& v) { flags->shutdown_timeout = v; },
+          "On SIGTERM or SIGINT, seconds that running requests may take to finish before they "
+          "are cancelled; new ones are refused meanwhile")
+      ->default_str("30");
+  command
+      ->add_option_function<std::vector<std::string>>(
+          "--allowed-origins",
+          [flags](const std::vector<std::string>& v) {
+            flags->allowed_origins.insert(flags->allowed_origins.end(), v.begin(), v.end());
+          },
+          "Origins browsers may call from (CORS), a comma list or repeated, e.g. "
+          "http://localhost:3000; * allows any")
+      ->default_str("none");
+  command->callback([&run, flags] { run = [flags]() -> int { return RunServe(*flags); }; });
 }
 
 }  // namespace reprise::cli

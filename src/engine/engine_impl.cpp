@@ -1,5 +1,7 @@
 #include "engine/engine_impl.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -10,7 +12,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "engine/task_prompts.h"
+#include "model/kv_layout.h"
+#include "sampling/logprobs.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
@@ -29,12 +34,6 @@ size_t DefaultKvBudget() {
   }
   size_t budget = available_kib == 0 ? (size_t{1} << 30) : available_kib * 1024 / 10 * 3;
   return std::min(budget, size_t{4} << 30);
-}
-
-kernels::KvType ParseKvType(const std::string& name) {
-  if (name == "f16") return kernels::KvType::kF16;
-  if (name == "f32") return kernels::KvType::kF32;
-  throw Error(fmt::format("unknown KV cache type '{}' (f16 or f32)", name));
 }
 
 std::optional<PrefillOrder> FindSchedulePolicy(const std::string& name) {
@@ -96,16 +95,21 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
+  chat_template_ = ResolveChatTemplate(config_.chat_template, tokenizer_->chat_template());
   const ModelConfig& model_config = model_->config();
+  // Every id the model can produce must be a token the tokenizer can turn into text, and every
+  // token it can encode must have an embedding row.
+  if (tokenizer_->vocab_size() != model_config.vocab_size) {
+    throw Error(EscapeBytes(
+        fmt::format("{}: token_embd.weight has {} rows but the tokenizer has {} tokens",
+                    config_.model_path, model_config.vocab_size, tokenizer_->vocab_size()),
+        kMaxMessageBytes));
+  }
   max_context_ = model_config.context_length;
   if (config_.max_context > 0) max_context_ = std::min(max_context_, config_.max_context);
   pool_ = std::make_unique<ThreadPool>(config_.num_threads);
 
-  paged_kv_.type = ParseKvType(config_.kv_type);
-  paged_kv_.n_layer = model_config.n_layer;
-  paged_kv_.n_kv_head = model_config.n_kv_head;
-  paged_kv_.head_dim = model_config.head_dim;
-  paged_kv_.block_size = block_size;
+  paged_kv_ = KvLayout(model_config, ParseKvType(config_.kv_type), block_size);
   block_bytes_ = paged_kv_.BlockBytes();
   size_t budget = config_.kv_cache_memory_bytes;
   if (budget == 0) {
@@ -181,7 +185,7 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
   size_t blocks_needed = 0;
   std::vector<std::vector<int32_t>> token_lists;
   for (const auto& spec : specs) {
-    token_lists.push_back(EncodeChatPrompt(*tokenizer_, spec.prompt));
+    token_lists.push_back(tokenizer_->EncodePrompt(spec.prompt, /*add_bos=*/true));
     if (static_cast<int64_t>(token_lists.back().size()) >= max_context_) {
       throw Error(fmt::format("task prompt {} has {} tokens, beyond the context of {}",
                               spec.task_id, token_lists.back().size(), max_context_));
@@ -196,10 +200,16 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
         blocks_needed, (blocks_needed + 1) * block_bytes_, num_blocks_,
         static_cast<size_t>(num_blocks_) * block_bytes_));
   }
+  // A task prompt only finishes through on_finish when it failed (a fault in its step).
+  std::string failure;
   for (size_t i = 0; i < specs.size(); ++i) {
     GenerationRequest request;
     request.prompt_tokens = token_lists[i];
-    auto sequence = MakeSequence(std::move(request), {});
+    StreamCallbacks callbacks;
+    callbacks.on_finish = [&failure, task_id = specs[i].task_id](const GenerationOutput& output) {
+      if (failure.empty()) failure = fmt::format("task prompt {}: {}", task_id, output.error);
+    };
+    auto sequence = MakeSequence(std::move(request), std::move(callbacks));
     sequence->prefill_only = true;
     sequence->retention.pinned = true;
     scheduler_->Add(std::move(sequence));
@@ -208,34 +218,46 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
                            (token_lists[i].size() + block_size - 1) / block_size});
   }
   while (scheduler_->HasWork()) Step();
+  if (!failure.empty()) throw Error(failure);
   for (const auto& info : task_infos_) {
     spdlog::info("task prompt {}: {} tokens in {} pinned blocks", info.task_id, info.tokens,
                  info.blocks);
   }
 }
 
+const std::vector<int32_t>& EngineImpl::TaskPromptTokens(const GenerationRequest& request) const {
+  static const std::vector<int32_t> kNone;
+  if (request.cache.task_id.empty()) return kNone;
+  auto task = task_prompts_.find(request.cache.task_id);
+  if (task == task_prompts_.end()) {
+    throw Error(fmt::format("unknown task_id '{}'", request.cache.task_id));
+  }
+  return task->second.tokens;
+}
+
+std::vector<int32_t> EngineImpl::OwnPromptTokens(const GenerationRequest& request) const {
+  if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+  // A task prompt already holds BOS: the request's own text follows it as is.
+  const bool add_bos = request.add_special_tokens && request.cache.task_id.empty();
+  return tokenizer_->EncodePrompt(request.prompt, add_bos);
+}
+
+size_t EngineImpl::EncodePrompt(GenerationRequest& request) const {
+  const size_t task_tokens = TaskPromptTokens(request).size();
+  if (request.prompt_tokens.empty()) {
+    request.prompt_tokens = OwnPromptTokens(request);
+    request.prompt.clear();
+  }
+  return task_tokens + request.prompt_tokens.size();
+}
+
 std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
                                                    StreamCallbacks callbacks) {
   auto sequence = std::make_unique<Sequence>();
-  std::vector<int32_t> tokens;
-  if (!request.cache.task_id.empty()) {
-    auto task = task_prompts_.find(request.cache.task_id);
-    if (task == task_prompts_.end()) {
-      throw Error(fmt::format("unknown task_id '{}'", request.cache.task_id));
-    }
-    tokens = task->second.tokens;
-    // The task prompt already holds BOS: the request's own text follows it as is.
-    request.add_special_tokens = false;
-  }
-  if (!request.prompt_tokens.empty()) {
-    tokens.insert(tokens.end(), request.prompt_tokens.begin(), request.prompt_tokens.end());
-  } else {
-    // Special-token texts are tokens (as HF tokenizers do), and BOS is not doubled when a
-    // chat-templated prompt already starts with it.
-    auto encoded = request.add_special_tokens ? EncodeChatPrompt(*tokenizer_, request.prompt)
-                                              : tokenizer_->Encode(request.prompt, false, true);
-    tokens.insert(tokens.end(), encoded.begin(), encoded.end());
-  }
+  // The one place a task prompt is prepended.
+  std::vector<int32_t> tokens = TaskPromptTokens(request);
+  std::vector<int32_t> own = OwnPromptTokens(request);
+  tokens.insert(tokens.end(), own.begin(), own.end());
   if (tokens.empty()) throw Error("the prompt is empty");
   const int64_t vocab = model_->config().vocab_size;
   for (int32_t token : tokens) {
@@ -255,6 +277,9 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   }
   const SamplingParams& sampling = request.sampling;
   if (sampling.max_tokens < 1) throw Error("max_tokens must be at least 1");
+  if (sampling.logprobs && (*sampling.logprobs < 0 || *sampling.logprobs > kMaxTopLogprobs)) {
+    throw Error(fmt::format("logprobs must be between 0 and {}", kMaxTopLogprobs));
+  }
   if (sampling.temperature < 0 || sampling.top_p <= 0 || sampling.top_p > 1 || sampling.min_p < 0 ||
       sampling.min_p > 1 || sampling.repetition_penalty <= 0) {
     throw Error("sampling parameters out of range");
@@ -273,10 +298,7 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->tokens = std::move(tokens);
   sequence->prompt_len = sequence->tokens.size();
   sequence->sampler = std::make_unique<Sampler>(sampler_config, sequence->tokens);
-  sequence->detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer_);
-  for (const auto& stop : sampling.stop) {
-    sequence->longest_stop = std::max(sequence->longest_stop, stop.size());
-  }
+  sequence->output.emplace(*tokenizer_, sampling.stop);
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
@@ -391,10 +413,44 @@ void EngineImpl::Step() {
   }
   if (plan.entries.empty()) return;
 
+  // The fault boundary: an exception in the forward pass fails the requests of this step, one
+  // in a request's sampling or streaming fails that request; the engine goes on with the rest.
+  // Requests are named by id, since a failed one may already have been finished and freed.
+  std::vector<uint64_t> step_ids;
+  for (const StepEntry& entry : plan.entries) step_ids.push_back(entry.sequence->id);
+  try {
+    Forward(plan);
+  } catch (const std::exception& error) {
+    FailRequests(step_ids, fmt::format("forward pass of {} tokens", plan.num_tokens), error.what());
+    return;
+  }
+
+  const auto vocab = static_cast<size_t>(model_->config().vocab_size);
+  size_t row = 0;
+  for (const StepEntry& entry : plan.entries) {
+    Sequence& sequence = *entry.sequence;
+    if (!entry.wants_logits) continue;
+    const uint64_t id = sequence.id;
+    try {
+      if (sequence.prefill_only) {
+        TimeInto(scheduling_seconds_, [&] { return scheduler_->Finish(&sequence, /*pin=*/true); });
+        continue;
+      }
+      float* logits = logits_.data() + row * vocab;
+      ++row;
+      HandleLogits(sequence, logits);
+    } catch (const std::exception& error) {
+      FailRequests({id}, "sampling", error.what());
+    }
+  }
+}
+
+void EngineImpl::Forward(const StepPlan& plan) {
   batch_.Clear();
   for (size_t s = 0; s < plan.entries.size(); ++s) {
     const StepEntry& entry = plan.entries[s];
     Sequence& sequence = *entry.sequence;
+    if (config_.fault_hook) config_.fault_hook(EngineFaultSite::kForward, sequence.request);
     batch_.block_tables.emplace_back(sequence.blocks);
     for (size_t p = entry.start; p < entry.start + entry.count; ++p) {
       batch_.tokens.push_back(sequence.tokens[p]);
@@ -413,28 +469,38 @@ void EngineImpl::Step() {
   for (const StepEntry& entry : plan.entries) {
     if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
   }
+}
 
-  const auto vocab = static_cast<size_t>(model_->config().vocab_size);
-  size_t row = 0;
-  for (const StepEntry& entry : plan.entries) {
-    Sequence& sequence = *entry.sequence;
-    if (!entry.wants_logits) continue;
-    if (sequence.prefill_only) {
-      TimeInto(scheduling_seconds_, [&] { return scheduler_->Finish(&sequence, /*pin=*/true); });
-      continue;
+void EngineImpl::FailRequests(const std::vector<uint64_t>& ids, const std::string& stage,
+                              const std::string& reason) {
+  // One line with the context an operator needs; the clients get the reason itself.
+  spdlog::error("engine fault in the {} (requests {}): {}; failing them, the engine goes on", stage,
+                fmt::join(ids, ", "), reason);
+  const std::string message = fmt::format("internal error in the {}: {}", stage, reason);
+  for (uint64_t id : ids) {
+    try {
+      std::unique_ptr<Sequence> sequence =
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
+      if (sequence) Deliver(std::move(sequence), FinishReason::kError, message);
+    } catch (const std::exception& error) {
+      // Removing or reporting failed too (a throwing callback): the request is gone either way.
+      spdlog::error("engine fault: failing request {} failed as well: {}", id, error.what());
     }
-    HandleLogits(sequence, logits_.data() + row * vocab);
-    ++row;
   }
 }
 
 void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
+  if (config_.fault_hook) config_.fault_hook(EngineFaultSite::kSample, sequence.request);
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
   std::span<float> row(logits, vocab);
   if (sequence.request.record_logits) sequence.logits.emplace_back(row.begin(), row.end());
+  const std::optional<int>& top_logprobs = sequence.request.sampling.logprobs;
+  // Taken before sampling, which applies the penalties to `row` in place.
+  if (top_logprobs) LogSoftmax(row, logprob_scratch_);
   int32_t token = sequence.sampler->Sample(row);
   sequence.sampler->Accept(token);
   sequence.tokens.push_back(token);
+  if (top_logprobs) sequence.logprobs.push_back(DescribeLogprobs(token, *top_logprobs));
   ++sequence.generated;
   {
     std::lock_guard lock(stats_mutex_);
@@ -448,30 +514,20 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   if (!sampling.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
     if (sequence.callbacks.on_token) {
       sequence.callbacks.on_token(TokenEvent{sequence.id, token, "", sequence.prompt_len,
-                                             sequence.cached_tokens});
+                                             sequence.cached_tokens, UnstreamedLogprobs(sequence)});
     }
     FinishSequence(&sequence, FinishReason::kStop);
     return;
   }
-  size_t previous = sequence.text.size();
-  sequence.text += sequence.detokenizer->Push(token);
-  // A stop string may straddle tokens: search from just before the new text.
-  const size_t longest_stop = sequence.longest_stop;
-  size_t from = previous >= longest_stop ? previous - longest_stop + 1 : 0;
-  for (const auto& stop : sampling.stop) {
-    if (stop.empty()) continue;
-    size_t found = sequence.text.find(stop, from);
-    if (found != std::string::npos) {
-      sequence.text.resize(found);
-      Emit(sequence, /*final=*/true);
-      FinishSequence(&sequence, FinishReason::kStop);
-      return;
-    }
+  if (sequence.output->Push(token)) {  // a stop string
+    Emit(sequence, /*final=*/true);
+    FinishSequence(&sequence, FinishReason::kStop);
+    return;
   }
   bool out_of_tokens = static_cast<int>(sequence.generated) >= sampling.max_tokens;
   bool out_of_context = static_cast<int64_t>(sequence.tokens.size()) >= max_context_;
   if (out_of_tokens || out_of_context) {
-    sequence.text += sequence.detokenizer->Flush();
+    sequence.output->Flush();
     Emit(sequence, /*final=*/true);
     FinishSequence(&sequence, FinishReason::kLength);
     return;
@@ -480,24 +536,33 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
 }
 
 void EngineImpl::Emit(Sequence& sequence, bool final) {
-  // Hold back what could still become a stop string.
-  const size_t longest_stop = sequence.longest_stop;
-  size_t safe = sequence.text.size();
-  if (!final && longest_stop > 0) safe = safe >= longest_stop - 1 ? safe - (longest_stop - 1) : 0;
-  // Never cut a UTF-8 character in two.
-  while (safe > sequence.emitted_bytes && safe < sequence.text.size() &&
-         (static_cast<unsigned char>(sequence.text[safe]) & 0xC0) == 0x80) {
-    --safe;
-  }
-  std::string delta;
-  if (safe > sequence.emitted_bytes) {
-    delta = sequence.text.substr(sequence.emitted_bytes, safe - sequence.emitted_bytes);
-    sequence.emitted_bytes = safe;
-  }
-  if (sequence.callbacks.on_token && (!delta.empty() || !final)) {
+  std::string delta = sequence.output->TakeDelta(final);
+  bool logprobs_pending = sequence.logprobs_streamed < sequence.logprobs.size();
+  if (sequence.callbacks.on_token && (!delta.empty() || !final || logprobs_pending)) {
     sequence.callbacks.on_token(TokenEvent{sequence.id, sequence.tokens.back(), std::move(delta),
-                                           sequence.prompt_len, sequence.cached_tokens});
+                                           sequence.prompt_len, sequence.cached_tokens,
+                                           UnstreamedLogprobs(sequence)});
   }
+}
+
+SampledLogprobs EngineImpl::DescribeLogprobs(int32_t token, int top) const {
+  auto describe = [this](int32_t id, float logprob) {
+    return TokenLogprob{id, logprob, tokenizer_->TokenToPiece(id)};
+  };
+  SampledLogprobs result;
+  result.sampled = describe(token, logprob_scratch_[static_cast<size_t>(token)]);
+  for (const auto& [id, logprob] : TopEntries(logprob_scratch_, top)) {
+    result.top.push_back(describe(id, logprob));
+  }
+  return result;
+}
+
+std::vector<SampledLogprobs> EngineImpl::UnstreamedLogprobs(Sequence& sequence) {
+  std::vector<SampledLogprobs> pending(
+      sequence.logprobs.begin() + static_cast<ptrdiff_t>(sequence.logprobs_streamed),
+      sequence.logprobs.end());
+  sequence.logprobs_streamed = sequence.logprobs.size();
+  return pending;
 }
 
 void EngineImpl::FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error) {
@@ -510,7 +575,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
                          const std::string& error) {
   GenerationOutput output;
   output.request_id = sequence->id;
-  output.text = std::move(sequence->text);
+  if (sequence->output) output.text = sequence->output->TakeText();
   output.token_ids.assign(sequence->tokens.begin() + static_cast<ptrdiff_t>(sequence->prompt_len),
                           sequence->tokens.end());
   output.prompt_tokens = sequence->prompt_len;
@@ -521,6 +586,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
   output.prefill_compute_seconds = sequence->prefill_compute_seconds;
   output.total_seconds = SecondsSince(sequence->submitted_at);
   output.logits = std::move(sequence->logits);
+  output.logprobs = std::move(sequence->logprobs);
   {
     std::lock_guard lock(mutex_);
     if (queued_ > 0) --queued_;

@@ -22,6 +22,7 @@
 #include "kvcache/prefix_cache.h"
 #include "model/model.h"
 #include "reprise/engine.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise {
@@ -32,9 +33,14 @@ class EngineImpl {
   ~EngineImpl();
 
   uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks);
+  // See Engine::EncodePrompt. Safe on any thread.
+  size_t EncodePrompt(GenerationRequest& request) const;
   void Cancel(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The chat template resolved at start-up (see EngineConfig::chat_template); std::nullopt when
+  // the model's own template is one Reprise does not recognise.
+  std::optional<ChatTemplateKind> chat_template() const { return chat_template_; }
   const Model& model() const { return *model_; }
   ModelInfo Info() const;
   EngineStats Stats() const;
@@ -47,13 +53,29 @@ class EngineImpl {
     std::vector<int32_t> tokens;
   };
 
+  // The task prompt named by request.cache.task_id (empty for none); throws Error for an unknown
+  // one.
+  const std::vector<int32_t>& TaskPromptTokens(const GenerationRequest& request) const;
+  // The request's own tokens: prompt_tokens, or its text encoded with BOS unless it follows a
+  // task prompt (which holds BOS) or add_special_tokens is false.
+  std::vector<int32_t> OwnPromptTokens(const GenerationRequest& request) const;
   std::unique_ptr<Sequence> MakeSequence(GenerationRequest request, StreamCallbacks callbacks);
   void ComputeTaskPrompts(const std::string& json_text);
   void Loop();
   void Step();
+  // Builds the batch of `plan`, runs the model and advances the requests' computed positions.
+  void Forward(const StepPlan& plan);
+  // The fault boundary's end: logs the fault once with its context, then finishes each request
+  // of `ids` still known with FinishReason::kError and `reason`, releasing its blocks.
+  void FailRequests(const std::vector<uint64_t>& ids, const std::string& stage,
+                    const std::string& reason);
   // Samples the next token from `logits` ([vocab], modified by the penalties).
   void HandleLogits(Sequence& sequence, float* logits);
   void Emit(Sequence& sequence, bool final);
+  // The sampled token's log-probability and the `top` most likely, from logprob_scratch_.
+  SampledLogprobs DescribeLogprobs(int32_t token, int top) const;
+  // The sequence's log-probabilities not yet sent in a token event; marks them sent.
+  static std::vector<SampledLogprobs> UnstreamedLogprobs(Sequence& sequence);
   void FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error = "");
   void Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason, const std::string& error);
   void PublishStats();
@@ -63,6 +85,7 @@ class EngineImpl {
   EngineConfig config_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<ChatTemplateKind> chat_template_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -71,7 +94,8 @@ class EngineImpl {
   int64_t num_blocks_ = 0;
   size_t block_bytes_ = 0;
   ForwardBatch batch_;
-  AlignedBuffer<float> logits_;  // [max_running][vocab]
+  AlignedBuffer<float> logits_;         // [max_running][vocab]
+  std::vector<float> logprob_scratch_;  // [vocab]: the log-softmax of the row being sampled
   std::map<std::string, TaskPrompt> task_prompts_;
   std::vector<TaskPromptInfo> task_infos_;
 

@@ -299,6 +299,13 @@ std::unique_ptr<Sequence> Scheduler::Remove(uint64_t id) {
   return nullptr;
 }
 
+std::vector<uint64_t> Scheduler::Ids() const {
+  std::vector<uint64_t> ids;
+  for (const auto& sequence : running_) ids.push_back(sequence->id);
+  for (const auto& sequence : waiting_) ids.push_back(sequence->id);
+  return ids;
+}
+
 std::vector<std::unique_ptr<Sequence>> Scheduler::RemoveAll() {
   std::vector<std::unique_ptr<Sequence>> removed;
   while (!running_.empty()) removed.push_back(Finish(running_.back().get()));

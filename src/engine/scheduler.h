@@ -81,6 +81,9 @@ class Scheduler {
   // Removes every sequence (shutting down), releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> RemoveAll();
 
+  // The ids of every sequence, running and waiting.
+  std::vector<uint64_t> Ids() const;
+
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
   size_t num_running() const { return running_.size(); }
   size_t num_waiting() const { return waiting_.size(); }

@@ -10,11 +10,10 @@
 
 #include "core/clock.h"
 #include "core/sha256.h"
+#include "engine/output_text.h"
 #include "kvcache/prefix_cache.h"
 #include "reprise/engine.h"
 #include "sampling/sampler.h"
-#include "tokenizer/streaming_detokenizer.h"
-#include "tokenizer/tokenizer.h"
 
 namespace reprise {
 
@@ -47,15 +46,14 @@ struct Sequence {
   size_t cached_tokens = 0;  // reported reuse: prompt tokens whose KV came from cache
 
   std::unique_ptr<Sampler> sampler;
-  std::unique_ptr<StreamingDetokenizer> detokenizer;
-  std::string text;         // output text so far (stop strings cut it)
-  size_t longest_stop = 0;  // bytes of the longest stop string: how much text to hold back
-  size_t emitted_bytes = 0; // how much of `text` has been streamed
+  std::optional<OutputText> output;  // detokenized text, stop strings, what was streamed
   size_t generated = 0;
   bool first_token_seen = false;
   double ttft_seconds = 0;
   double prefill_compute_seconds = 0;  // forward time of the steps before the first token
   std::vector<std::vector<float>> logits;
+  std::vector<SampledLogprobs> logprobs;  // when request.sampling.logprobs is set
+  size_t logprobs_streamed = 0;           // how many of them went out in token events
 
   size_t Remaining() const { return tokens.size() - num_computed; }
 };

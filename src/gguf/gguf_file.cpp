@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace reprise::gguf {
 
@@ -258,7 +259,6 @@ void Parse(const MappedFile& file, uint32_t& version, size_t& alignment, size_t&
   }
 }
 
-
 }  // namespace
 
 uint64_t TensorInfo::NumElements() const {
@@ -273,14 +273,16 @@ GgufFile GgufFile::Open(const std::string& path) {
   GgufFile gguf;
   gguf.file_ = MappedFile::Open(path);
   try {
-    Parse(gguf.file_, gguf.version_, gguf.alignment_, gguf.data_start_, gguf.metadata_, gguf.tensors_);
-  } catch (const Error& error) {
-    throw Error(fmt::format("{}: {}", path, error.what()));
-  }
-  for (size_t i = 0; i < gguf.tensors_.size(); ++i) {
-    if (!gguf.tensor_index_.emplace(gguf.tensors_[i].name, i).second) {
-      throw Error(fmt::format("{}: duplicate tensor '{}'", path, gguf.tensors_[i].name));
+    Parse(gguf.file_, gguf.version_, gguf.alignment_, gguf.data_start_, gguf.metadata_,
+          gguf.tensors_);
+    for (size_t i = 0; i < gguf.tensors_.size(); ++i) {
+      if (!gguf.tensor_index_.emplace(gguf.tensors_[i].name, i).second) {
+        throw Error(fmt::format("duplicate tensor '{}'", gguf.tensors_[i].name));
+      }
     }
+  } catch (const Error& error) {
+    // Messages quote keys and names from the file: nothing in them may reach a terminal raw.
+    throw Error(EscapeBytes(fmt::format("{}: {}", path, error.what()), kMaxMessageBytes));
   }
   return gguf;
 }

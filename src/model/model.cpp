@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "kernels/ops.h"
 
 namespace reprise {
@@ -46,8 +47,13 @@ WeightView MatrixView(const gguf::GgufFile& file, const std::string& name, int64
 std::unique_ptr<Model> Model::Load(const std::string& path) {
   std::unique_ptr<Model> model(new Model());
   model->file_ = gguf::GgufFile::Open(path);
-  model->config_ = ModelConfig::FromGguf(model->file_);
-  model->BindWeights();
+  try {
+    model->config_ = ModelConfig::FromGguf(model->file_);
+    model->BindWeights();
+  } catch (const Error& error) {
+    // Messages quote names and values from the file: nothing in them may reach a terminal raw.
+    throw Error(EscapeBytes(error.what(), kMaxMessageBytes));
+  }
   return model;
 }
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "server/inference_backend.h"
 #include "server/metrics.h"
@@ -31,13 +31,13 @@ struct HttpServerOptions {
   size_t max_connections = 1024;            // open connections in all; more are answered 503
   size_t max_connections_per_client = 128;  // open connections from one address
   std::chrono::milliseconds read_timeout{5000};  // request header deadline, body idle timeout
+  std::vector<std::string> allowed_origins;  // CORS ("*": any); empty: no CORS headers
 };
 
 // The backend and what the server caches about it, set once.
 struct ReadyBackend {
   std::shared_ptr<InferenceBackend> backend;
   ModelInfo info;
-  std::optional<int32_t> bos_token;  // the token Tokenize("", true) adds, if any
 };
 
 class ServerState {
@@ -51,7 +51,7 @@ class ServerState {
   // The tenant the Authorization header names, or a 401 ApiError.
   const Tenant& Caller(const std::string& authorization) const;
 
-  // Reads Info() and the BOS token, then makes the backend visible to the routes.
+  // Reads Info(), then makes the backend visible to the routes.
   void SetBackend(std::shared_ptr<InferenceBackend> backend);
   // Null while loading.
   std::shared_ptr<const ReadyBackend> Ready() const;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -101,6 +102,33 @@ std::optional<bool> ParseBoolText(const std::string& text) {
   if (value == "0" || value == "false" || value == "no" || value == "off") return false;
   return std::nullopt;
 }
+
+namespace {
+
+// "a, b" -> {"a", "b"}; an origin is "*" or scheme://host[:port], as browsers send it.
+std::vector<std::string> SplitOrigins(const std::string& list) {
+  std::vector<std::string> origins;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string origin = TrimAsciiSpace(list.substr(start, comma - start));
+    size_t scheme_end = origin.find("://");
+    bool url = scheme_end != std::string::npos && scheme_end > 0 &&
+               origin.size() > scheme_end + 3 &&
+               origin.find('/', scheme_end + 3) == std::string::npos;
+    if (origin != "*" && !url) {
+      throw Error(
+          fmt::format("--allowed-origins: '{}' is not an origin (scheme://host[:port], no "
+                      "path, or *)",
+                      origin));
+    }
+    origins.push_back(origin);
+    start = comma + 1;
+  }
+  return origins;
+}
+
+}  // namespace
 
 ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   ServerSettings settings;
@@ -218,6 +246,10 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
     settings.shutdown_timeout_seconds = *flags.shutdown_timeout;
   }
 
+  for (const std::string& list : flags.allowed_origins) {
+    for (std::string origin : SplitOrigins(list)) settings.allowed_origins.push_back(origin);
+  }
+
   // Task prompts: the flag, else MULTI_TASK_PROMPT (a file), else MULTI_TASK_PROMPT_STR.
   std::optional<std::string> env_file = env("MULTI_TASK_PROMPT");
   std::optional<std::string> env_text = env("MULTI_TASK_PROMPT_STR");
@@ -247,7 +279,7 @@ std::string DescribeSettings(const ServerSettings& settings) {
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
       "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
       "max_connections: {} ({} per client), shutdown_timeout: {} s, api_keys: {}{}, "
-      "share_cache_across_tenants: {}, metrics_require_auth: {}",
+      "share_cache_across_tenants: {}, metrics_require_auth: {}, allowed_origins: {}",
       settings.model, settings.served_model_name, settings.host, settings.port,
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
@@ -262,7 +294,10 @@ std::string DescribeSettings(const ServerSettings& settings) {
       settings.shutdown_timeout_seconds,
       settings.api_keys.empty() ? std::string("none") : fmt::format("{} given", settings.api_keys.size()),
       settings.api_keys_file.empty() ? std::string() : ", file " + settings.api_keys_file,
-      settings.share_cache_across_tenants, settings.metrics_require_auth);
+      settings.share_cache_across_tenants, settings.metrics_require_auth,
+      settings.allowed_origins.empty()
+          ? "none"
+          : fmt::format("{}", fmt::join(settings.allowed_origins, ",")));
 }
 
 TenantSetup MakeTenantSetup(const ServerSettings& settings) {
@@ -301,6 +336,7 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.max_queued_requests = settings.max_queued_requests;
   config.num_threads = settings.threads;
   config.max_context = settings.max_context;
+  config.chat_template = settings.chat_template;
   if (!settings.task_prompts_file.empty()) {
     config.task_prompts_json = ReadTextFile(settings.task_prompts_file, "task prompt file");
   } else {

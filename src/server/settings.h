@@ -45,6 +45,7 @@ struct ServeFlags {
   std::optional<int64_t> max_connections;
   std::optional<int64_t> max_connections_per_client;
   std::optional<double> shutdown_timeout;  // seconds
+  std::vector<std::string> allowed_origins;  // --allowed-origins, each a comma list
 };
 
 // The effective settings.
@@ -77,6 +78,7 @@ struct ServerSettings {
   size_t max_connections = 1024;
   size_t max_connections_per_client = 128;
   double shutdown_timeout_seconds = 30;  // SIGTERM: how long running requests may finish
+  std::vector<std::string> allowed_origins;  // CORS: origins allowed ("*": any); empty: none
 };
 
 // Looks up an environment variable; nullopt when unset. Injectable so that tests never touch the

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/merge_encoders.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -106,11 +107,11 @@ Tokenizer Tokenizer::FromGguf(const gguf::GgufFile& file) {
     return Tokenizer(Vocab::FromGguf(file));
   } catch (const Error& e) {
     const std::string message = e.what();
-    // Vocab errors already name the file; piece errors do not.
-    if (message.starts_with(file.path())) {
-      throw;
-    }
-    throw Error(fmt::format("{}: {}", file.path(), message));
+    // Vocab errors already name the file; piece errors do not. Both quote token texts from the
+    // file: nothing in them may reach a terminal raw.
+    throw Error(EscapeBytes(
+        message.starts_with(file.path()) ? message : fmt::format("{}: {}", file.path(), message),
+        kMaxMessageBytes));
   }
 }
 
@@ -119,6 +120,14 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
   for (int32_t id = 0; id < vocab_.size(); ++id) {
     pieces_.push_back(RenderPiece(vocab_, id));
   }
+}
+
+std::vector<int32_t> Tokenizer::EncodePrompt(std::string_view text, bool add_bos) const {
+  std::vector<int32_t> ids = Encode(text, /*add_special=*/false, /*parse_special=*/true);
+  if (add_bos && this->add_bos() && (ids.empty() || ids.front() != bos_id())) {
+    ids.insert(ids.begin(), bos_id());
+  }
+  return ids;
 }
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,

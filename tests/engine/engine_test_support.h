@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/make_model.h"
+#include "modelgen/make_model.h"
 #include "reprise/engine.h"
 #include "test_support.h"
 
@@ -24,14 +24,14 @@ inline std::string TinyModelPath(kernels::WeightType type = kernels::WeightType:
   auto path = ScratchDir() / ("tiny_" + architecture + "_" +
                                    std::string(kernels::WeightTypeName(type)) + ".gguf");
   if (!std::filesystem::exists(path)) {
-    cli::MakeModelOptions options;
+    modelgen::MakeModelOptions options;
     options.shape = "tiny";
     options.architecture = architecture;
     options.vocab_path = Fixture("vocab/ggml-vocab-llama-bpe.gguf");
     options.type = type;
     options.output_path = path.string();
     options.threads = 2;
-    cli::MakeModel(options);
+    modelgen::MakeModel(options);
   }
   return path.string();
 }
@@ -78,7 +78,9 @@ inline void ExpectBitIdentical(const GenerationOutput& expected, const Generatio
 }
 
 // The engine publishes statistics after each step; wait until no block is referenced.
-inline EngineStats WaitForIdle(const Engine& engine) {
+// (`engine`: a reprise::Engine or anything with the same Stats()).
+template <typename WithStats>
+EngineStats WaitForIdle(const WithStats& engine) {
   EngineStats stats = engine.Stats();
   for (int i = 0; i < 500 && (stats.blocks_in_use > 0 || stats.requests_running > 0); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

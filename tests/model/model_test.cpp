@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "cli/make_model.h"
+#include "modelgen/make_model.h"
 #include "core/error.h"
 #include "test_support.h"
 
@@ -14,11 +14,11 @@ namespace {
 TEST(ModelTest, Qwen2FilesLoadWithNeoxRopeAndBiases) {
   REPRISE_REQUIRE_FIXTURES();
   std::string path = testing::ScratchPath("qwen2.gguf");
-  cli::MakeModelOptions options;
+  modelgen::MakeModelOptions options;
   options.architecture = "qwen2";
   options.vocab_path = testing::Fixture("vocab/ggml-vocab-qwen2.gguf");
   options.output_path = path;
-  cli::MakeModel(options);
+  modelgen::MakeModel(options);
   auto model = Model::Load(path);
   EXPECT_EQ(model->config().architecture, "qwen2");
   EXPECT_EQ(model->config().rope_style, kernels::RopeStyle::kNeox);

@@ -141,6 +141,19 @@ TEST(SettingsTest, ApiKeyFromFlagOrEnvironment) {
             (std::vector<std::string>{"k2", "k3"}));
 }
 
+TEST(SettingsTest, AllowedOriginsFromCommaListsAndRepeats) {
+  ServeFlags flags = Flags();
+  EXPECT_TRUE(ResolveSettings(flags, FakeEnv({})).allowed_origins.empty());
+  flags.allowed_origins = {"http://a.example, https://b.example:8443", "*"};
+  EXPECT_EQ(ResolveSettings(flags, FakeEnv({})).allowed_origins,
+            (std::vector<std::string>{"http://a.example", "https://b.example:8443", "*"}));
+  for (const char* bad :
+       {"a.example", "http://a.example/", "http://a.example/x", "", "http://a.example,", "://x"}) {
+    flags.allowed_origins = {bad};
+    EXPECT_THROW(ResolveSettings(flags, FakeEnv({})), Error) << bad;
+  }
+}
+
 TEST(SettingsTest, FlagRanges) {
   auto bad = [](auto set) {
     ServeFlags flags = Flags();

@@ -1,0 +1,100 @@
+// `bench prefill` and `bench decode`: tok/s for 512- and 2048-token prompts that share nothing,
+// with reuse off in process, so every prompt token is computed.
+#include <fmt/format.h>
+
+#include "bench/stats.h"
+#include "bench/workloads.h"
+
+namespace reprise::bench {
+
+WorkloadResult RunSpeedWorkload(const BenchContext& context, bool decode) {
+  WorkloadResult result;
+  result.name = decode ? "decode" : "prefill";
+  const std::vector<size_t> lengths = context.Pick<std::vector<size_t>>({512, 2048}, {64, 128});
+  const int generated = decode ? context.Pick(128, 16) : 1;
+  BenchProgress& progress = context.progress();
+  progress.Begin(result.name, 1 + static_cast<int>(lengths.size()) * context.repeat());
+  progress.Step("loading the model, warm-up");
+  std::unique_ptr<BenchTarget> target = context.MakeTarget(/*prefix_caching=*/false);
+  WarmUp(*target);
+
+  std::vector<BenchColumn> columns = {{"prompt", "tokens"},  {"cached", "tokens"},
+                                      {"generated", "tokens"}, {"TTFT p50", "ms"},
+                                      {"prefill p50", "tok/s"}, {"prefill min", "tok/s"},
+                                      {"prefill max", "tok/s"}};
+  if (decode) {
+    columns.insert(columns.end(), {{"decode p50", "tok/s"}, {"decode min", "tok/s"},
+                                   {"decode max", "tok/s"}});
+  }
+  BenchTable table(fmt::format("[{}] {} ({} runs each, {})", result.name,
+                               decode ? "prefill then decode" : "prefill", context.repeat(),
+                               target->Describe()),
+                   columns);
+  ChartSpec chart{ChartKind::kBar, decode ? "Prefill and decode speed" : "Prefill speed",
+                  "prompt tokens", "tok/s", {}, {{"prefill", {}}}, {}};
+  if (decode) chart.series.push_back({"decode", {}});
+
+  for (size_t length : lengths) {
+    std::vector<double> ttft, prefill, decoding;
+    size_t prompt_tokens = 0;
+    size_t cached = 0;
+    size_t completion = 0;
+    for (int r = 0; r < context.repeat(); ++r) {
+      progress.Step(fmt::format("{}-token prompt, run {}", length, r + 1));
+      // A fresh seed per run: no run can reuse another's prefix, even on a server with reuse on.
+      BenchRequest request;
+      request.prompt = FitProse(*target, context.Seed(10'000 * length + 100 * static_cast<uint64_t>(decode) + r), length);
+      request.max_tokens = generated;
+      BenchResult run = target->Run(request);
+      ttft.push_back(run.ttft_seconds);
+      prefill.push_back(run.PrefillTokensPerSecond());
+      if (decode) decoding.push_back(run.DecodeTokensPerSecond());
+      prompt_tokens = std::max(prompt_tokens, run.prompt_tokens);
+      cached = std::max(cached, run.cached_tokens.value_or(0));
+      completion = run.completion_tokens;
+    }
+    std::vector<BenchCell> row = {prompt_tokens, cached, completion, BenchCell(Median(ttft) * 1e3, 1),
+                                  BenchCell(Median(prefill), 1), BenchCell(Min(prefill), 1),
+                                  BenchCell(Max(prefill), 1)};
+    if (decode) {
+      row.insert(row.end(), {BenchCell(Median(decoding), 1), BenchCell(Min(decoding), 1),
+                             BenchCell(Max(decoding), 1)});
+    }
+    table.AddRow(std::move(row));
+    chart.categories.push_back(std::to_string(prompt_tokens));
+    chart.series[0].values.push_back(Median(prefill));
+    if (decode) chart.series[1].values.push_back(Median(decoding));
+
+    const std::string key = std::to_string(length);
+    if (!decode && length == 512) {
+      result.figures.push_back(BenchFigure::AtLeast("prefill_512_tok_s", "prefill, 512-token prompt",
+                                                    Median(prefill), "tok/s", 450));
+    } else if (!decode) {
+      result.figures.push_back(BenchFigure::Plain("prefill_" + key + "_tok_s",
+                                                  "prefill, " + key + "-token prompt",
+                                                  Median(prefill), "tok/s"));
+    } else if (length == lengths.front()) {
+      result.figures.push_back(BenchFigure::AtLeast(
+          "decode_" + key + "_tok_s", fmt::format("decode after a {}-token prompt", key),
+          Median(decoding), "tok/s", 110));
+    } else {
+      result.figures.push_back(BenchFigure::Plain("decode_" + key + "_tok_s",
+                                                  fmt::format("decode after a {}-token prompt", key),
+                                                  Median(decoding), "tok/s"));
+    }
+  }
+  progress.End();
+  result.tables.push_back(std::move(table));
+  result.charts.push_back(std::move(chart));
+  result.notes = {
+      "prefill tok/s = prompt tokens / TTFT (TTFT: submission to the first generated token)",
+      "prompts are seeded prose, a new seed each run, so nothing is reused; in process the engine "
+      "runs with prefix caching off"};
+  if (decode) {
+    result.notes.push_back("decode tok/s = (generated - 1) / (total time - TTFT), greedy, EOS ignored");
+  }
+  result.notes.push_back("targets (issue 6) are for the 135m Q8_0 model on 2 threads");
+  return result;
+}
+
+}  // namespace reprise::bench

@@ -1,9 +1,0 @@
-# Included from reprise_module(cli): the peak probes of `reprise bench kernels` are compiled once
-# per instruction set; bench_peak.cpp picks one at run time with the kernels' CPU target.
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
-  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/cli/bench_peak_avx512.cpp PROPERTIES
-      COMPILE_OPTIONS "-mavx512f;-mfma")
-  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/cli/bench_peak_avx2.cpp PROPERTIES
-      COMPILE_OPTIONS "-mavx2;-mfma")
-  target_compile_definitions(reprise_cli PRIVATE REPRISE_BENCH_AVX512 REPRISE_BENCH_AVX2)
-endif()
