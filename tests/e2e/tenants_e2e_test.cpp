@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,50 @@ TEST(TenantsE2eTest, SharingAcrossTenantsIsAnExplicitChoice) {
   const std::string prompt = Secret();
   EXPECT_EQ(CachedTokens(port, "victim-key-0001", prompt, ""), 0);
   EXPECT_GT(CachedTokens(port, "attacker-key-01", prompt, ""), 64);
+  EXPECT_EQ(server.Stop(), 0) << server.Log();
+}
+
+// The side-channel bench sees sharing: every hit probe reports the victim's tokens as cached,
+// so its --max-auc check fails; with isolation cached_tokens tells nothing.
+TEST(TenantsE2eTest, SideChannelBenchSeesSharingAndNotIsolation) {
+  REPRISE_REQUIRE_FIXTURES();
+  for (bool share : {true, false}) {
+    std::vector<std::string> extra;
+    if (share) extra.push_back("--share-cache-across-tenants");
+    ServerProcess server(ServeArgs(extra));
+    ProcessResult run = RunToExit(
+        {REPRISE_BINARY, "bench", "side-channel", "--url",
+         "http://127.0.0.1:" + std::to_string(server.port()), "--victim-key", "victim-key-0001",
+         "--attacker-key", "attacker-key-01", "--probes", "6", "--prompt-words", "60"},
+        {}, std::chrono::seconds(120));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    size_t at = run.output.find("cached_tokens (mean)");
+    ASSERT_NE(at, std::string::npos) << run.output;
+    std::istringstream line(run.output.substr(at + std::string("cached_tokens (mean)").size()));
+    double hit_cached = 0, miss_cached = 0, auc = 0;
+    line >> hit_cached >> miss_cached >> auc;
+    if (share) {
+      EXPECT_EQ(auc, 1.0) << run.output;
+      EXPECT_GT(hit_cached, 32) << run.output;
+    } else {
+      // The attacker's own probes may share a first token or two with each other; never a
+      // block of the victim's.
+      EXPECT_LT(hit_cached, 16) << run.output;
+    }
+  }
+}
+
+// A short soak: its checks (no 5xx, gauges at 0, RSS flat) hold and it says so.
+TEST(TenantsE2eTest, ShortSoakPassesItsChecks) {
+  REPRISE_REQUIRE_FIXTURES();
+  ServerProcess server(ServeArgs());
+  ProcessResult run = RunToExit({REPRISE_BINARY, "bench", "soak", "--url",
+                                 "http://127.0.0.1:" + std::to_string(server.port()), "--api-key",
+                                 "operator-key-01", "--duration", "6", "--clients", "6"},
+                                {}, std::chrono::seconds(120));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("[ok] 5xx answers: 0"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("FAIL"), std::string::npos) << run.output;
   EXPECT_EQ(server.Stop(), 0) << server.Log();
 }
 
