@@ -108,6 +108,9 @@ struct CacheOptions {
   std::string task_id;         // a static task prompt to prepend (empty: none)
   int priority = 35;           // 0..100: higher-priority blocks are evicted after lower ones
   double ttl_seconds = 0;      // keep this prefix at least this long when memory allows
+  // Who the blocks this request adds to the cache belong to (a tenant), for ClearCache(owner).
+  // Not part of the key: isolation comes from cache_salt.
+  std::string owner;
 };
 
 struct GenerationRequest {
@@ -297,6 +300,8 @@ class Engine {
   // Clears the named tiers ("memory", "disk", "remote"), memory first; returns the blocks
   // dropped. A tier that is not configured drops nothing; another name throws reprise::Error.
   size_t ClearCache(const std::vector<std::string>& tiers);
+  // Drops the cached blocks that requests with CacheOptions::owner == `owner` added to memory.
+  size_t ClearCache(const std::string& owner);
 
  private:
   std::unique_ptr<EngineImpl> impl_;

@@ -9,9 +9,9 @@
 namespace reprise::bench {
 
 const std::vector<std::string>& BenchWorkloadNames() {
-  static const std::vector<std::string> names = {"kernels", "prefill", "decode", "doc",
-                                                 "chat", "multidoc", "unique", "concurrent",
-                                                 "tiers", "sched", "all"};
+  static const std::vector<std::string> names = {
+      "kernels", "prefill", "decode",   "doc",  "chat",         "multidoc", "unique",
+      "concurrent", "tiers", "sched", "all", "side-channel", "soak"};
   return names;
 }
 
@@ -81,6 +81,9 @@ void ValidateBenchOptions(const BenchOptions& options) {
   if (!options.cpu_target.empty() && options.cpu_target != "scalar" &&
       options.cpu_target != "avx2" && options.cpu_target != "avx512") {
     throw Error(fmt::format("unknown --cpu-target '{}' (scalar, avx2 or avx512)", options.cpu_target));
+  }
+  if ((options.workload == "side-channel" || options.workload == "soak") && options.url.empty()) {
+    throw Error(fmt::format("the {} benchmark runs against a server: give --url", options.workload));
   }
   if (!options.url.empty()) {
     ParseHttpUrl(options.url);

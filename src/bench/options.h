@@ -32,10 +32,20 @@ struct BenchOptions {
   std::string served_model;      // the "model" field sent to --url ("": the first of /v1/models)
   uint64_t seed = 0;             // shifts every prompt text (a server keeps its cache across runs)
   std::string cpu_target;        // kernels: scalar, avx2 or avx512 (default: the best one)
+  // side-channel and soak (security.h), against --url only:
+  std::string victim_key;
+  std::string attacker_key;
+  std::string api_key;           // soak: sent with every request
+  int probes = 40;               // side-channel: probes of each kind
+  int prompt_words = 200;        // side-channel: words per secret
+  double max_auc = 0;            // side-channel: > 0: exit 1 above it
+  double duration_seconds = 600;  // soak
+  int clients = 32;               // soak
 };
 
-// "kernels", "prefill", "decode", "doc", "chat", "multidoc", "unique", "concurrent", "sched",
-// "all".
+// "kernels", "prefill", "decode", "doc", "chat", "multidoc", "unique", "concurrent", "tiers",
+// "sched", "all", and the security benchmarks "side-channel" and "soak" (not part of "all";
+// --url only).
 const std::vector<std::string>& BenchWorkloadNames();
 
 // Whether a workload drives an engine (in process or at --url); "kernels" does not.

@@ -11,6 +11,7 @@
 #include "bench/context.h"
 #include "bench/options.h"
 #include "bench/report.h"
+#include "bench/security.h"
 #include "bench/workloads.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -129,6 +130,21 @@ std::string DefaultVocabHelp() {
 
 int RunBench(const BenchOptions& options) {
   ValidateBenchOptions(options);
+  if (options.workload == "side-channel") {
+    return RunSideChannelBench({options.url, options.victim_key, options.attacker_key,
+                                options.served_model, options.probes, options.prompt_words,
+                                options.seed, options.max_auc});
+  }
+  if (options.workload == "soak") {
+    SoakOptions soak;
+    soak.url = options.url;
+    soak.api_key = options.api_key;
+    soak.served_model = options.served_model;
+    soak.duration_seconds = options.duration_seconds;
+    soak.clients = options.clients;
+    soak.seed = options.seed;
+    return RunSoakBench(soak);
+  }
   std::unique_ptr<TemporaryModel> made;
   std::string model_path = options.model;
   const bool needs_model = WorkloadNeedsEngine(options.workload) && options.url.empty();
@@ -143,7 +159,10 @@ int RunBench(const BenchOptions& options) {
   if (options.workload == "all") {
     // Validation made sure there is a model or a server; some workloads run in process only.
     for (const auto& name : BenchWorkloadNames()) {
-      if (name == "all" || (!RunsOverHttp(name) && context.remote())) continue;
+      if (name == "all" || name == "side-channel" || name == "soak" ||
+          (!RunsOverHttp(name) && context.remote())) {
+        continue;
+      }
       names.push_back(name);
     }
   } else {

@@ -52,6 +52,23 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
                       "cannot help (default 0)");
   command->add_option("--cpu-target", options->cpu_target,
                       "kernels: scalar, avx2 or avx512 (default: the best this CPU runs)");
+  command->add_option("--victim-key", options->victim_key,
+                      "side-channel: the API key of the tenant that sends secret prompts");
+  command->add_option("--attacker-key", options->attacker_key,
+                      "side-channel: the API key of the tenant that probes for them");
+  command->add_option("--probes", options->probes,
+                      "side-channel: probes of each kind, hit and miss (default 40)");
+  command->add_option("--prompt-words", options->prompt_words,
+                      "side-channel: words per secret prompt (default 200)");
+  command->add_option("--max-auc", options->max_auc,
+                      "side-channel: exit 1 when max(AUC, 1-AUC) of TTFT or cached_tokens is "
+                      "above this (default: report only)");
+  command->add_option("--duration", options->duration_seconds,
+                      "soak: seconds of load (default 600)");
+  command->add_option("--clients", options->clients, "soak: concurrent clients (default 32)");
+  command->add_option("--api-key", options->api_key,
+                      "soak: the key sent with every request (an admin's, so that its cache "
+                      "clears act)");
   command->callback([options, &run] { run = [options] { return bench::RunBench(*options); }; });
 }
 

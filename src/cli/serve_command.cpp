@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -69,10 +71,16 @@ int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
   options.host = settings.host;
   options.port = settings.port;
   options.served_model_name = settings.served_model_name;
-  options.api_key = settings.api_key;
+  server::TenantSetup tenants = server::MakeTenantSetup(settings);
+  options.api_keys = std::move(tenants.keys);
+  options.cache_secret = std::move(tenants.cache_secret);
+  options.share_cache_across_tenants = settings.share_cache_across_tenants;
+  options.metrics_require_auth = settings.metrics_require_auth;
   options.chat_template = settings.chat_template;
   options.max_body_bytes = settings.max_body_bytes;
   options.http_threads = settings.http_threads;
+  options.max_connections = settings.max_connections;
+  options.max_connections_per_client = settings.max_connections_per_client;
   options.allowed_origins = settings.allowed_origins;
   server::HttpServer http(options);
   int port = http.Bind();
@@ -114,7 +122,20 @@ int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
 
   while (!WaitForStopSignal(stop_signals, 1000)) {
   }
-  spdlog::info("stopping");
+  // Drain: refuse new requests, let running ones finish; a second signal cuts it short.
+  spdlog::info("stopping: refusing new requests, waiting up to {} s for running ones",
+               settings.shutdown_timeout_seconds);
+  auto drain_end = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(
+                       static_cast<int64_t>(settings.shutdown_timeout_seconds * 1000));
+  bool drained = false;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        drain_end - std::chrono::steady_clock::now());
+    drained = http.Drain(std::min(left, std::chrono::milliseconds(200)));
+    if (drained || left.count() <= 0 || WaitForStopSignal(stop_signals, 0)) break;
+  }
+  if (!drained) spdlog::warn("cancelling the requests still running");
   http.Stop();
   return 0;
 }
@@ -144,9 +165,25 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_option_function<std::string>(
       "--served-model-name", [flags](const std::string& v) { flags->served_model_name = v; },
       "Model name clients use (default: the model file's name without .gguf)");
+  command->add_option(
+      "--api-key", flags->api_keys,
+      "Require 'Authorization: Bearer KEY'; repeatable, each key a tenant of its own with its "
+      "own cache (also REPRISE_API_KEY)");
   command->add_option_function<std::string>(
-      "--api-key", [flags](const std::string& v) { flags->api_key = v; },
-      "Require 'Authorization: Bearer KEY' (also REPRISE_API_KEY)");
+      "--api-keys-file", [flags](const std::string& v) { flags->api_keys_file = v; },
+      "File of `KEY TENANT user|admin` lines (# comments): keys, their tenants and roles; each "
+      "tenant has its own cache; admins may clear any tenant's");
+  command->add_option_function<std::string>(
+      "--cache-secret-file", [flags](const std::string& v) { flags->cache_secret_file = v; },
+      "Secret (>= 16 bytes) that tenants' cache salts are derived from (default: random per "
+      "start)");
+  command->add_flag_callback(
+      "--share-cache-across-tenants", [flags] { flags->share_cache_across_tenants = true; },
+      "Let tenants share cached blocks (faster, but a tenant can then tell by timing what "
+      "others sent)");
+  command->add_flag_callback(
+      "--metrics-require-auth", [flags] { flags->metrics_require_auth = true; },
+      "Serve /metrics to key holders only (its counters move with every tenant's requests)");
   command
       ->add_option_function<int>(
           "--block-size", [flags](const int& v) { flags->block_size = v; },
@@ -231,7 +268,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command
       ->add_option_function<int64_t>(
           "--max-queued-requests", [flags](const int64_t& v) { flags->max_queued_requests = v; },
-          "Requests waiting beyond this are refused with 503")
+          "Requests admitted and not finished (running plus waiting) beyond this are refused "
+          "with 503 and Retry-After")
       ->default_str(std::to_string(defaults.max_queued_requests));
   command
       ->add_option_function<std::string>(
@@ -241,8 +279,26 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command
       ->add_option_function<int>(
           "--http-threads", [flags](const int& v) { flags->http_threads = v; },
-          "HTTP worker threads, i.e. concurrent connections served")
+          "HTTP worker threads started up front; more start on demand up to "
+          "--max-connections")
       ->default_str(std::to_string(defaults.http_threads));
+  command
+      ->add_option_function<int64_t>(
+          "--max-connections", [flags](const int64_t& v) { flags->max_connections = v; },
+          "Open HTTP connections in all; more are answered 503")
+      ->default_str(std::to_string(defaults.max_connections));
+  command
+      ->add_option_function<int64_t>(
+          "--max-connections-per-client",
+          [flags](const int64_t& v) { flags->max_connections_per_client = v; },
+          "Open HTTP connections from one client address; more are answered 503")
+      ->default_str(std::to_string(defaults.max_connections_per_client));
+  command
+      ->add_option_function<double>(
+          "--shutdown-timeout", [flags](const double& v) { flags->shutdown_timeout = v; },
+          "On SIGTERM or SIGINT, seconds that running requests may take to finish before they "
+          "are cancelled; new ones are refused meanwhile")
+      ->default_str("30");
   command
       ->add_option_function<std::vector<std::string>>(
           "--allowed-origins",

@@ -98,9 +98,10 @@ std::string Engine::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
 ModelInfo Engine::Info() const { return impl_->Info(); }
 EngineStats Engine::Stats() const { return impl_->Stats(); }
 std::vector<TaskPromptInfo> Engine::TaskPrompts() const { return impl_->TaskPrompts(); }
-size_t Engine::ClearCache() { return impl_->ClearCache({"memory"}); }
+size_t Engine::ClearCache() { return impl_->ClearCache({"memory"}, std::nullopt); }
 size_t Engine::ClearCache(const std::vector<std::string>& tiers) {
-  return impl_->ClearCache(tiers);
+  return impl_->ClearCache(tiers, std::nullopt);
 }
+size_t Engine::ClearCache(const std::string& owner) { return impl_->ClearCache({"memory"}, owner); }
 
 }  // namespace reprise

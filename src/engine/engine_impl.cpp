@@ -389,6 +389,7 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
+  sequence->retention.owner = OwnerTag(request.cache.owner);
   sequence->callbacks = std::move(callbacks);
   sequence->submitted_at = Clock::now();
   sequence->request = std::move(request);
@@ -439,7 +440,8 @@ Result EngineImpl::RunOnEngineThread(std::function<Result()> task) {
   return future.get();
 }
 
-size_t EngineImpl::ClearCache(const std::vector<std::string>& tiers) {
+size_t EngineImpl::ClearCache(const std::vector<std::string>& tiers,
+                              const std::optional<std::string>& owner) {
   for (const std::string& name : tiers) {
     if (name != "memory" && name != "disk" && name != "remote") {
       throw Error(fmt::format("unknown cache tier '{}' (memory, disk or remote)", name));
@@ -448,10 +450,13 @@ size_t EngineImpl::ClearCache(const std::vector<std::string>& tiers) {
   auto named = [&](const char* name) {
     return std::find(tiers.begin(), tiers.end(), name) != tiers.end();
   };
-  return RunOnEngineThread<size_t>([this, named] {
+  if (owner && (named("disk") || named("remote"))) {
+    throw Error("the disk and remote tiers keep no owners: only memory can be cleared per owner");
+  }
+  return RunOnEngineThread<size_t>([this, named, owner] {
     size_t dropped = 0;
     if (named("memory")) {
-      dropped += cache_->ClearUnpinned();
+      dropped += owner ? cache_->ClearOwned(OwnerTag(*owner)) : cache_->ClearUnpinned();
       // What memory dropped was written back: have it on disk before anyone asks for it.
       if (tier_link_) tier_link_->tiers().Flush();
     }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -45,7 +46,9 @@ class EngineImpl {
   ModelInfo Info() const;
   EngineStats Stats() const;
   std::vector<TaskPromptInfo> TaskPrompts() const { return task_infos_; }
-  size_t ClearCache(const std::vector<std::string>& tiers);
+  // Clears the named tiers ("memory", "disk", "remote"); with `owner`, only the blocks that
+  // owner's requests (CacheOptions::owner) added to memory (the tiers beyond keep no owners).
+  size_t ClearCache(const std::vector<std::string>& tiers, const std::optional<std::string>& owner);
 
  private:
   struct TaskPrompt {

@@ -12,6 +12,17 @@ void UpdateLength(Sha256& hasher, uint64_t length) {
 
 }  // namespace
 
+uint64_t OwnerTag(std::string_view owner) {
+  if (owner.empty()) return 0;
+  Sha256 hasher;
+  hasher.Update("reprise.kv.owner.v1");
+  hasher.Update(owner);
+  Digest digest = hasher.Finish();
+  uint64_t tag = 0;
+  for (size_t i = 0; i < sizeof(tag); ++i) tag = (tag << 8) | digest[i];
+  return tag == 0 ? 1 : tag;
+}
+
 Digest ExtrasDigest(const CacheKeyExtras& extras) {
   Sha256 hasher;
   hasher.Update("reprise.kv.extras.v1");

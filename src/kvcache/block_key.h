@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <vector>
+#include <string_view>
 
 #include "core/sha256.h"
 
@@ -17,6 +18,9 @@ struct CacheKeyExtras {
   std::string cache_salt;  // tenant isolation
   std::string extra;       // opaque: adapter id, multimodal hashes, ...
 };
+
+// A nonzero 64-bit tag for a cache owner's name (a tenant): RetentionPolicy::owner. 0 for "".
+uint64_t OwnerTag(std::string_view owner);
 
 // SHA-256 of the length-prefixed extras: ("ab","c") and ("a","bc") differ.
 Digest ExtrasDigest(const CacheKeyExtras& extras);

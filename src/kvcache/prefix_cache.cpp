@@ -206,6 +206,7 @@ Digest PrefixCache::Commit(BlockId block, const std::optional<Digest>& parent_ke
   state.priority = policy.priority;
   state.expiry = ExpiryFor(policy);
   state.last_used = ++tick_;
+  state.owner = policy.owner;
   if (policy.pinned) {
     state.pinned = true;
     Add(blocks_pinned_, 1);
@@ -268,6 +269,26 @@ size_t PrefixCache::ClearUnpinned() {
     Add(blocks_free_, 1);
     ++dropped;
   }
+  return dropped;
+}
+
+size_t PrefixCache::ClearOwned(uint64_t owner) {
+  // One pass over the queue: dropping a leaf queues its parent, which this loop pops in turn;
+  // the other owners' leaves go back as they were (same order keys).
+  size_t dropped = 0;
+  std::vector<BlockId> others;
+  while (std::optional<BlockId> victim = queue_.PopVictim()) {
+    if (state_[static_cast<size_t>(*victim)].owner != owner) {
+      others.push_back(*victim);
+      continue;
+    }
+    DropFromIndex(*victim);
+    state_[static_cast<size_t>(*victim)] = BlockState{};
+    pool_.PushFree(*victim);
+    Add(blocks_free_, 1);
+    ++dropped;
+  }
+  for (BlockId id : others) RefreshQueue(id);
   return dropped;
 }
 

@@ -1,6 +1,9 @@
 #include "server/metrics.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <utility>
 
 #include <fmt/format.h>
@@ -106,6 +109,14 @@ void ServerMetrics::RecordError(int status) {
   ++errors_by_status_[status];
 }
 
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t total_pages = 0;
+  uint64_t resident_pages = 0;
+  if (!(statm >> total_pages >> resident_pages)) return 0;
+  return resident_pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 std::string EscapeLabelValue(const std::string& value) {
   std::string escaped;
   escaped.reserve(value.size());
@@ -189,8 +200,19 @@ void RenderTiers(Exposition& out, const EngineStats& stats) {
 
 }  // namespace
 
-std::string ServerMetrics::Render(const EngineStats& stats, const std::string& model_name) const {
+std::string ServerMetrics::Render(const EngineStats& stats, const HttpCounters& http,
+                                  const std::string& model_name) const {
   Exposition out(model_name);
+  out.Metric("reprise:http_connections_open", "gauge", "HTTP connections open (not this one).",
+             http.open_connections);
+  out.Metric("reprise:http_requests_in_flight", "gauge",
+             "HTTP requests read and not yet fully answered (streams included; not this one).",
+             http.requests_in_flight);
+  out.Metric("reprise:http_connections_refused_total", "counter",
+             "HTTP connections refused at a connection bound (answered 503).",
+             http.connections_refused);
+  out.Metric("reprise:process_resident_memory_bytes", "gauge",
+             "Resident memory of the server process (RSS).", http.resident_bytes);
   out.Metric("reprise:prefix_cache_queries_total", "counter",
              "Prompt tokens looked up in the prefix cache.", stats.prefix_cache_queries);
   out.Metric("reprise:prefix_cache_hits_total", "counter",

@@ -206,10 +206,20 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
       flags.served_model_name ? *flags.served_model_name : ModelStem(flags.model);
   if (settings.served_model_name.empty()) throw Error("--served-model-name must not be empty");
 
-  if (flags.api_key) {
-    settings.api_key = *flags.api_key;
-  } else if (auto key = env("REPRISE_API_KEY")) {
-    settings.api_key = *key;
+  if (!flags.api_keys.empty()) {
+    settings.api_keys = flags.api_keys;
+  } else if (auto key = env("REPRISE_API_KEY"); key && !key->empty()) {
+    settings.api_keys = {*key};
+  }
+  if (flags.api_keys_file) settings.api_keys_file = *flags.api_keys_file;
+  if (flags.cache_secret_file) settings.cache_secret_file = *flags.cache_secret_file;
+  if (flags.share_cache_across_tenants) {
+    settings.share_cache_across_tenants = *flags.share_cache_across_tenants;
+  }
+  if (flags.metrics_require_auth) settings.metrics_require_auth = *flags.metrics_require_auth;
+  if (settings.metrics_require_auth && settings.api_keys.empty() &&
+      settings.api_keys_file.empty()) {
+    throw Error("--metrics-require-auth needs --api-key or --api-keys-file");
   }
 
   // Prefix caching: flag, else the environment switches, else on.
@@ -316,6 +326,22 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
     }
     settings.http_threads = *flags.http_threads;
   }
+  if (flags.max_connections) {
+    CheckPositive(*flags.max_connections, "--max-connections");
+    settings.max_connections = static_cast<size_t>(*flags.max_connections);
+  }
+  if (flags.max_connections_per_client) {
+    CheckPositive(*flags.max_connections_per_client, "--max-connections-per-client");
+    settings.max_connections_per_client = static_cast<size_t>(*flags.max_connections_per_client);
+  }
+  if (flags.shutdown_timeout) {
+    if (!std::isfinite(*flags.shutdown_timeout) || *flags.shutdown_timeout < 0 ||
+        *flags.shutdown_timeout > 86400) {
+      throw Error(fmt::format("--shutdown-timeout must be between 0 and 86400 seconds, got {}",
+                              *flags.shutdown_timeout));
+    }
+    settings.shutdown_timeout_seconds = *flags.shutdown_timeout;
+  }
 
   for (const std::string& list : flags.allowed_origins) {
     std::vector<std::string> origins = SplitOrigins(list);
@@ -352,7 +378,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
       "max_running_requests: {}, "
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
       "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
-      "api_key: {}, allowed_origins: {}",
+      "max_connections: {} ({} per client), shutdown_timeout: {} s, api_keys: {}{}, "
+      "share_cache_across_tenants: {}, metrics_require_auth: {}, allowed_origins: {}",
       settings.model, settings.served_model_name, settings.host, settings.port,
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
@@ -376,10 +403,36 @@ std::string DescribeSettings(const ServerSettings& settings) {
       settings.max_context == 0 ? std::string("model's") : std::to_string(settings.max_context),
       settings.chat_template.empty() ? std::string("model's") : settings.chat_template,
       task_prompts, settings.max_queued_requests, FormatByteSize(settings.max_body_bytes),
-      settings.http_threads, settings.api_key.empty() ? "none" : "set",
+      settings.http_threads, settings.max_connections, settings.max_connections_per_client,
+      settings.shutdown_timeout_seconds,
+      settings.api_keys.empty() ? std::string("none") : fmt::format("{} given", settings.api_keys.size()),
+      settings.api_keys_file.empty() ? std::string() : ", file " + settings.api_keys_file,
+      settings.share_cache_across_tenants, settings.metrics_require_auth,
       settings.allowed_origins.empty()
           ? "none"
           : fmt::format("{}", fmt::join(settings.allowed_origins, ",")));
+}
+
+TenantSetup MakeTenantSetup(const ServerSettings& settings) {
+  TenantSetup setup;
+  if (!settings.api_keys_file.empty()) {
+    setup.keys = ParseApiKeys(ReadTextFile(settings.api_keys_file, "API keys file"),
+                              settings.api_keys_file);
+    if (setup.keys.empty()) {
+      throw Error(fmt::format("the API keys file '{}' holds no key", settings.api_keys_file));
+    }
+  }
+  for (const std::string& key : settings.api_keys) {
+    ApiKeyEntry entry = KeyOfItsOwn(key);
+    for (const ApiKeyEntry& other : setup.keys) {
+      if (other.key == key) throw Error("an --api-key is also in the API keys file");
+    }
+    setup.keys.push_back(std::move(entry));
+  }
+  if (!settings.cache_secret_file.empty()) {
+    setup.cache_secret = ReadCacheSecret(settings.cache_secret_file);
+  }
+  return setup;
 }
 
 EngineConfig MakeEngineConfig(const ServerSettings& settings) {

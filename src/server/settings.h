@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/byte_size.h"
+#include "server/tenants.h"
+
 #include "reprise/engine.h"
 
 namespace reprise::server {
@@ -21,7 +23,11 @@ struct ServeFlags {
   std::optional<std::string> host;
   std::optional<int> port;
   std::optional<std::string> served_model_name;
-  std::optional<std::string> api_key;
+  std::vector<std::string> api_keys;  // --api-key, repeatable
+  std::optional<std::string> api_keys_file;
+  std::optional<std::string> cache_secret_file;
+  std::optional<bool> share_cache_across_tenants;
+  std::optional<bool> metrics_require_auth;
   std::optional<int> block_size;
   std::optional<std::string> kv_cache_memory;  // "2GiB", "512MiB", "1000000"
   std::optional<std::string> kv_type;
@@ -43,6 +49,9 @@ struct ServeFlags {
   std::optional<int64_t> max_queued_requests;
   std::optional<std::string> max_body_size;
   std::optional<int> http_threads;
+  std::optional<int64_t> max_connections;
+  std::optional<int64_t> max_connections_per_client;
+  std::optional<double> shutdown_timeout;  // seconds
   std::vector<std::string> allowed_origins;  // --allowed-origins, each a comma list
 };
 
@@ -50,9 +59,13 @@ struct ServeFlags {
 struct ServerSettings {
   std::string model;
   std::string host = "127.0.0.1";
-  int port = 8000;                // 0: any free port
-  std::string served_model_name;  // default: the model file's stem
-  std::string api_key;            // empty: no authentication
+  int port = 8000;                     // 0: any free port
+  std::string served_model_name;       // default: the model file's stem
+  std::vector<std::string> api_keys;   // each its own tenant; none (and no file): no auth
+  std::string api_keys_file;           // `KEY TENANT user|admin` lines (see tenants.h)
+  std::string cache_secret_file;       // empty: a random secret per start
+  bool share_cache_across_tenants = false;
+  bool metrics_require_auth = false;
   int block_size = 16;
   size_t kv_cache_memory_bytes = 0;  // 0: the engine's default share of memory
   std::string kv_type = "f16";
@@ -75,6 +88,9 @@ struct ServerSettings {
   size_t max_queued_requests = 1024;
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;
+  size_t max_connections = 1024;
+  size_t max_connections_per_client = 128;
+  double shutdown_timeout_seconds = 30;  // SIGTERM: how long running requests may finish
   std::vector<std::string> allowed_origins;  // CORS: origins allowed ("*": any); empty: none
 };
 
@@ -105,6 +121,14 @@ std::optional<bool> ParseBoolText(const std::string& text);
 
 // One line for the start-up log: "reuse_cache: true, block_size: 16, ...".
 std::string DescribeSettings(const ServerSettings& settings);
+
+// Who may call, and the secret behind tenants' cache salts: reads --api-keys-file (refusing a
+// malformed line by its number) and --cache-secret-file. Throws reprise::Error when it cannot.
+struct TenantSetup {
+  std::vector<ApiKeyEntry> keys;
+  std::string cache_secret;  // empty: the server makes one
+};
+TenantSetup MakeTenantSetup(const ServerSettings& settings);
 
 // The engine's configuration; reads the task prompt file. Throws reprise::Error when it cannot.
 EngineConfig MakeEngineConfig(const ServerSettings& settings);

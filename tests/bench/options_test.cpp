@@ -24,7 +24,20 @@ void ExpectRejected(const BenchOptions& options, const std::string& fragment) {
 }
 
 TEST(BenchOptionsTest, AcceptsEveryWorkloadWithAModel) {
-  for (const auto& name : BenchWorkloadNames()) EXPECT_NO_THROW(ValidateBenchOptions(WithModel(name)));
+  for (const auto& name : BenchWorkloadNames()) {
+    if (name == "side-channel" || name == "soak") continue;  // server benchmarks: below
+    EXPECT_NO_THROW(ValidateBenchOptions(WithModel(name)));
+  }
+}
+
+TEST(BenchOptionsTest, SecurityBenchmarksNeedAServer) {
+  for (const char* name : {"side-channel", "soak"}) {
+    EXPECT_THROW(ValidateBenchOptions(WithModel(name)), Error) << name;
+    BenchOptions options;
+    options.workload = name;
+    options.url = "http://127.0.0.1:8080";
+    EXPECT_NO_THROW(ValidateBenchOptions(options)) << name;
+  }
 }
 
 TEST(BenchOptionsTest, KernelsNeedNoModel) {

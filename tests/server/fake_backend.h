@@ -161,9 +161,12 @@ class FakeBackend : public InferenceBackend {
 
   std::vector<TaskPromptInfo> TaskPrompts() const override { return {{"1", 8, 1}}; }
 
-  size_t ClearCache(const std::vector<std::string>& tiers) override {
+  // Forgets every prompt (the fake keeps no owners) and remembers which tiers and whose clear.
+  size_t ClearCache(const std::vector<std::string>& tiers,
+                    const std::optional<std::string>& owner) override {
     std::lock_guard<std::mutex> lock(mutex_);
     cleared_tiers_ = tiers;
+    cleared_owners_.push_back(owner);
     size_t cleared = history_.size();
     history_.clear();
     return cleared;
@@ -183,6 +186,10 @@ class FakeBackend : public InferenceBackend {
     return cancelled_;
   }
   uint64_t submitted() const { return submitted_.load(); }
+  std::vector<std::optional<std::string>> cleared_owners() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cleared_owners_;
+  }
   uint64_t encoded() const { return encoded_.load(); }  // EncodePrompt calls
   GenerationRequest last_request() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -336,6 +343,7 @@ class FakeBackend : public InferenceBackend {
   std::list<Active> active_;
   std::vector<std::vector<int32_t>> history_;
   std::vector<std::string> cleared_tiers_;
+  std::vector<std::optional<std::string>> cleared_owners_;
   uint64_t next_id_ = 1;
   uint64_t cancelled_ = 0;
   uint64_t finished_ = 0;

@@ -12,6 +12,7 @@
 
 #include "http_test_client.h"
 #include "server/fake_backend.h"
+#include "server/server_fixture.h"
 
 namespace reprise::server {
 namespace {
@@ -22,49 +23,6 @@ using reprise::testing::PostJson;
 using reprise::testing::PostSse;
 using reprise::testing::PostText;
 using testing::FakeBackend;
-
-json ChatBody(const std::string& content, json extra = json::object()) {
-  json body = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", content}}}}};
-  body.update(extra);
-  return body;
-}
-
-class HttpServerTest : public ::testing::Test {
- protected:
-  void SetUp() override { std::signal(SIGPIPE, SIG_IGN); }
-
-  void Start(HttpServerOptions options = {}, FakeBackend::Options backend_options = {},
-             bool ready = true) {
-    options.host = "127.0.0.1";
-    options.port = 0;
-    options.served_model_name = "tiny";
-    if (options.http_threads == 64) options.http_threads = 32;
-    server_ = std::make_unique<HttpServer>(options);
-    port_ = server_->Bind();
-    server_->Start();
-    backend_ = std::make_shared<FakeBackend>(backend_options);
-    if (ready) server_->SetBackend(backend_);
-  }
-
-  void TearDown() override {
-    if (server_) server_->Stop();
-  }
-
-  std::unique_ptr<HttpServer> server_;
-  std::shared_ptr<FakeBackend> backend_;
-  int port_ = 0;
-};
-
-void ExpectError(const reprise::testing::HttpResult& result, int status, const std::string& code) {
-  EXPECT_EQ(result.status, status) << result.body;
-  ASSERT_TRUE(result.json.is_object()) << result.body;
-  ASSERT_TRUE(result.json.contains("error")) << result.body;
-  EXPECT_TRUE(result.json["error"]["message"].is_string()) << result.body;
-  EXPECT_TRUE(result.json["error"]["type"].is_string()) << result.body;
-  if (!code.empty()) {
-    EXPECT_EQ(result.json["error"]["code"], code) << result.body;
-  }
-}
 
 TEST_F(HttpServerTest, HealthIs503UntilTheBackendIsSet) {
   Start({}, {}, /*ready=*/false);
@@ -372,7 +330,7 @@ TEST_F(HttpServerTest, FullQueueIs503) {
 
 TEST_F(HttpServerTest, ApiKey) {
   HttpServerOptions options;
-  options.api_key = "secret";
+  options.api_keys = {KeyOfItsOwn("secret")};
   Start(options);
   ExpectError(PostJson(port_, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}), 401,
               "invalid_api_key");
@@ -628,7 +586,7 @@ TEST_F(HttpServerTest, ModelById) {
 TEST_F(HttpServerTest, CorsOnlyForAllowedOrigins) {
   HttpServerOptions options;
   options.allowed_origins = {"http://app.example:3000"};
-  options.api_key = "k";
+  options.api_keys = {KeyOfItsOwn("k")};
   Start(options);
   httplib::Client client = reprise::testing::MakeClient(port_);
   const std::string allowed = "http://app.example:3000";

@@ -46,7 +46,7 @@ TEST(SettingsTest, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_EQ(settings.eviction_policy, "scan-resistant");
   EXPECT_TRUE(settings.task_prompts_file.empty());
   EXPECT_TRUE(settings.task_prompts_json.empty());
-  EXPECT_TRUE(settings.api_key.empty());
+  EXPECT_TRUE(settings.api_keys.empty());
 }
 
 // The list behind docs/configuration.md is the list the code reads: every listed variable is
@@ -148,9 +148,11 @@ TEST(SettingsTest, TaskPromptsFromFlagFileEnvOrText) {
 
 TEST(SettingsTest, ApiKeyFromFlagOrEnvironment) {
   ServeFlags flags = Flags();
-  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_key, "k1");
-  flags.api_key = "k2";
-  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_key, "k2");
+  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_keys,
+            std::vector<std::string>{"k1"});
+  flags.api_keys = {"k2", "k3"};
+  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_keys,
+            (std::vector<std::string>{"k2", "k3"}));
 }
 
 TEST(SettingsTest, AllowedOriginsFromCommaListsAndRepeats) {
@@ -215,7 +217,7 @@ TEST(SettingsTest, DescribePrintsEffectiveSettings) {
       ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"}, {"SEQ_SIZE_PER_BLOCK", "32"}})));
   EXPECT_NE(line.find("reuse_cache: false"), std::string::npos) << line;
   EXPECT_NE(line.find("block_size: 32"), std::string::npos) << line;
-  EXPECT_NE(line.find("api_key: none"), std::string::npos) << line;
+  EXPECT_NE(line.find("api_keys: none"), std::string::npos) << line;
 }
 
 TEST(SettingsTest, EngineConfigCarriesSettingsAndReadsTaskFile) {
