@@ -1,9 +1,7 @@
 // Settings: flags over environment over defaults, every environment switch, bad values.
 #include "server/settings.h"
-#include "test_support.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "test_support.h"
 
 namespace reprise::server {
 namespace {
@@ -79,12 +78,12 @@ TEST(SettingsTest, InvalidReuseValueNamesTheVariable) {
 }
 
 TEST(SettingsTest, ContradictingReuseVariablesAreAnError) {
-  EXPECT_THROW(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "1"},
-                                                 {"ENABLE_PREFIX_CACHING", "0"}})),
-               Error);
+  EXPECT_THROW(
+      ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "1"}, {"ENABLE_PREFIX_CACHING", "0"}})),
+      Error);
   // Agreeing ones are fine.
-  EXPECT_FALSE(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"},
-                                                  {"NIM_ENABLE_KV_CACHE_REUSE", "false"}}))
+  EXPECT_FALSE(ResolveSettings(
+                   Flags(), FakeEnv({{"REUSE_CACHE", "0"}, {"NIM_ENABLE_KV_CACHE_REUSE", "false"}}))
                    .enable_prefix_caching);
 }
 
@@ -113,9 +112,9 @@ TEST(SettingsTest, BlockSizeFromEnvironment) {
 
 TEST(SettingsTest, TaskPromptsFromFlagFileEnvOrText) {
   ServeFlags flags = Flags();
-  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/tasks.json"}}))
-                .task_prompts_file,
-            "/tmp/tasks.json");
+  EXPECT_EQ(
+      ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/tasks.json"}})).task_prompts_file,
+      "/tmp/tasks.json");
   ServerSettings from_text =
       ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT_STR", R"([{"task_id": 1}])"}}));
   EXPECT_EQ(from_text.task_prompts_json, R"([{"task_id": 1}])");
@@ -126,8 +125,8 @@ TEST(SettingsTest, TaskPromptsFromFlagFileEnvOrText) {
                Error);
   // The flag wins over both.
   flags.multi_task_prompt = "/tmp/flag.json";
-  ServerSettings from_flag = ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/a.json"},
-                                                             {"MULTI_TASK_PROMPT_STR", "[]"}}));
+  ServerSettings from_flag = ResolveSettings(
+      flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/a.json"}, {"MULTI_TASK_PROMPT_STR", "[]"}}));
   EXPECT_EQ(from_flag.task_prompts_file, "/tmp/flag.json");
   EXPECT_TRUE(from_flag.task_prompts_json.empty());
 }
@@ -184,9 +183,8 @@ TEST(SettingsTest, BoolText) {
 }
 
 TEST(SettingsTest, DescribePrintsEffectiveSettings) {
-  std::string line = DescribeSettings(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"},
-                                                                        {"SEQ_SIZE_PER_BLOCK",
-                                                                         "32"}})));
+  std::string line = DescribeSettings(
+      ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"}, {"SEQ_SIZE_PER_BLOCK", "32"}})));
   EXPECT_NE(line.find("reuse_cache: false"), std::string::npos) << line;
   EXPECT_NE(line.find("block_size: 32"), std::string::npos) << line;
   EXPECT_NE(line.find("api_key: none"), std::string::npos) << line;
@@ -212,9 +210,50 @@ TEST(SettingsTest, EngineConfigCarriesSettingsAndReadsTaskFile) {
   std::filesystem::remove(path);
   EXPECT_THROW(MakeEngineConfig(settings), Error);  // the file is gone
 
-  ServerSettings from_text =
-      ResolveSettings(Flags(), FakeEnv({{"MULTI_TASK_PROMPT_STR", "[]"}}));
+  ServerSettings from_text = ResolveSettings(Flags(), FakeEnv({{"MULTI_TASK_PROMPT_STR", "[]"}}));
   EXPECT_EQ(MakeEngineConfig(from_text).task_prompts_json, "[]");
+}
+
+}  // namespace
+}  // namespace reprise::server
+
+namespace reprise::server {
+namespace {
+
+TEST(SettingsTest, RedisTierFlags) {
+  ServeFlags flags;
+  flags.model = "/models/tiny-model.gguf";
+  flags.kv_redis_url = "redis://:hunter2@127.0.0.1:6390/1";
+  flags.kv_redis_ttl = "90m";
+  flags.kv_redis_size = "2GiB";
+  ServerSettings settings =
+      ResolveSettings(flags, [](const std::string&) { return std::optional<std::string>(); });
+  EXPECT_EQ(settings.kv_redis_ttl_seconds, 5400);
+  EXPECT_EQ(settings.kv_redis_size_bytes, size_t{2} << 30);
+  std::string described = DescribeSettings(settings);
+  EXPECT_EQ(described.find("hunter2"), std::string::npos) << described;
+  EXPECT_NE(described.find("127.0.0.1:6390/1"), std::string::npos) << described;
+  EngineConfig config = MakeEngineConfig(settings);
+  EXPECT_EQ(config.kv_redis_url, *flags.kv_redis_url);
+  EXPECT_EQ(config.kv_redis_ttl_seconds, 5400);
+
+  auto refused = [&](ServeFlags bad) {
+    EXPECT_THROW(
+        ResolveSettings(bad, [](const std::string&) { return std::optional<std::string>(); }),
+        Error);
+  };
+  ServeFlags bad = flags;
+  bad.kv_redis_ttl = "soon";
+  refused(bad);
+  bad = flags;
+  bad.kv_redis_url = "http://127.0.0.1:6379";
+  refused(bad);
+  bad = flags;
+  bad.kv_redis_url.reset();  // the other flags need the URL
+  refused(bad);
+  bad = flags;
+  bad.enable_prefix_caching = false;
+  refused(bad);
 }
 
 }  // namespace
