@@ -24,9 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "e2e/server_process.h"
 #include "test_support.h"
-
-extern char** environ;
 
 namespace reprise::testing {
 
@@ -97,26 +96,11 @@ inline pid_t Spawn(std::vector<std::string> argv, const std::string& log_path) {
 
 // Runs redis-cli with `args` to its end (at most 60 s); returns its output.
 inline std::string RedisCli(const std::vector<std::string>& args, int* exit_code = nullptr) {
-  static int counter = 0;
-  std::string log = ScratchPath("redis_cli_" + std::to_string(counter++) + ".out");
   std::vector<std::string> argv = {FindProgram("redis-cli")};
   argv.insert(argv.end(), args.begin(), args.end());
-  pid_t pid = Spawn(argv, log);
-  int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (exit_code != nullptr) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream file(log);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
+  ProcessResult result = RunToExit(argv, {}, std::chrono::seconds(60));
+  if (exit_code != nullptr) *exit_code = result.exit_code;
+  return result.output;
 }
 
 // One redis-server on 127.0.0.1: Start() and Kill() may be called again (a restart keeps the

@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include <pthread.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -9,6 +11,16 @@
 #include "core/log.h"
 
 namespace reprise::cli {
+
+sigset_t BlockStopSignals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{"Reprise: an LLM inference server that never computes the same prefix twice"};

@@ -36,12 +36,7 @@ int RunRoute(RouteFlags& flags) {
         "--kv-redis-url on route needs KV events from the replicas, which this build does "
         "not publish yet; leave it out (the router then uses its own record)");
   }
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = BlockStopSignals();
 
   router::Router router(flags.options);
   int port = router.Bind();

@@ -58,14 +58,7 @@ int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
   // then the one thing printed, never "listening" followed by an error.
   ModelConfig::FromGguf(gguf::GgufFile::Open(settings.model));
 
-  // Every thread started from here on inherits this mask: the signals are taken by sigtimedwait
-  // below, never by a handler in a random thread. A client that hangs up must not kill us.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = BlockStopSignals();
 
   server::HttpServerOptions options;
   options.host = settings.host;

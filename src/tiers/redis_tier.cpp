@@ -29,6 +29,7 @@ bool RedisTier::Run(const std::vector<RedisCommand>& commands, std::vector<Redis
     ++stats_.errors;
     stats_.available = false;
     stats_.last_error = error.what();
+    last_failure_ = std::chrono::steady_clock::now();
     if (!down_) {
       down_ = true;
       spdlog::warn("remote KV tier: {}; going on without it and reconnecting", error.what());
@@ -46,10 +47,11 @@ bool RedisTier::Run(const std::vector<RedisCommand>& commands, std::vector<Redis
 
 size_t RedisTier::ProbablyHeld(std::span<const Digest> keys) const {
   std::lock_guard lock(mutex_);
-  if (down_) return 0;
+  auto now = std::chrono::steady_clock::now();
+  // Just failed: do not make requests wait on a load. Later ones try again (and so reconnect).
+  if (down_ && now - last_failure_ < std::chrono::seconds(1)) return 0;
   // Optimistic: another replica may have stored any block. A key seen missing recently ends the
   // chain, so a prompt nobody computed costs one lookup, not one per step.
-  auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < keys.size(); ++i) {
     if (written_.count(keys[i]) != 0) continue;
     auto it = missing_.find(keys[i]);
@@ -62,8 +64,10 @@ size_t RedisTier::ProbablyHeld(std::span<const Digest> keys) const {
 }
 
 bool RedisTier::ShouldStore(const Digest& key) const {
+  // Offered even while the store is down: the writes run on I/O threads, fail fast during the
+  // client's backoff, and are what finds the store back.
   std::lock_guard lock(mutex_);
-  return !down_ && written_.count(key) == 0;
+  return written_.count(key) == 0;
 }
 
 void RedisTier::NoteWritten(const Digest& key, uint64_t bytes) {

@@ -71,6 +71,7 @@ class RedisTier : public KvTier {
   mutable std::unordered_map<Digest, std::chrono::steady_clock::time_point, DigestHash> missing_;
   TierStats stats_;
   bool down_ = false;
+  std::chrono::steady_clock::time_point last_failure_{};
 };
 
 }  // namespace reprise

@@ -246,3 +246,45 @@ TEST(SettingsTest, EngineConfigCarriesSettingsAndReadsTaskFile) {
 
 }  // namespace
 }  // namespace reprise::server
+
+namespace reprise::server {
+namespace {
+
+TEST(SettingsTest, RedisTierFlags) {
+  ServeFlags flags;
+  flags.model = "/models/tiny-model.gguf";
+  flags.kv_redis_url = "redis://:hunter2@127.0.0.1:6390/1";
+  flags.kv_redis_ttl = "90m";
+  flags.kv_redis_size = "2GiB";
+  ServerSettings settings =
+      ResolveSettings(flags, [](const std::string&) { return std::optional<std::string>(); });
+  EXPECT_EQ(settings.kv_redis_ttl_seconds, 5400);
+  EXPECT_EQ(settings.kv_redis_size_bytes, size_t{2} << 30);
+  std::string described = DescribeSettings(settings);
+  EXPECT_EQ(described.find("hunter2"), std::string::npos) << described;
+  EXPECT_NE(described.find("127.0.0.1:6390/1"), std::string::npos) << described;
+  EngineConfig config = MakeEngineConfig(settings);
+  EXPECT_EQ(config.kv_redis_url, *flags.kv_redis_url);
+  EXPECT_EQ(config.kv_redis_ttl_seconds, 5400);
+
+  auto refused = [&](ServeFlags bad) {
+    EXPECT_THROW(
+        ResolveSettings(bad, [](const std::string&) { return std::optional<std::string>(); }),
+        Error);
+  };
+  ServeFlags bad = flags;
+  bad.kv_redis_ttl = "soon";
+  refused(bad);
+  bad = flags;
+  bad.kv_redis_url = "http://127.0.0.1:6379";
+  refused(bad);
+  bad = flags;
+  bad.kv_redis_url.reset();  // the other flags need the URL
+  refused(bad);
+  bad = flags;
+  bad.enable_prefix_caching = false;
+  refused(bad);
+}
+
+}  // namespace
+}  // namespace reprise::server

@@ -135,6 +135,7 @@ TEST(RedisTier, GoesOnWithoutRedisAndUsesItAgainAfterARestart) {
   EXPECT_FALSE(down.available);
   EXPECT_GE(down.errors, 2u);
   EXPECT_EQ(tier.ProbablyHeld(Keys(chain)), 0u);  // the engine does not wait on a dead store
+  EXPECT_TRUE(tier.ShouldStore(chain[1].key));    // writes go on trying: they find it back
   server.Start();
   bool stored = false;
   for (int i = 0; i < 100 && !stored; ++i) {
