@@ -420,6 +420,8 @@ nlohmann::json TiersJson(const EngineStats& stats) {
                      {"errors", tier.errors}});
   }
   return tiers;
+}
+
 nlohmann::json UsageJson(const std::string& name, const TenantUsage& usage) {
   double hit_rate = usage.prompt_tokens == 0 ? 0.0
                                              : static_cast<double>(usage.cached_tokens) /
