@@ -55,6 +55,9 @@ struct EngineConfig {
   // every request there. An exception it throws is handled as any fault in a step is: the
   // requests it touches finish with FinishReason::kError and the engine goes on. Unset: none.
   std::function<void(EngineFaultSite site, const GenerationRequest& request)> fault_hook;
+  // The chat template chat prompts are rendered with: empty for the model's own (a model without
+  // one gets the generic chatml template, with a warning at start-up), else a built-in name.
+  std::string chat_template;
 };
 
 struct SamplingParams {
@@ -69,6 +72,25 @@ struct SamplingParams {
   std::optional<uint64_t> seed;  // unset: a fresh random seed per request
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // Report each generated token's log-probability and this many of the most likely tokens at
+  // its position (0..kMaxTopLogprobs); unset: none, and nothing is computed.
+  std::optional<int> logprobs;
+};
+
+inline constexpr int kMaxTopLogprobs = 20;
+
+// One token's log-probability: the log-softmax of the model's raw logits at that position
+// (before penalties, temperature and truncation, like vLLM's default "raw_logprobs").
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+  std::string bytes;  // the token's bytes (may be part of a UTF-8 character)
+};
+
+// A generated token's log-probability and the most likely tokens at its position.
+struct SampledLogprobs {
+  TokenLogprob sampled;
+  std::vector<TokenLogprob> top;  // most likely first (ties: lower id first)
 };
 
 // How a request's blocks are shared and kept.
@@ -122,6 +144,8 @@ struct GenerationOutput {
   double prefill_compute_seconds = 0;
   double total_seconds = 0;
   std::vector<std::vector<float>> logits;  // [generated][vocab] when record_logits
+  // One per token_ids entry when sampling.logprobs is set.
+  std::vector<SampledLogprobs> logprobs;
 };
 
 // One streamed token: its text delta (never half a UTF-8 character; may be empty while a stop
@@ -132,6 +156,9 @@ struct TokenEvent {
   std::string text;
   size_t prompt_tokens = 0;
   size_t cached_tokens = 0;
+  // The log-probabilities of the tokens sampled since the previous event (usually `token`
+  // alone) when sampling.logprobs is set.
+  std::vector<SampledLogprobs> logprobs;
   CacheSources cache_sources;
 };
 
@@ -189,6 +216,7 @@ struct EngineStats {
   // between the two is what the cache itself costs.
   double scheduling_seconds_total = 0;
   double forward_seconds_total = 0;  // model forward passes
+  uint64_t steps_total = 0;          // engine steps that ran a forward pass
 };
 
 struct ModelInfo {
@@ -232,9 +260,16 @@ class Engine {
   // Stops a request and frees its blocks; its on_finish reports kCancelled. Unknown ids are ignored.
   void Cancel(uint64_t request_id);
 
+  // Special-token texts become tokens; with add_special_tokens BOS is added as the model asks,
+  // unless the text already starts with it.
   std::vector<int32_t> Tokenize(const std::string& text, bool add_special_tokens) const;
+  // Tokenizes `request.prompt` into `request.prompt_tokens` (clearing the text) as Submit would,
+  // so that a caller that needs the length tokenizes once: BOS is left out when a task prompt
+  // (which holds it) comes first. Returns the length of the whole prompt the engine will see,
+  // task prompt included. Given prompt_tokens are kept. Throws Error for an unknown task_id.
+  size_t EncodePrompt(GenerationRequest& request) const;
   std::string Detokenize(const std::vector<int32_t>& tokens) const;
-  // Renders chat messages with the model's template (or `template_name` when given:
+  // Renders chat messages with the configured template (or `template_name` when given:
   // llama2, llama3, chatml, mistral). Throws reprise::Error when no template is known.
   struct ChatMessage {
     std::string role;

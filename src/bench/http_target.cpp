@@ -137,7 +137,7 @@ bool BenchHttpTarget::ClearCache() {
 }
 
 size_t BenchHttpTarget::CountTokens(const std::string& text) {
-  if (tokenizer_) return tokenizer_->Encode(text, tokenizer_->add_bos(), false).size();
+  if (tokenizer_) return tokenizer_->EncodePrompt(text, /*add_bos=*/true).size();
   std::lock_guard lock(mutex_);
   if (server_counts_) {
     if (auto count = CountWithServer(text)) return *count;

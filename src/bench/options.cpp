@@ -9,13 +9,17 @@
 namespace reprise::bench {
 
 const std::vector<std::string>& BenchWorkloadNames() {
-  static const std::vector<std::string> names = {"kernels", "prefill", "decode",     "doc", "chat",
-                                                 "multidoc", "unique", "concurrent", "tiers",
-                                                 "all"};
+  static const std::vector<std::string> names = {
+      "kernels", "prefill",    "decode", "doc",   "chat", "multidoc",
+      "unique",  "concurrent", "tiers",  "sched", "all"};
   return names;
 }
 
 bool WorkloadNeedsEngine(const std::string& workload) { return workload != "kernels"; }
+
+bool RunsOverHttp(const std::string& workload) {
+  return workload != "kernels" && workload != "sched" && workload != "tiers";
+}
 
 HostPort ParseHttpUrl(const std::string& url) {
   const std::string scheme = "http://";
@@ -53,9 +57,6 @@ void ValidateBenchOptions(const BenchOptions& options) {
   if (!options.kv_disk_size.empty() && options.kv_disk_path.empty()) {
     throw Error("--kv-disk-size needs --kv-disk-path");
   }
-  if (options.workload == "tiers" && !options.url.empty()) {
-    throw Error("bench tiers restarts the engine, so it runs in process only (drop --url)");
-  }
   if (!options.kv_disk_path.empty() && !options.url.empty()) {
     throw Error("--kv-disk-path configures the in-process engine; with --url, start the server "
                 "with it instead");
@@ -80,8 +81,8 @@ void ValidateBenchOptions(const BenchOptions& options) {
   }
   if (!options.url.empty()) {
     ParseHttpUrl(options.url);
-    if (options.workload == "kernels") {
-      throw Error("the kernels workload runs in process only; drop --url");
+    if (!RunsOverHttp(options.workload)) {
+      throw Error(fmt::format("the {} workload runs in process only; drop --url", options.workload));
     }
     return;
   }

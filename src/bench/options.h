@@ -34,11 +34,14 @@ struct BenchOptions {
   std::string cpu_target;        // kernels: scalar, avx2 or avx512 (default: the best one)
 };
 
-// "kernels", "prefill", "decode", "doc", "chat", "multidoc", "unique", "concurrent", "all".
+// "kernels", "prefill", "decode", "doc", "chat", "multidoc", "unique", "concurrent", "sched",
+// "all".
 const std::vector<std::string>& BenchWorkloadNames();
 
 // Whether a workload drives an engine (in process or at --url); "kernels" does not.
 bool WorkloadNeedsEngine(const std::string& workload);
+// Whether a workload can run against --url; "kernels" and "sched" (engine internals) cannot.
+bool RunsOverHttp(const std::string& workload);
 
 // Throws Error with a message for the user when the options do not make a runnable benchmark:
 // an unknown workload, no model for an engine workload, --url with kernels, a malformed URL,

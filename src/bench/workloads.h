@@ -26,5 +26,8 @@ WorkloadResult RunUniqueWorkload(const BenchContext& context);
 WorkloadResult RunTiersWorkload(const BenchContext& context);
 // 16 clients on groups of prompts sharing a system prompt: throughput, TTFT p50/p99.
 WorkloadResult RunConcurrentWorkload(const BenchContext& context);
+// The scheduler's time per engine step with a full running set (--max-running-requests, 64 by
+// default) and 1,000 long prompts (8,000 tokens, or what fits the context) queued behind it.
+WorkloadResult RunSchedWorkload(const BenchContext& context);
 
 }  // namespace reprise::bench

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/configuration_doc.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -20,11 +21,21 @@ int Main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   CommandAction run;
+  RegisterDemoCommand(app, run);
   RegisterServeCommand(app, run);
   RegisterGenerateCommand(app, run);
   RegisterTokenizeCommand(app, run);
   RegisterMakeModelCommand(app, run);
   RegisterBenchCommand(app, run);
+  // Hidden from --help: it prints docs/configuration.md (scripts/update_docs.sh).
+  app.add_subcommand("configuration-doc", "Print docs/configuration.md: every flag and variable")
+      ->group("")
+      ->callback([&app, &run] {
+        run = [&app] {
+          std::fputs(ConfigurationMarkdown(app).c_str(), stdout);
+          return 0;
+        };
+      });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -1,4 +1,4 @@
-// The `reprise` command line: serve, generate, bench, tokenize, make-model.
+// The `reprise` command line: demo, serve, generate, bench, tokenize, make-model.
 #pragma once
 
 #include <functional>
@@ -21,5 +21,6 @@ void RegisterTokenizeCommand(CLI::App& app, CommandAction& run);
 void RegisterMakeModelCommand(CLI::App& app, CommandAction& run);
 void RegisterServeCommand(CLI::App& app, CommandAction& run);
 void RegisterBenchCommand(CLI::App& app, CommandAction& run);
+void RegisterDemoCommand(CLI::App& app, CommandAction& run);
 
 }  // namespace reprise::cli

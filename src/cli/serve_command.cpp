@@ -13,8 +13,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/demo_model.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
@@ -31,7 +33,22 @@ bool WaitForStopSignal(const sigset_t& signals, long milliseconds) {
   return sigtimedwait(&signals, nullptr, &timeout) > 0;
 }
 
-int RunServe(const server::ServeFlags& flags) {
+// `serve --demo`: the demo model (made once, see demo_model.h) in place of --model.
+struct DemoServeFlags {
+  bool demo = false;
+  std::string shape = "135m";
+};
+
+int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
+  if (demo.demo) {
+    if (!flags.model.empty())
+      throw Error("--demo serves the demo model: give --model or --demo, not both");
+    flags.model = EnsureDemoModel(demo.shape, flags.threads.value_or(0));
+    if (!flags.served_model_name) flags.served_model_name = "reprise-demo";
+    spdlog::warn("{}", kDemoWeightsNotice);
+  } else if (flags.model.empty()) {
+    throw Error("--model is required (or --demo, for the demo model this binary makes itself)");
+  }
   server::ServerSettings settings = server::ResolveSettings(flags, server::ProcessEnvironment());
   spdlog::info("settings: {}", server::DescribeSettings(settings));
   EngineConfig config = server::MakeEngineConfig(settings);
@@ -56,6 +73,7 @@ int RunServe(const server::ServeFlags& flags) {
   options.chat_template = settings.chat_template;
   options.max_body_bytes = settings.max_body_bytes;
   options.http_threads = settings.http_threads;
+  options.allowed_origins = settings.allowed_origins;
   server::HttpServer http(options);
   int port = http.Bind();
   http.Start();
@@ -107,7 +125,13 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   auto flags = std::make_shared<server::ServeFlags>();
   const server::ServerSettings defaults;  // shown in --help beside each flag
-  command->add_option("--model,-m", flags->model, "GGUF model file")->required();
+  auto demo = std::make_shared<DemoServeFlags>();
+  command->add_option("--model,-m", flags->model, "GGUF model file (or --demo)");
+  command->add_flag("--demo", demo->demo,
+                    "Serve the demo model (random weights, the built-in vocabulary and a ChatML "
+                    "template), made once in the cache folder like `reprise demo`'s");
+  command->add_option("--demo-shape", demo->shape,
+                      "Shape of the --demo model: 135m, 360m, 1b or tiny");
   command
       ->add_option_function<std::string>(
           "--host", [flags](const std::string& v) { flags->host = v; }, "Address to listen on")
@@ -183,7 +207,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "Compute every prompt from scratch");
   command->add_option_function<std::string>(
       "--chat-template", [flags](const std::string& v) { flags->chat_template = v; },
-      "Chat template: llama2, llama3, chatml or mistral (default: detected from the model)");
+      "Chat template: llama2, llama3, chatml or mistral (default: the model's own; chatml for "
+      "a model without one)");
   command->add_option_function<std::string>(
       "--multi-task-prompt", [flags](const std::string& v) { flags->multi_task_prompt = v; },
       "JSON file of [{\"task_id\": ..., \"prompt\": ...}] computed and pinned at start-up (also "
@@ -203,7 +228,17 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
           "--http-threads", [flags](const int& v) { flags->http_threads = v; },
           "HTTP worker threads, i.e. concurrent connections served")
       ->default_str(std::to_string(defaults.http_threads));
-  command->callback([&run, flags] { run = [flags]() -> int { return RunServe(*flags); }; });
+  command
+      ->add_option_function<std::vector<std::string>>(
+          "--allowed-origins",
+          [flags](const std::vector<std::string>& v) {
+            flags->allowed_origins.insert(flags->allowed_origins.end(), v.begin(), v.end());
+          },
+          "Origins browsers may call from (CORS), a comma list or repeated, e.g. "
+          "http://localhost:3000; * allows any")
+      ->default_str("none");
+  command->callback(
+      [&run, flags, demo] { run = [flags, demo]() -> int { return RunServe(*flags, *demo); }; });
 }
 
 }  // namespace reprise::cli

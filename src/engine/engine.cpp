@@ -63,8 +63,11 @@ uint64_t Engine::Submit(GenerationRequest request, StreamCallbacks callbacks) {
 void Engine::Cancel(uint64_t request_id) { impl_->Cancel(request_id); }
 
 std::vector<int32_t> Engine::Tokenize(const std::string& text, bool add_special_tokens) const {
-  return add_special_tokens ? EncodeChatPrompt(impl_->tokenizer(), text)
-                            : impl_->tokenizer().Encode(text, false, true);
+  return impl_->tokenizer().EncodePrompt(text, add_special_tokens);
+}
+
+size_t Engine::EncodePrompt(GenerationRequest& request) const {
+  return impl_->EncodePrompt(request);
 }
 
 std::string Engine::Detokenize(const std::vector<int32_t>& tokens) const {
@@ -74,19 +77,14 @@ std::string Engine::Detokenize(const std::vector<int32_t>& tokens) const {
 std::string Engine::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
                                       const std::string& template_name) const {
   const Tokenizer& tokenizer = impl_->tokenizer();
-  std::optional<ChatTemplateKind> kind;
+  std::optional<ChatTemplateKind> kind = impl_->chat_template();
   if (!template_name.empty()) {
     kind = ParseChatTemplateName(template_name);
     if (!kind) throw Error(fmt::format("unknown chat template '{}'", template_name));
-  } else {
-    kind = DetectChatTemplate(tokenizer.chat_template());
-    if (!kind) {
-      throw Error(tokenizer.chat_template().empty()
-                      ? "the model has no chat template; start the server with --chat-template "
-                        "(llama2, llama3, chatml, mistral)"
-                      : "the model's chat template is not one Reprise recognises; start the server "
-                        "with --chat-template (llama2, llama3, chatml, mistral)");
-    }
+  } else if (!kind) {
+    throw Error(
+        "the model's chat template is not one Reprise recognises; start the server with "
+        "--chat-template (llama2, llama3, chatml, mistral)");
   }
   std::vector<reprise::ChatMessage> converted;
   for (const auto& message : messages) converted.push_back({message.role, message.content});

@@ -15,6 +15,7 @@
 #include "core/text.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
+#include "sampling/logprobs.h"
 #include "tiers/disk_tier.h"
 #include "tokenizer/chat_template.h"
 
@@ -95,6 +96,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
+  chat_template_ = ResolveChatTemplate(config_.chat_template, tokenizer_->chat_template());
   const ModelConfig& model_config = model_->config();
   // Every id the model can produce must be a token the tokenizer can turn into text, and every
   // token it can encode must have an embedding row.
@@ -257,7 +259,7 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
   size_t blocks_needed = 0;
   std::vector<std::vector<int32_t>> token_lists;
   for (const auto& spec : specs) {
-    token_lists.push_back(EncodeChatPrompt(*tokenizer_, spec.prompt));
+    token_lists.push_back(tokenizer_->EncodePrompt(spec.prompt, /*add_bos=*/true));
     if (static_cast<int64_t>(token_lists.back().size()) >= max_context_) {
       throw Error(fmt::format("task prompt {} has {} tokens, beyond the context of {}",
                               spec.task_id, token_lists.back().size(), max_context_));
@@ -297,28 +299,39 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
   }
 }
 
+const std::vector<int32_t>& EngineImpl::TaskPromptTokens(const GenerationRequest& request) const {
+  static const std::vector<int32_t> kNone;
+  if (request.cache.task_id.empty()) return kNone;
+  auto task = task_prompts_.find(request.cache.task_id);
+  if (task == task_prompts_.end()) {
+    throw Error(fmt::format("unknown task_id '{}'", request.cache.task_id));
+  }
+  return task->second.tokens;
+}
+
+std::vector<int32_t> EngineImpl::OwnPromptTokens(const GenerationRequest& request) const {
+  if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+  // A task prompt already holds BOS: the request's own text follows it as is.
+  const bool add_bos = request.add_special_tokens && request.cache.task_id.empty();
+  return tokenizer_->EncodePrompt(request.prompt, add_bos);
+}
+
+size_t EngineImpl::EncodePrompt(GenerationRequest& request) const {
+  const size_t task_tokens = TaskPromptTokens(request).size();
+  if (request.prompt_tokens.empty()) {
+    request.prompt_tokens = OwnPromptTokens(request);
+    request.prompt.clear();
+  }
+  return task_tokens + request.prompt_tokens.size();
+}
+
 std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
                                                    StreamCallbacks callbacks) {
   auto sequence = std::make_unique<Sequence>();
-  std::vector<int32_t> tokens;
-  if (!request.cache.task_id.empty()) {
-    auto task = task_prompts_.find(request.cache.task_id);
-    if (task == task_prompts_.end()) {
-      throw Error(fmt::format("unknown task_id '{}'", request.cache.task_id));
-    }
-    tokens = task->second.tokens;
-    // The task prompt already holds BOS: the request's own text follows it as is.
-    request.add_special_tokens = false;
-  }
-  if (!request.prompt_tokens.empty()) {
-    tokens.insert(tokens.end(), request.prompt_tokens.begin(), request.prompt_tokens.end());
-  } else {
-    // Special-token texts are tokens (as HF tokenizers do), and BOS is not doubled when a
-    // chat-templated prompt already starts with it.
-    auto encoded = request.add_special_tokens ? EncodeChatPrompt(*tokenizer_, request.prompt)
-                                              : tokenizer_->Encode(request.prompt, false, true);
-    tokens.insert(tokens.end(), encoded.begin(), encoded.end());
-  }
+  // The one place a task prompt is prepended.
+  std::vector<int32_t> tokens = TaskPromptTokens(request);
+  std::vector<int32_t> own = OwnPromptTokens(request);
+  tokens.insert(tokens.end(), own.begin(), own.end());
   if (tokens.empty()) throw Error("the prompt is empty");
   const int64_t vocab = model_->config().vocab_size;
   for (int32_t token : tokens) {
@@ -338,6 +351,9 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   }
   const SamplingParams& sampling = request.sampling;
   if (sampling.max_tokens < 1) throw Error("max_tokens must be at least 1");
+  if (sampling.logprobs && (*sampling.logprobs < 0 || *sampling.logprobs > kMaxTopLogprobs)) {
+    throw Error(fmt::format("logprobs must be between 0 and {}", kMaxTopLogprobs));
+  }
   if (sampling.temperature < 0 || sampling.top_p <= 0 || sampling.top_p > 1 || sampling.min_p < 0 ||
       sampling.min_p > 1 || sampling.repetition_penalty <= 0) {
     throw Error("sampling parameters out of range");
@@ -546,6 +562,7 @@ void EngineImpl::Forward(const StepPlan& plan) {
   model_->Forward(batch_, paged_kv_, *pool_, logits_.data());
   double forward_seconds = SecondsSince(forward_start);
   forward_seconds_ += forward_seconds;
+  ++steps_;
   TimeInto(scheduling_seconds_, [&] { scheduler_->Complete(plan); });
   for (const StepEntry& entry : plan.entries) {
     if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
@@ -564,7 +581,7 @@ void EngineImpl::FailRequests(const std::vector<uint64_t>& ids, const std::strin
           TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
       if (sequence) Deliver(std::move(sequence), FinishReason::kError, message);
     } catch (const std::exception& error) {
-      // Removing or reporting failed too (a throwing callback): the request is gone either way.
+      // Removing it failed too (a broken invariant): the request is gone either way.
       spdlog::error("engine fault: failing request {} failed as well: {}", id, error.what());
     }
   }
@@ -575,9 +592,13 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   const auto vocab = static_cast<size_t>(model_->config().vocab_size);
   std::span<float> row(logits, vocab);
   if (sequence.request.record_logits) sequence.logits.emplace_back(row.begin(), row.end());
+  const std::optional<int>& top_logprobs = sequence.request.sampling.logprobs;
+  // Taken before sampling, which applies the penalties to `row` in place.
+  if (top_logprobs) LogSoftmax(row, logprob_scratch_);
   int32_t token = sequence.sampler->Sample(row);
   sequence.sampler->Accept(token);
   sequence.tokens.push_back(token);
+  if (top_logprobs) sequence.logprobs.push_back(DescribeLogprobs(token, *top_logprobs));
   ++sequence.generated;
   {
     std::lock_guard lock(stats_mutex_);
@@ -591,7 +612,8 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   if (!sampling.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
     if (sequence.callbacks.on_token) {
       sequence.callbacks.on_token(TokenEvent{sequence.id, token, "", sequence.prompt_len,
-                                             sequence.cached_tokens, sequence.cache_sources});
+                                             sequence.cached_tokens, UnstreamedLogprobs(sequence),
+                                             sequence.cache_sources});
     }
     FinishSequence(&sequence, FinishReason::kStop);
     return;
@@ -614,11 +636,32 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
 
 void EngineImpl::Emit(Sequence& sequence, bool final) {
   std::string delta = sequence.output->TakeDelta(final);
-  if (sequence.callbacks.on_token && (!delta.empty() || !final)) {
+  bool logprobs_pending = sequence.logprobs_streamed < sequence.logprobs.size();
+  if (sequence.callbacks.on_token && (!delta.empty() || !final || logprobs_pending)) {
     sequence.callbacks.on_token(TokenEvent{sequence.id, sequence.tokens.back(), std::move(delta),
                                            sequence.prompt_len, sequence.cached_tokens,
-                                           sequence.cache_sources});
+                                           UnstreamedLogprobs(sequence), sequence.cache_sources});
   }
+}
+
+SampledLogprobs EngineImpl::DescribeLogprobs(int32_t token, int top) const {
+  auto describe = [this](int32_t id, float logprob) {
+    return TokenLogprob{id, logprob, tokenizer_->TokenToPiece(id)};
+  };
+  SampledLogprobs result;
+  result.sampled = describe(token, logprob_scratch_[static_cast<size_t>(token)]);
+  for (const auto& [id, logprob] : TopEntries(logprob_scratch_, top)) {
+    result.top.push_back(describe(id, logprob));
+  }
+  return result;
+}
+
+std::vector<SampledLogprobs> EngineImpl::UnstreamedLogprobs(Sequence& sequence) {
+  std::vector<SampledLogprobs> pending(
+      sequence.logprobs.begin() + static_cast<ptrdiff_t>(sequence.logprobs_streamed),
+      sequence.logprobs.end());
+  sequence.logprobs_streamed = sequence.logprobs.size();
+  return pending;
 }
 
 void EngineImpl::FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error) {
@@ -643,6 +686,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
   output.prefill_compute_seconds = sequence->prefill_compute_seconds;
   output.total_seconds = SecondsSince(sequence->submitted_at);
   output.logits = std::move(sequence->logits);
+  output.logprobs = std::move(sequence->logprobs);
   {
     std::lock_guard lock(mutex_);
     if (queued_ > 0) --queued_;
@@ -656,7 +700,13 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
     prompt_tokens_cached_.disk += output.cache_sources.disk;
     prompt_tokens_cached_.remote += output.cache_sources.remote;
   }
-  if (sequence->callbacks.on_finish) sequence->callbacks.on_finish(output);
+  if (!sequence->callbacks.on_finish) return;
+  try {
+    sequence->callbacks.on_finish(output);
+  } catch (const std::exception& error) {
+    // The request is finished either way; a throwing consumer must not fail anyone else.
+    spdlog::error("request {}: its on_finish callback threw: {}", output.request_id, error.what());
+  }
 }
 
 void EngineImpl::PublishStats() {
@@ -697,6 +747,7 @@ void EngineImpl::PublishStats() {
   stats_.generation_tokens_total = generation_tokens_;
   stats_.scheduling_seconds_total = scheduling_seconds_;
   stats_.forward_seconds_total = forward_seconds_;
+  stats_.steps_total = steps_;
 }
 
 EngineStats EngineImpl::Stats() const {

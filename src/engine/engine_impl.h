@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "kvcache/prefix_cache.h"
 #include "model/model.h"
 #include "reprise/engine.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise {
@@ -31,9 +33,14 @@ class EngineImpl {
   ~EngineImpl();
 
   uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks);
+  // See Engine::EncodePrompt. Safe on any thread.
+  size_t EncodePrompt(GenerationRequest& request) const;
   void Cancel(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The chat template resolved at start-up (see EngineConfig::chat_template); std::nullopt when
+  // the model's own template is one Reprise does not recognise.
+  std::optional<ChatTemplateKind> chat_template() const { return chat_template_; }
   const Model& model() const { return *model_; }
   ModelInfo Info() const;
   EngineStats Stats() const;
@@ -45,6 +52,12 @@ class EngineImpl {
     std::vector<int32_t> tokens;
   };
 
+  // The task prompt named by request.cache.task_id (empty for none); throws Error for an unknown
+  // one.
+  const std::vector<int32_t>& TaskPromptTokens(const GenerationRequest& request) const;
+  // The request's own tokens: prompt_tokens, or its text encoded with BOS unless it follows a
+  // task prompt (which holds BOS) or add_special_tokens is false.
+  std::vector<int32_t> OwnPromptTokens(const GenerationRequest& request) const;
   std::unique_ptr<Sequence> MakeSequence(GenerationRequest request, StreamCallbacks callbacks);
   void ComputeTaskPrompts(const std::string& json_text);
   // Opens the tiers beyond memory that the config names (the disk tier) and links them in.
@@ -64,6 +77,10 @@ class EngineImpl {
   // Samples the next token from `logits` ([vocab], modified by the penalties).
   void HandleLogits(Sequence& sequence, float* logits);
   void Emit(Sequence& sequence, bool final);
+  // The sampled token's log-probability and the `top` most likely, from logprob_scratch_.
+  SampledLogprobs DescribeLogprobs(int32_t token, int top) const;
+  // The sequence's log-probabilities not yet sent in a token event; marks them sent.
+  static std::vector<SampledLogprobs> UnstreamedLogprobs(Sequence& sequence);
   void FinishSequence(Sequence* sequence, FinishReason reason, const std::string& error = "");
   void Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason, const std::string& error);
   void PublishStats();
@@ -73,6 +90,7 @@ class EngineImpl {
   EngineConfig config_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<ChatTemplateKind> chat_template_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -82,7 +100,8 @@ class EngineImpl {
   int64_t num_blocks_ = 0;
   size_t block_bytes_ = 0;
   ForwardBatch batch_;
-  AlignedBuffer<float> logits_;  // [max_running][vocab]
+  AlignedBuffer<float> logits_;         // [max_running][vocab]
+  std::vector<float> logprob_scratch_;  // [vocab]: the log-softmax of the row being sampled
   std::map<std::string, TaskPrompt> task_prompts_;
   std::vector<TaskPromptInfo> task_infos_;
 
@@ -106,6 +125,7 @@ class EngineImpl {
   // Step-thread only (published by PublishStats): where the step thread's time goes.
   double scheduling_seconds_ = 0;
   double forward_seconds_ = 0;
+  uint64_t steps_ = 0;
 
   std::thread thread_;
 };

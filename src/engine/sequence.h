@@ -61,6 +61,8 @@ struct Sequence {
   double ttft_seconds = 0;
   double prefill_compute_seconds = 0;  // forward time of the steps before the first token
   std::vector<std::vector<float>> logits;
+  std::vector<SampledLogprobs> logprobs;  // when request.sampling.logprobs is set
+  size_t logprobs_streamed = 0;           // how many of them went out in token events
 
   size_t Remaining() const { return tokens.size() - num_computed; }
 };

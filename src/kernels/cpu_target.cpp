@@ -2,7 +2,25 @@
 
 #include <cstdlib>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace reprise::kernels {
+
+namespace {
+
+// F16C from CPUID directly: clang's __builtin_cpu_supports does not know "f16c".
+[[maybe_unused]] bool HasF16c() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
 
 bool CpuTargetSupported(CpuTarget target) {
   switch (target) {
@@ -10,8 +28,7 @@ bool CpuTargetSupported(CpuTarget target) {
       return true;
     case CpuTarget::kAvx2:
 #if defined(REPRISE_KERNELS_AVX2)
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
 #else
       return false;
 #endif
@@ -19,8 +36,7 @@ bool CpuTargetSupported(CpuTarget target) {
 #if defined(REPRISE_KERNELS_AVX512)
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-             __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && HasF16c();
 #else
       return false;
 #endif

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -18,15 +20,22 @@ inline constexpr BlockId kNoBlock = -1;
 
 class BlockPool {
  public:
-  // All blocks start empty (on the free stack) with ref count 0 and zeroed memory. A thread
-  // faults the memory in meanwhile (see PopulateMemory), so that requests do not pay for it.
+  // All blocks start empty (on the free stack) with ref count 0 and zeroed memory. Memory is
+  // taken as it is needed: fresh blocks are handed out lowest id first, and a thread faults in
+  // only a window of memory ahead of the highest block handed out so far (see PopulateMemory),
+  // so requests do not pay for page faults and an idle pool holds little more than the window.
   BlockPool(int64_t num_blocks, size_t block_bytes);
   ~BlockPool();
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
-  // Waits until the memory is resident (or the kernel cannot populate it ahead of use).
+  // Waits until the memory asked for so far is resident (or the kernel cannot populate it ahead
+  // of use, where pages are faulted in on first touch instead).
   void FinishPopulating();
+  // Bytes at the start of the pool made resident ahead of use so far.
+  size_t PopulatedBytes() const { return populated_bytes_.load(std::memory_order_acquire); }
+  // How far ahead of the highest block handed out the memory is made resident.
+  size_t PopulateWindowBytes() const { return window_bytes_; }
 
   // How many blocks of `block_bytes` fit in `budget_bytes` (at most INT32_MAX, ids are int32).
   static int64_t NumBlocksForBudget(size_t budget_bytes, size_t block_bytes);
@@ -53,8 +62,11 @@ class BlockPool {
   bool IsFree(BlockId id) const { return is_free_[Checked(id)] != 0; }
 
  private:
-  // Faults the pool's pages in, a chunk at a time until stopped; runs on populating_.
+  // The populating thread: faults in memory up to wanted_bytes_, a chunk at a time, then waits
+  // to be asked for more.
   void PopulateMemory();
+  // Called when block `id` is handed out: asks for the window beyond it when it comes close.
+  void NoteHandedOut(BlockId id);
 
   size_t Checked(BlockId id) const;
   size_t Offset(BlockId id) const { return Checked(id) * block_bytes_; }
@@ -64,7 +76,14 @@ class BlockPool {
   std::vector<int32_t> ref_count_;  // [num_blocks]
   std::vector<uint8_t> is_free_;    // [num_blocks] 1 while on free_
   std::vector<BlockId> free_;       // stack, capacity num_blocks; top = back()
-  std::atomic<bool> stop_populating_{false};
+  size_t window_bytes_ = 0;
+  size_t asked_bytes_ = 0;     // the step thread's copy of wanted_bytes_: no lock on the fast path
+  std::mutex populate_mutex_;  // guards wanted_bytes_ and stop_populating_
+  std::condition_variable populate_wake_;
+  std::condition_variable populate_done_;
+  size_t wanted_bytes_ = 0;
+  bool stop_populating_ = false;
+  std::atomic<size_t> populated_bytes_{0};
   std::thread populating_;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +26,8 @@ constexpr std::chrono::milliseconds kStreamPoll{100};
 constexpr std::chrono::milliseconds kWaitPoll{500};
 constexpr size_t kCompletionsDefaultMaxTokens = 16;  // OpenAI's default for /v1/completions
 
-// A prompt ready to submit, with its length as the server counts it (task prompt included).
+// A prompt ready to submit (as tokens), with its length as the engine sees it (task prompt
+// included).
 struct PreparedPrompt {
   GenerationRequest request;
   size_t prompt_tokens = 0;
@@ -40,12 +42,13 @@ const char* IdPrefix(ApiKind kind) {
   return "req";
 }
 
-size_t TaskPromptTokens(const std::string& task_id, const InferenceBackend& backend) {
-  if (task_id.empty()) return 0;
+// Refuses an unknown task_id with a 400 that names only the id the client sent (the list of
+// tasks is not theirs to see).
+void CheckTaskId(const std::string& task_id, const InferenceBackend& backend) {
+  if (task_id.empty()) return;
   for (const TaskPromptInfo& task : backend.TaskPrompts()) {
-    if (task.task_id == task_id) return task.tokens;
+    if (task.task_id == task_id) return;
   }
-  // Only the id the client sent is named: the list of tasks is not theirs to see.
   throw ApiError::BadRequest(fmt::format("unknown task_id '{}'", task_id), "task_id",
                              "task_not_found");
 }
@@ -86,27 +89,20 @@ void DecideMaxTokens(const ParsedRequest& parsed, const ModelInfo& info, Prepare
   prompt.request.sampling.max_tokens = static_cast<int>(std::min<int64_t>(max_tokens, INT32_MAX));
 }
 
+// Each prompt is tokenized here, once, by the engine's rule (task prompt and BOS included), and
+// handed to the engine as tokens.
 std::vector<PreparedPrompt> PreparePrompts(const ParsedRequest& parsed, const ReadyBackend& ready,
                                            const std::string& chat_template) {
   const InferenceBackend& backend = *ready.backend;
-  size_t task_tokens = TaskPromptTokens(parsed.cache.task_id, backend);
-  // Counted as the engine will see it: a task prompt (which holds BOS) and then the request's
-  // own tokens, encoded without BOS.
-  bool with_task = !parsed.cache.task_id.empty();
+  CheckTaskId(parsed.cache.task_id, backend);
   GenerationRequest base;
   base.sampling = parsed.sampling;
   base.cache = parsed.cache;
 
   std::vector<PreparedPrompt> prompts;
   if (parsed.kind == ApiKind::kChat) {
-    ChatPrompt chat = RenderChatPrompt(ready, parsed.messages, chat_template);
-    PreparedPrompt prompt{base, chat.tokens.size()};
-    if (with_task && chat.add_special_tokens) {
-      // The task prompt brings BOS: the engine encodes the rest without one.
-      prompt.prompt_tokens = backend.Tokenize(chat.text, /*add_special_tokens=*/false).size();
-    }
-    prompt.request.prompt = std::move(chat.text);
-    prompt.request.add_special_tokens = chat.add_special_tokens;
+    PreparedPrompt prompt{base, 0};
+    prompt.request.prompt = RenderChatPrompt(ready, parsed.messages, chat_template);
     prompts.push_back(std::move(prompt));
   } else {
     for (const PromptInput& input : parsed.prompts) {
@@ -121,17 +117,14 @@ std::vector<PreparedPrompt> PreparePrompts(const ParsedRequest& parsed, const Re
           }
         }
         prompt.request.prompt_tokens = input.tokens;
-        prompt.prompt_tokens = input.tokens.size();
       } else {
         prompt.request.prompt = input.text;
-        prompt.prompt_tokens =
-            backend.Tokenize(input.text, /*add_special_tokens=*/!with_task).size();
       }
       prompts.push_back(std::move(prompt));
     }
   }
   for (PreparedPrompt& prompt : prompts) {
-    prompt.prompt_tokens += task_tokens;
+    prompt.prompt_tokens = backend.EncodePrompt(prompt.request);
     DecideMaxTokens(parsed, ready.info, prompt);
   }
   return prompts;
@@ -163,14 +156,31 @@ void SubmitAll(CompletionJob& job, const ParsedRequest& parsed,
   }
 }
 
-void LogFinished(const std::string& id, const CompletionJob& job) {
+void LogFinished(const std::string& id, const CompletionJob& job,
+                 const std::string& prompt_cache_key) {
   UsageCounts usage = job.Usage();
   const ChoiceResult& first = job.result(0);
-  spdlog::info("{}: prompt {} tokens (cached {}: memory {}, disk {}, remote {}), generated {}, "
-               "ttft {:.1f} ms, total {:.1f} ms, {}",
-               id, usage.prompt_tokens, usage.cached_tokens, usage.cache_sources.memory,
-               usage.cache_sources.disk, usage.cache_sources.remote, usage.completion_tokens,
-               first.ttft_seconds * 1e3, first.total_seconds * 1e3, first.finish_reason);
+  spdlog::info(
+      "{}: prompt {} tokens (cached {}: memory {}, disk {}, remote {}), generated {}, "
+      "ttft {:.1f} ms, total {:.1f} ms, {}{}{}",
+      id, usage.prompt_tokens, usage.cached_tokens, usage.cache_sources.memory,
+      usage.cache_sources.disk, usage.cache_sources.remote, usage.completion_tokens,
+      first.ttft_seconds * 1e3, first.total_seconds * 1e3, first.finish_reason,
+      prompt_cache_key.empty() ? "" : ", prompt_cache_key ",
+      // Quoted and escaped, and cut short: it is the client's text.
+      prompt_cache_key.empty() ? std::string()
+                               : fmt::format("{:?}", prompt_cache_key.substr(0, 200)));
+}
+
+// echo: each choice's prompt as the client sent it (token ids as their text), else nothing.
+std::vector<std::string> EchoTexts(const ParsedRequest& parsed, const InferenceBackend& backend) {
+  std::vector<std::string> texts;
+  if (!parsed.echo) return texts;
+  for (const PromptInput& input : parsed.prompts) {
+    std::string text = input.is_tokens ? backend.Detokenize(input.tokens) : input.text;
+    texts.insert(texts.end(), static_cast<size_t>(parsed.n), text);
+  }
+  return texts;
 }
 
 void RecordFinish(ServerMetrics& metrics, const CompletionJob& job, size_t index) {
@@ -189,6 +199,8 @@ struct StreamState {
   bool include_usage = false;
   bool started = false;
   ServerState* server = nullptr;
+  std::vector<std::string> echo_texts;  // per choice, sent first; empty without echo
+  std::string prompt_cache_key;
 };
 
 // One call of the chunked content provider: writes what the engine reported since the last
@@ -203,15 +215,26 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
         if (!write(SseData(stream.builder.RoleChunk(i)))) return false;
       }
     }
+    for (size_t i = 0; i < stream.echo_texts.size(); ++i) {
+      if (!write(SseData(stream.builder.DeltaChunk(i, stream.echo_texts[i])))) return false;
+    }
   }
   for (const ChannelEvent& event : job.channel().PopAll(kStreamPoll)) {
+    const std::optional<std::vector<SampledLogprobs>>& so_far = job.result(event.choice).logprobs;
+    size_t text_offset = so_far ? LogprobsTextBytes(*so_far) : 0;
     size_t index = job.Apply(event);
     if (!event.finished()) {
-      const std::string& text = std::get<TokenEvent>(event.payload).text;
+      const TokenEvent& token = std::get<TokenEvent>(event.payload);
       if (stream.kind == ApiKind::kRtpGenerate) {
         if (!write(SseData(stream.builder.RtpStreamEvent(job.result(index), false)))) return false;
-      } else if (!text.empty()) {
-        if (!write(SseData(stream.builder.DeltaChunk(index, text)))) return false;
+      } else if (so_far) {
+        // With logprobs every token is reported, text or not (a stop string may hold it back).
+        if (!write(SseData(
+                stream.builder.DeltaChunk(index, token.text, &token.logprobs, text_offset)))) {
+          return false;
+        }
+      } else if (!token.text.empty()) {
+        if (!write(SseData(stream.builder.DeltaChunk(index, token.text)))) return false;
       }
       continue;
     }
@@ -236,7 +259,7 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
     }
   }
   if (job.AllFinished()) {
-    LogFinished(stream.builder.id(), job);
+    LogFinished(stream.builder.id(), job, stream.prompt_cache_key);
     if (stream.kind != ApiKind::kRtpGenerate) {
       if (stream.include_usage && !write(SseData(stream.builder.UsageChunk(job.Usage())))) {
         return false;
@@ -251,23 +274,14 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
 
 }  // namespace
 
-ChatPrompt RenderChatPrompt(const ReadyBackend& ready,
-                            const std::vector<Engine::ChatMessage>& messages,
-                            const std::string& chat_template) {
-  const InferenceBackend& backend = *ready.backend;
-  ChatPrompt prompt;
+std::string RenderChatPrompt(const ReadyBackend& ready,
+                             const std::vector<Engine::ChatMessage>& messages,
+                             const std::string& chat_template) {
   try {
-    prompt.text = backend.ApplyChatTemplate(messages, chat_template);
+    return ready.backend->ApplyChatTemplate(messages, chat_template);
   } catch (const Error& error) {
     throw ApiError::BadRequest(error.what(), "messages", "chat_template_error");
   }
-  // Templates that write the BOS text themselves must not get a second BOS.
-  prompt.tokens = backend.Tokenize(prompt.text, /*add_special_tokens=*/false);
-  bool holds_bos =
-      ready.bos_token && !prompt.tokens.empty() && prompt.tokens.front() == *ready.bos_token;
-  prompt.add_special_tokens = !holds_bos;
-  if (!holds_bos) prompt.tokens = backend.Tokenize(prompt.text, /*add_special_tokens=*/true);
-  return prompt;
 }
 
 void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_request,
@@ -303,8 +317,8 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
 
   if (parsed.stream) {
     auto stream = std::make_shared<StreamState>(
-        StreamState{std::move(job), std::move(builder), kind, parsed.include_usage, false,
-                    &state_});
+        StreamState{std::move(job), std::move(builder), kind, parsed.include_usage, false, &state_,
+                    EchoTexts(parsed, *ready->backend), parsed.prompt_cache_key});
     http_response.set_header("Cache-Control", "no-cache");
     http_response.set_header("X-Accel-Buffering", "no");
     http_response.set_chunked_content_provider(
@@ -342,9 +356,11 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
       throw ApiError::Unavailable("the request was cancelled", "cancelled");
     }
   }
-  LogFinished(builder.id(), *job);
-  http_response.set_content(JsonText(builder.Full(job->Results(), job->Usage())),
-                            "application/json");
+  LogFinished(builder.id(), *job, parsed.prompt_cache_key);
+  std::vector<ChoiceResult> results = job->Results();
+  std::vector<std::string> echo_texts = EchoTexts(parsed, *ready->backend);
+  for (size_t i = 0; i < echo_texts.size(); ++i) results[i].text.insert(0, echo_texts[i]);
+  http_response.set_content(JsonText(builder.Full(results, job->Usage())), "application/json");
 }
 
 }  // namespace reprise::server

@@ -1,6 +1,6 @@
 // The generation routes (/v1/chat/completions, /v1/completions, rtp-llm's POST / and /generate):
-// parse and check the request, prepare each prompt (chat template, BOS rule, token count against
-// the context), submit one engine request per choice and answer whole or as SSE. A client that
+// parse and check the request, prepare each prompt (chat template, tokens computed once by the
+// engine's rule, length against the context), submit one engine request per choice and answer whole or as SSE. A client that
 // goes away mid-stream has its engine requests cancelled.
 #pragma once
 
@@ -18,17 +18,12 @@ struct Response;
 
 namespace reprise::server {
 
-// A chat rendered with the model's template (or `chat_template`), and whether the engine should
-// add BOS: not when the rendered text already starts with it. Throws ApiError (400) when no
-// template applies.
-struct ChatPrompt {
-  std::string text;
-  bool add_special_tokens = true;
-  std::vector<int32_t> tokens;  // as the engine will see them
-};
-ChatPrompt RenderChatPrompt(const ReadyBackend& ready,
-                            const std::vector<Engine::ChatMessage>& messages,
-                            const std::string& chat_template);
+// A chat rendered with the model's template (or `chat_template`). Throws ApiError (400) when no
+// template applies. The engine tokenizes it (InferenceBackend::EncodePrompt, Tokenize), adding
+// BOS only when the text does not already start with it.
+std::string RenderChatPrompt(const ReadyBackend& ready,
+                             const std::vector<Engine::ChatMessage>& messages,
+                             const std::string& chat_template);
 
 class CompletionHandler {
  public:

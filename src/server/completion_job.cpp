@@ -35,7 +35,9 @@ void CompletionJob::Submit(size_t index, GenerationRequest request) {
   callbacks.on_finish = [channel, index](const GenerationOutput& output) {
     channel->Push({index, output});
   };
+  bool wants_logprobs = request.sampling.logprobs.has_value();
   choices_[index].request_id = backend_->Submit(std::move(request), std::move(callbacks));
+  if (wants_logprobs) choices_[index].result.logprobs.emplace();
   choices_[index].submitted = true;
 }
 
@@ -58,6 +60,10 @@ size_t CompletionJob::Apply(const ChannelEvent& event) {
     choice.result.completion_tokens += 1;
     choice.result.prompt_tokens = token->prompt_tokens;
     choice.result.cached_tokens = token->cached_tokens;
+    if (choice.result.logprobs) {
+      choice.result.logprobs->insert(choice.result.logprobs->end(), token->logprobs.begin(),
+                                     token->logprobs.end());
+    }
     choice.result.cache_sources = token->cache_sources;
   } else {
     const GenerationOutput& output = std::get<GenerationOutput>(event.payload);
@@ -73,6 +79,7 @@ size_t CompletionJob::Apply(const ChannelEvent& event) {
     choice.result.cache_sources = output.cache_sources;
     choice.result.ttft_seconds = output.ttft_seconds;
     choice.result.total_seconds = output.total_seconds;
+    if (choice.result.logprobs) choice.result.logprobs = output.logprobs;
   }
   return event.choice;
 }

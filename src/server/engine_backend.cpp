@@ -20,6 +20,10 @@ std::vector<int32_t> EngineBackend::Tokenize(const std::string& text,
   return engine_->Tokenize(text, add_special_tokens);
 }
 
+size_t EngineBackend::EncodePrompt(GenerationRequest& request) const {
+  return engine_->EncodePrompt(request);
+}
+
 std::string EngineBackend::Detokenize(const std::vector<int32_t>& tokens) const {
   return engine_->Detokenize(tokens);
 }

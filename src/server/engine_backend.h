@@ -16,6 +16,7 @@ class EngineBackend : public InferenceBackend {
   uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks) override;
   void Cancel(uint64_t request_id) override;
   std::vector<int32_t> Tokenize(const std::string& text, bool add_special_tokens) const override;
+  size_t EncodePrompt(GenerationRequest& request) const override;
   std::string Detokenize(const std::vector<int32_t>& tokens) const override;
   std::string ApplyChatTemplate(const std::vector<Engine::ChatMessage>& messages,
                                 const std::string& template_name) const override;

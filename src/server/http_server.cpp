@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
@@ -135,6 +136,37 @@ bool HttpServer::Authorized(const httplib::Request& request) const {
   return header == "Bearer " + key;
 }
 
+bool HttpServer::OriginAllowed(const std::string& origin) const {
+  const std::vector<std::string>& allowed = state_.options().allowed_origins;
+  return !origin.empty() && std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) {
+    return a == "*" || a == origin;
+  });
+}
+
+void HttpServer::HandlePreflight(const httplib::Request& request,
+                                 httplib::Response& response) const {
+  std::string origin = request.get_header_value("Origin");
+  if (!OriginAllowed(origin)) {
+    SetError(response,
+             ApiError(403,
+                      origin.empty() ? std::string("OPTIONS is answered only to CORS preflights "
+                                                   "from an allowed origin")
+                                     : fmt::format("the origin '{}' is not allowed; the server "
+                                                   "allows the origins of --allowed-origins",
+                                                   origin),
+                      "invalid_request_error", "origin_not_allowed"));
+    return;
+  }
+  response.status = 204;
+  response.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  // Whatever headers the page asks to send (Authorization, Content-Type, ...): every route
+  // checks its own input.
+  std::string headers = request.get_header_value("Access-Control-Request-Headers");
+  response.set_header("Access-Control-Allow-Headers",
+                      headers.empty() ? std::string("Authorization, Content-Type") : headers);
+  response.set_header("Access-Control-Max-Age", "600");
+}
+
 template <typename Fn>
 void HttpServer::Guard(const httplib::Request& request, httplib::Response& response, Fn&& fn) {
   try {
@@ -159,6 +191,18 @@ void HttpServer::RegisterRoutes() {
   using httplib::Request;
   using httplib::Response;
   http_->set_pre_routing_handler([this](const Request& request, Response& response) {
+    // CORS: every answer to an allowed origin names it (errors too, so that a page can read
+    // them); a preflight is answered here, before authentication, as browsers send it without
+    // credentials.
+    std::string origin = request.get_header_value("Origin");
+    if (OriginAllowed(origin)) {
+      response.set_header("Access-Control-Allow-Origin", origin);
+      response.set_header("Vary", "Origin");
+    }
+    if (request.method == "OPTIONS") {
+      HandlePreflight(request, response);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (request.path == "/health" || request.path == "/metrics" || Authorized(request)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -199,6 +243,8 @@ void HttpServer::RegisterRoutes() {
   };
   http_->Get("/health", route([this](const Request&, Response& r) { HandleHealth(r); }));
   http_->Get("/v1/models", route([this](const Request&, Response& r) { HandleModels(r); }));
+  http_->Get(R"(/v1/models/(.+))",
+             route([this](const Request& q, Response& r) { HandleModel(q.matches[1].str(), r); }));
   http_->Get("/metrics", route([this](const Request&, Response& r) { HandleMetrics(r); }));
   http_->Post("/tokenize",
               route([this](const Request& q, Response& r) { HandleTokenize(q, r); }));
@@ -218,17 +264,30 @@ void HttpServer::HandleHealth(httplib::Response& response) {
   SetJson(response, {{"status", "ok"}});
 }
 
-void HttpServer::HandleModels(httplib::Response& response) {
+nlohmann::json HttpServer::ModelJson() const {
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
   static const int64_t kCreated = UnixSeconds();
-  nlohmann::json model = {{"id", state_.options().served_model_name},
-                          {"object", "model"},
-                          {"created", kCreated},
-                          {"owned_by", "reprise"},
-                          {"root", ready->info.name},
-                          {"parent", nullptr},
-                          {"max_model_len", ready->info.context_length}};
-  SetJson(response, {{"object", "list"}, {"data", nlohmann::json::array({model})}});
+  return {{"id", state_.options().served_model_name},
+          {"object", "model"},
+          {"created", kCreated},
+          {"owned_by", "reprise"},
+          {"root", ready->info.name},
+          {"parent", nullptr},
+          {"max_model_len", ready->info.context_length}};
+}
+
+void HttpServer::HandleModels(httplib::Response& response) {
+  SetJson(response, {{"object", "list"}, {"data", nlohmann::json::array({ModelJson()})}});
+}
+
+void HttpServer::HandleModel(const std::string& id, httplib::Response& response) {
+  const std::string& served_name = state_.options().served_model_name;
+  if (id != served_name) {
+    throw ApiError::NotFound(
+        fmt::format("The model '{}' does not exist; this server serves '{}'", id, served_name),
+        "model_not_found");
+  }
+  SetJson(response, ModelJson());
 }
 
 void HttpServer::HandleMetrics(httplib::Response& response) {
@@ -247,7 +306,9 @@ void HttpServer::HandleTokenize(const httplib::Request& request, httplib::Respon
   if (fields.Find("messages")) {
     // The same text and BOS rule a chat completion would use.
     ParsedRequest chat = ParseChatRequest(body);
-    tokens = RenderChatPrompt(*ready, chat.messages, state_.options().chat_template).tokens;
+    tokens = ready->backend->Tokenize(
+        RenderChatPrompt(*ready, chat.messages, state_.options().chat_template),
+        /*add_special_tokens=*/true);
   } else {
     std::optional<std::string> prompt = fields.String("prompt");
     if (!prompt) throw ApiError::BadRequest("'prompt' or 'messages' is required", "prompt");

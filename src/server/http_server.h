@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "server/completion_handler.h"
@@ -44,8 +45,15 @@ class HttpServer {
   template <typename Fn>
   void Guard(const httplib::Request& request, httplib::Response& response, Fn&& fn);
   bool Authorized(const httplib::Request& request) const;
+  // CORS: whether `origin` is one of --allowed-origins (or they hold "*").
+  bool OriginAllowed(const std::string& origin) const;
+  // Answers a CORS preflight (OPTIONS): 204 with the allowed methods and headers for an
+  // allowed origin, 403 for another.
+  void HandlePreflight(const httplib::Request& request, httplib::Response& response) const;
 
   void HandleModels(httplib::Response& response);
+  void HandleModel(const std::string& id, httplib::Response& response);
+  nlohmann::json ModelJson() const;  // the served model, as /v1/models lists it
   void HandleHealth(httplib::Response& response);
   void HandleMetrics(httplib::Response& response);
   void HandleTokenize(const httplib::Request& request, httplib::Response& response);

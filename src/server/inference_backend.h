@@ -20,6 +20,7 @@ class InferenceBackend {
   virtual uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks) = 0;
   virtual void Cancel(uint64_t request_id) = 0;
   virtual std::vector<int32_t> Tokenize(const std::string& text, bool add_special_tokens) const = 0;
+  virtual size_t EncodePrompt(GenerationRequest& request) const = 0;
   virtual std::string Detokenize(const std::vector<int32_t>& tokens) const = 0;
   virtual std::string ApplyChatTemplate(const std::vector<Engine::ChatMessage>& messages,
                                         const std::string& template_name) const = 0;

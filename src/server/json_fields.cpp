@@ -1,5 +1,6 @@
 #include "server/json_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -150,6 +151,20 @@ const nlohmann::json* JsonFields::Object(std::string_view name) const {
   if (!value) return nullptr;
   if (!value->is_object()) TypeError(name, "an object");
   return value;
+}
+
+void JsonFields::RefuseUnknown(std::span<const std::string_view> known,
+                               std::span<const std::string_view> more_known) const {
+  for (const auto& [name, value] : object_.items()) {
+    if (value.is_null()) continue;
+    auto listed = [&name](std::span<const std::string_view> list) {
+      return std::find(list.begin(), list.end(), name) != list.end();
+    };
+    if (!listed(known) && !listed(more_known)) {
+      throw ApiError::BadRequest(fmt::format("'{}' is not supported by this server", Param(name)),
+                                 Param(name), "unsupported_parameter");
+    }
+  }
 }
 
 }  // namespace reprise::server

@@ -1,6 +1,7 @@
 // Typed, range-checked reads of optional fields of a JSON request object. A wrong type or an
 // out-of-range value is an ApiError (400) naming the field; null counts as absent, since OpenAI
-// clients send null for fields they leave unset. Unknown fields are simply never read.
+// clients send null for fields they leave unset. RefuseUnknown refuses fields a route does not
+// read.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +41,11 @@ class JsonFields {
                                                              size_t max_items) const;
   // A nested object (absent or null: nullptr).
   const nlohmann::json* Object(std::string_view name) const;
+
+  // Throws ApiError (400, code unsupported_parameter) naming the first non-null field that is in
+  // neither list: a field this server does not read is refused, never ignored.
+  void RefuseUnknown(std::span<const std::string_view> known,
+                     std::span<const std::string_view> more_known = {}) const;
 
  private:
   [[noreturn]] void TypeError(std::string_view name, std::string_view expected) const;

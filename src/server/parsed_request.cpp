@@ -1,6 +1,7 @@
 #include "server/parsed_request.h"
 
 #include <limits>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -51,10 +52,81 @@ void ReadCacheOptions(const JsonFields& fields, CacheOptions& cache) {
   if (auto v = fields.Number("cache_ttl_s", 0.0, 365.0 * 24 * 3600)) cache.ttl_seconds = *v;
 }
 
+[[noreturn]] void Unsupported(const std::string& param, std::string_view detail) {
+  throw ApiError::BadRequest(fmt::format("'{}' is not supported by this server: {}", param, detail),
+                             param, "unsupported_parameter");
+}
+
+// A field that is accepted at its neutral value only: `neutral` says whether `value` is one.
+template <typename IsNeutral>
+void NeutralOnly(const JsonFields& fields, std::string_view name, std::string_view detail,
+                 IsNeutral neutral) {
+  const nlohmann::json* value = fields.Find(name);
+  if (value && !neutral(*value)) Unsupported(fields.Param(name), detail);
+}
+
+bool IsEmptyList(const nlohmann::json& value) { return value.is_array() && value.empty(); }
+
+// OpenAI's prompt caching fields: the key is a routing hint, the retention maps to cache_ttl_s.
+void ReadPromptCacheFields(const JsonFields& fields, ParsedRequest& request) {
+  if (auto v = fields.String("prompt_cache_key")) request.prompt_cache_key = *v;
+  if (auto v = fields.String("prompt_cache_retention")) {
+    // "in-memory" is the spelling of older OpenAI SDKs.
+    if (*v == "24h") {
+      if (fields.Find("cache_ttl_s")) {
+        throw ApiError::BadRequest(
+            "'prompt_cache_retention' and 'cache_ttl_s' both set the cache TTL; send one",
+            "prompt_cache_retention");
+      }
+      request.cache.ttl_seconds = kExtendedRetentionSeconds;
+    } else if (*v != "in_memory" && *v != "in-memory") {
+      throw ApiError::BadRequest(
+          fmt::format("'prompt_cache_retention' must be \"in_memory\" or \"24h\", got \"{}\"", *v),
+          "prompt_cache_retention");
+    }
+  }
+}
+
+// The fields each OpenAI route reads: any other is refused.
+constexpr std::string_view kCommonFields[] = {"model",
+                                              "stream",
+                                              "stream_options",
+                                              "n",
+                                              "max_tokens",
+                                              "temperature",
+                                              "top_p",
+                                              "top_k",
+                                              "min_p",
+                                              "frequency_penalty",
+                                              "presence_penalty",
+                                              "repetition_penalty",
+                                              "seed",
+                                              "stop",
+                                              "ignore_eos",
+                                              "logprobs",
+                                              "logit_bias",
+                                              "user",
+                                              "safety_identifier",
+                                              "cache_salt",
+                                              "task_id",
+                                              "cache_priority",
+                                              "cache_ttl_s",
+                                              "prompt_cache_key",
+                                              "prompt_cache_retention"};
+constexpr std::string_view kChatFields[] = {
+    "messages",  "max_completion_tokens", "top_logprobs",        "tools",           "tool_choice",
+    "functions", "function_call",         "parallel_tool_calls", "response_format", "store",
+    "metadata",  "service_tier",          "modalities"};
+constexpr std::string_view kCompletionFields[] = {"prompt", "echo", "suffix", "best_of"};
+constexpr std::string_view kMessageFields[] = {"role",          "content",      "tool_calls",
+                                               "function_call", "tool_call_id", "refusal"};
+constexpr std::string_view kStreamOptionFields[] = {"include_usage", "include_obfuscation"};
+
 void ReadCommon(const JsonFields& fields, ParsedRequest& request) {
   if (auto v = fields.String("model")) request.model = *v;
   ReadSampling(fields, request);
   ReadCacheOptions(fields, request.cache);
+  ReadPromptCacheFields(fields, request);
   if (auto v = fields.Int("n", 1, kMaxChoicesPerPrompt)) request.n = static_cast<int>(*v);
   if (auto v = fields.Bool("stream")) request.stream = *v;
   if (const nlohmann::json* options = fields.Object("stream_options")) {
@@ -63,8 +135,17 @@ void ReadCommon(const JsonFields& fields, ParsedRequest& request) {
                                  "stream_options");
     }
     JsonFields option_fields(*options, "stream_options.");
+    // include_obfuscation pads events against length side channels on the open internet; it
+    // changes no content, and this server adds no padding.
+    option_fields.RefuseUnknown(kStreamOptionFields);
     if (auto v = option_fields.Bool("include_usage")) request.include_usage = *v;
+    option_fields.Bool("include_obfuscation");
   }
+  // End-user identifiers for abuse monitoring: they change nothing in the answer.
+  fields.String("user");
+  fields.String("safety_identifier");
+  NeutralOnly(fields, "logit_bias", "token biases are not applied",
+              [](const nlohmann::json& v) { return v.is_object() && v.empty(); });
 }
 
 std::string MessageContent(const nlohmann::json& content, size_t index) {
@@ -115,6 +196,24 @@ std::vector<Engine::ChatMessage> ReadMessages(const JsonFields& fields) {
       throw ApiError::BadRequest(fmt::format("'messages[{}].role' is required", i),
                                  message_fields.Param("role"));
     }
+    // OpenAI's roles; its deprecated "function" goes with function calling, which is refused.
+    if (*role != "system" && *role != "developer" && *role != "user" && *role != "assistant" &&
+        *role != "tool") {
+      throw ApiError::BadRequest(
+          fmt::format("'messages[{}].role' must be one of system, developer, user, assistant or "
+                      "tool, got '{}'",
+                      i, *role),
+          message_fields.Param("role"));
+    }
+    // A chat template sees role and content only; what it cannot show is refused.
+    message_fields.RefuseUnknown(kMessageFields);
+    NeutralOnly(message_fields, "tool_calls", "no tool calling", IsEmptyList);
+    if (message_fields.Find("function_call")) {
+      Unsupported(message_fields.Param("function_call"), "no function calling");
+    }
+    // The id of the call a tool message answers: with no tool calls here, nothing refers to it.
+    message_fields.String("tool_call_id");
+    message_fields.String("refusal");
     auto content = message.find("content");
     result.push_back({*role, content == message.end() ? "" : MessageContent(*content, i)});
   }
@@ -185,6 +284,62 @@ std::vector<PromptInput> ReadPrompts(const JsonFields& fields, bool allow_tokens
   return result;
 }
 
+bool IsNoneOrAuto(const nlohmann::json& value) {
+  return value.is_string() && (value == "none" || value == "auto");
+}
+
+void ReadChatOnlyFields(const JsonFields& fields, ParsedRequest& request) {
+  std::optional<bool> logprobs = fields.Bool("logprobs");
+  std::optional<int64_t> top = fields.Int("top_logprobs", 0, kMaxTopLogprobs);
+  if (top && !logprobs.value_or(false)) {
+    throw ApiError::BadRequest("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  }
+  if (logprobs.value_or(false)) request.sampling.logprobs = static_cast<int>(top.value_or(0));
+  // Tools and functions: accepted when there are none to call.
+  NeutralOnly(fields, "tools", "no tool calling", IsEmptyList);
+  NeutralOnly(fields, "functions", "no function calling", IsEmptyList);
+  NeutralOnly(fields, "tool_choice", "no tool calling (only \"none\" or \"auto\")", IsNoneOrAuto);
+  NeutralOnly(fields, "function_call", "no function calling (only \"none\" or \"auto\")",
+              IsNoneOrAuto);
+  fields.Bool("parallel_tool_calls");  // says how tools are called: none are
+  NeutralOnly(fields, "response_format", "only {\"type\": \"text\"} (no JSON mode or schema)",
+              [](const nlohmann::json& v) {
+                return v.is_object() && v.size() == 1 && v.contains("type") && v["type"] == "text";
+              });
+  NeutralOnly(fields, "store", "completions are not stored (only false)",
+              [](const nlohmann::json& v) { return v == false; });
+  fields.Object("metadata");  // tags for stored completions; nothing is stored
+  NeutralOnly(fields, "service_tier", "one tier (only \"auto\" or \"default\")",
+              [](const nlohmann::json& v) { return v == "auto" || v == "default"; });
+  NeutralOnly(fields, "modalities", "text output only (only [\"text\"])",
+              [](const nlohmann::json& v) { return v == nlohmann::json::array({"text"}); });
+}
+
+void ReadCompletionOnlyFields(const JsonFields& fields, ParsedRequest& request) {
+  if (auto v = fields.Int("logprobs", 0, kMaxCompletionLogprobs)) {
+    request.sampling.logprobs = static_cast<int>(*v);
+  }
+  if (auto v = fields.Bool("echo")) request.echo = *v;
+  if (request.echo && request.sampling.logprobs) {
+    // The prompt's own log-probabilities would need logits at every prompt position, which a
+    // prompt served from the cache never computes.
+    Unsupported("echo", "'echo' with 'logprobs' (prompt log-probabilities are not computed)");
+  }
+  NeutralOnly(fields, "suffix", "no insertion (only an empty suffix)",
+              [](const nlohmann::json& v) { return v == ""; });
+  if (auto best_of = fields.Int("best_of", 1, kMaxChoicesPerPrompt)) {
+    // best_of == n keeps every candidate: the same as n alone.
+    int n = request.n;
+    if (*best_of < n) {
+      throw ApiError::BadRequest(
+          fmt::format("'best_of' ({}) must be at least 'n' ({})", *best_of, n), "best_of");
+    }
+    if (*best_of > n) {
+      Unsupported("best_of", "choosing the best of more candidates than 'n' (only best_of == n)");
+    }
+  }
+}
+
 void CheckChoiceCount(const ParsedRequest& request) {
   size_t choices = request.prompts.empty() ? request.n : request.prompts.size() * request.n;
   if (choices > kMaxChoicesPerRequest) {
@@ -212,9 +367,11 @@ nlohmann::json ParseJsonBody(const std::string& body) {
 
 ParsedRequest ParseChatRequest(const nlohmann::json& body) {
   JsonFields fields(body);
+  fields.RefuseUnknown(kCommonFields, kChatFields);
   ParsedRequest request;
   request.kind = ApiKind::kChat;
   ReadCommon(fields, request);
+  ReadChatOnlyFields(fields, request);
   request.messages = ReadMessages(fields);
   // max_completion_tokens replaces the deprecated max_tokens; it wins when both are sent.
   request.max_tokens = fields.Int("max_completion_tokens", 1, kMaxTokensLimit);
@@ -225,9 +382,11 @@ ParsedRequest ParseChatRequest(const nlohmann::json& body) {
 
 ParsedRequest ParseCompletionRequest(const nlohmann::json& body) {
   JsonFields fields(body);
+  fields.RefuseUnknown(kCommonFields, kCompletionFields);
   ParsedRequest request;
   request.kind = ApiKind::kCompletion;
   ReadCommon(fields, request);
+  ReadCompletionOnlyFields(fields, request);
   request.prompts = ReadPrompts(fields, /*allow_tokens=*/true);
   request.max_tokens = fields.Int("max_tokens", 1, kMaxTokensLimit);
   CheckChoiceCount(request);

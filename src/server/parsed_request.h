@@ -33,6 +33,10 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;                    // stream_options.include_usage
   CacheOptions cache;
+  bool echo = false;  // kCompletion: the prompt before the completion
+  // OpenAI's prompt_cache_key: logged, and read by routers in front of us to keep requests that
+  // share it on one server. Reuse here needs no hint: every prompt's prefix is matched.
+  std::string prompt_cache_key;
 };
 
 // Limits on one request.
@@ -40,6 +44,9 @@ inline constexpr int kMaxChoicesPerPrompt = 16;   // n
 inline constexpr size_t kMaxPromptsPerRequest = 16;
 inline constexpr size_t kMaxChoicesPerRequest = 64;  // prompts * n
 inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr int kMaxCompletionLogprobs = 5;  // /v1/completions' logprobs (OpenAI's limit)
+// prompt_cache_retention "24h": the TTL it maps to.
+inline constexpr double kExtendedRetentionSeconds = 24.0 * 3600;
 
 // Parses a request body as JSON; malformed JSON or a non-object is a 400 ApiError.
 nlohmann::json ParseJsonBody(const std::string& body);

@@ -25,6 +25,54 @@ nlohmann::json UsageJson(const UsageCounts& usage) {
             {"remote", usage.cache_sources.remote}}}};
 }
 
+size_t LogprobsTextBytes(const std::vector<SampledLogprobs>& entries) {
+  size_t bytes = 0;
+  for (const SampledLogprobs& entry : entries) bytes += entry.sampled.bytes.size();
+  return bytes;
+}
+
+nlohmann::json ResponseBuilder::LogprobsJson(const std::vector<SampledLogprobs>& entries,
+                                             size_t text_offset) const {
+  if (kind_ == ApiKind::kChat) {
+    // `bytes` lets a client join tokens that each hold part of a UTF-8 character; `token` is
+    // their text (an incomplete character shows as U+FFFD).
+    auto describe = [](const TokenLogprob& token) {
+      nlohmann::json bytes = nlohmann::json::array();
+      for (unsigned char byte : token.bytes) bytes.push_back(byte);
+      return nlohmann::json{
+          {"token", token.bytes}, {"logprob", token.logprob}, {"bytes", std::move(bytes)}};
+    };
+    nlohmann::json content = nlohmann::json::array();
+    for (const SampledLogprobs& entry : entries) {
+      nlohmann::json item = describe(entry.sampled);
+      nlohmann::json top = nlohmann::json::array();
+      for (const TokenLogprob& alternative : entry.top) top.push_back(describe(alternative));
+      item["top_logprobs"] = std::move(top);
+      content.push_back(std::move(item));
+    }
+    return {{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  nlohmann::json tokens = nlohmann::json::array();
+  nlohmann::json token_logprobs = nlohmann::json::array();
+  nlohmann::json top_logprobs = nlohmann::json::array();
+  nlohmann::json offsets = nlohmann::json::array();
+  for (const SampledLogprobs& entry : entries) {
+    tokens.push_back(entry.sampled.bytes);
+    token_logprobs.push_back(entry.sampled.logprob);
+    // As vLLM: the top tokens and the sampled one, so up to logprobs + 1 entries.
+    nlohmann::json top = nlohmann::json::object();
+    for (const TokenLogprob& alternative : entry.top) top[alternative.bytes] = alternative.logprob;
+    top[entry.sampled.bytes] = entry.sampled.logprob;
+    top_logprobs.push_back(std::move(top));
+    offsets.push_back(text_offset);
+    text_offset += entry.sampled.bytes.size();
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", std::move(top_logprobs)},
+          {"text_offset", std::move(offsets)}};
+}
+
 ResponseBuilder::ResponseBuilder(ApiKind kind, std::string id, int64_t created, std::string model)
     : kind_(kind), id_(std::move(id)), created_(created), model_(std::move(model)) {}
 
@@ -71,7 +119,7 @@ nlohmann::json ResponseBuilder::Full(const std::vector<ChoiceResult>& choices,
     } else {
       item["text"] = choice.text;
     }
-    item["logprobs"] = nullptr;
+    item["logprobs"] = choice.logprobs ? LogprobsJson(*choice.logprobs, 0) : nlohmann::json();
     item["finish_reason"] = choice.finish_reason;
     out_choices.push_back(std::move(item));
   }
@@ -103,7 +151,9 @@ nlohmann::json ResponseBuilder::RoleChunk(size_t index) const {
   return chunk;
 }
 
-nlohmann::json ResponseBuilder::DeltaChunk(size_t index, const std::string& text) const {
+nlohmann::json ResponseBuilder::DeltaChunk(size_t index, const std::string& text,
+                                           const std::vector<SampledLogprobs>* logprobs,
+                                           size_t text_offset) const {
   nlohmann::json chunk = ChunkEnvelope();
   nlohmann::json choice = {{"index", index}};
   if (kind_ == ApiKind::kChat) {
@@ -111,7 +161,7 @@ nlohmann::json ResponseBuilder::DeltaChunk(size_t index, const std::string& text
   } else {
     choice["text"] = text;
   }
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = logprobs ? LogprobsJson(*logprobs, text_offset) : nlohmann::json();
   choice["finish_reason"] = nullptr;
   chunk["choices"] = nlohmann::json::array({std::move(choice)});
   return chunk;

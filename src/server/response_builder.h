@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,13 @@ struct ChoiceResult {
   size_t completion_tokens = 0;
   double ttft_seconds = 0;
   double total_seconds = 0;
+  // Set when the request asked for logprobs: one entry per generated token.
+  std::optional<std::vector<SampledLogprobs>> logprobs;
 };
+
+// The bytes the tokens of `entries` spell: where the next token starts in the text (the
+// completions API's text_offset).
+size_t LogprobsTextBytes(const std::vector<SampledLogprobs>& entries);
 
 class ResponseBuilder {
  public:
@@ -52,7 +59,11 @@ class ResponseBuilder {
 
   // Streamed pieces (OpenAI shapes; the caller frames them as SSE).
   nlohmann::json RoleChunk(size_t index) const;  // chat only: delta {"role": "assistant"}
-  nlohmann::json DeltaChunk(size_t index, const std::string& text) const;
+  // With `logprobs` (not null): the log-probabilities of the tokens sampled since the last
+  // chunk, the first of them at byte `text_offset` of the choice's text.
+  nlohmann::json DeltaChunk(size_t index, const std::string& text,
+                            const std::vector<SampledLogprobs>* logprobs = nullptr,
+                            size_t text_offset = 0) const;
   // A choice's last chunk with its finish reason; with `usage` when not null (the request's last
   // chunk when the client did not ask for a separate usage chunk).
   nlohmann::json FinishChunk(size_t index, const std::string& finish_reason,
@@ -67,6 +78,10 @@ class ResponseBuilder {
 
  private:
   nlohmann::json ChunkEnvelope() const;
+  // Chat: {"content": [{token, logprob, bytes, top_logprobs}], "refusal": null}; completions:
+  // {tokens, token_logprobs, top_logprobs, text_offset}.
+  nlohmann::json LogprobsJson(const std::vector<SampledLogprobs>& entries,
+                              size_t text_offset) const;
   nlohmann::json RtpAuxInfo(const ChoiceResult& choice) const;
 
   ApiKind kind_;

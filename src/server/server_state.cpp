@@ -17,8 +17,6 @@ ServerState::ServerState(HttpServerOptions options) : options_(std::move(options
 void ServerState::SetBackend(std::shared_ptr<InferenceBackend> backend) {
   auto ready = std::make_shared<ReadyBackend>();
   ready->info = backend->Info();
-  std::vector<int32_t> bos = backend->Tokenize("", /*add_special_tokens=*/true);
-  if (!bos.empty()) ready->bos_token = bos.front();
   ready->backend = std::move(backend);
   std::lock_guard<std::mutex> lock(mutex_);
   ready_ = std::move(ready);

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include "server/inference_backend.h"
 #include "server/metrics.h"
@@ -23,13 +23,13 @@ struct HttpServerOptions {
   std::string chat_template;        // empty: the model's own
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;
+  std::vector<std::string> allowed_origins;  // CORS ("*": any); empty: no CORS headers
 };
 
 // The backend and what the server caches about it, set once.
 struct ReadyBackend {
   std::shared_ptr<InferenceBackend> backend;
   ModelInfo info;
-  std::optional<int32_t> bos_token;  // the token Tokenize("", true) adds, if any
 };
 
 class ServerState {
@@ -39,7 +39,7 @@ class ServerState {
   const HttpServerOptions& options() const { return options_; }
   ServerMetrics& metrics() { return metrics_; }
 
-  // Reads Info() and the BOS token, then makes the backend visible to the routes.
+  // Reads Info(), then makes the backend visible to the routes.
   void SetBackend(std::shared_ptr<InferenceBackend> backend);
   // Null while loading.
   std::shared_ptr<const ReadyBackend> Ready() const;

@@ -1,5 +1,8 @@
 #include "server/settings.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -11,31 +14,28 @@
 #include <sstream>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
 #include "core/text.h"
 
 namespace reprise::server {
 namespace {
 
-int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min,
-                     int64_t max) {
+int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min, int64_t max) {
   std::string trimmed = TrimAsciiSpace(text);
   char* end = nullptr;
   errno = 0;
   long long value = std::strtoll(trimmed.c_str(), &end, 10);
   if (trimmed.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
-    throw Error(fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max,
-                            text));
+    throw Error(
+        fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max, text));
   }
   return value;
 }
 
 void CheckBlockSize(int block_size, const std::string& source) {
   if (block_size < 1 || block_size > 256 || (block_size & (block_size - 1)) != 0) {
-    throw Error(fmt::format("{} must be a power of two between 1 and 256, got {}", source,
-                            block_size));
+    throw Error(
+        fmt::format("{} must be a power of two between 1 and 256, got {}", source, block_size));
   }
 }
 
@@ -55,15 +55,17 @@ std::optional<bool> ReuseFromEnvironment(const EnvLookup& env) {
     if (!text) continue;
     std::optional<bool> value = ParseBoolText(*text);
     if (!value) {
-      throw Error(fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
-                              "false)",
-                              name, *text));
+      throw Error(
+          fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
+                      "false)",
+                      name, *text));
     }
     if (result && *result != *value) {
-      throw Error(fmt::format("environment variables {} and {} disagree about prefix caching; "
-                              "set one, or pass --enable-prefix-caching / "
-                              "--no-enable-prefix-caching",
-                              decided_by, name));
+      throw Error(
+          fmt::format("environment variables {} and {} disagree about prefix caching; "
+                      "set one, or pass --enable-prefix-caching / "
+                      "--no-enable-prefix-caching",
+                      decided_by, name));
     }
     result = value;
     decided_by = name;
@@ -102,7 +104,58 @@ std::optional<bool> ParseBoolText(const std::string& text) {
   return std::nullopt;
 }
 
-ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
+namespace {
+
+// "a, b" -> {"a", "b"}; an origin is "*" or scheme://host[:port], as browsers send it.
+std::vector<std::string> SplitOrigins(const std::string& list) {
+  std::vector<std::string> origins;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string origin = TrimAsciiSpace(list.substr(start, comma - start));
+    size_t scheme_end = origin.find("://");
+    bool url = scheme_end != std::string::npos && scheme_end > 0 &&
+               origin.size() > scheme_end + 3 &&
+               origin.find('/', scheme_end + 3) == std::string::npos;
+    if (origin != "*" && !url) {
+      throw Error(
+          fmt::format("--allowed-origins: '{}' is not an origin (scheme://host[:port], no "
+                      "path, or *)",
+                      origin));
+    }
+    origins.push_back(origin);
+    start = comma + 1;
+  }
+  return origins;
+}
+
+}  // namespace
+
+std::span<const EnvironmentVariable> EnvironmentVariables() {
+  static constexpr EnvironmentVariable kVariables[] = {
+      {"NIM_ENABLE_KV_CACHE_REUSE",
+       "Prefix caching on or off (1/0, true/false, yes/no, on/off), as NVIDIA NIM names it; "
+       "--enable-prefix-caching / --no-enable-prefix-caching win"},
+      {"REUSE_CACHE", "The same switch, as rtp-llm names it"},
+      {"ENABLE_PREFIX_CACHING", "The same switch, as vLLM's flag reads; set switches must agree"},
+      {"SEQ_SIZE_PER_BLOCK", "Token positions per KV block (rtp-llm's name); --block-size wins"},
+      {"MULTI_TASK_PROMPT",
+       "File of static task prompts (rtp-llm's name); --multi-task-prompt wins"},
+      {"MULTI_TASK_PROMPT_STR",
+       "The task prompts' JSON itself (rtp-llm's name), when no file is given"},
+      {"REPRISE_API_KEY", "Require 'Authorization: Bearer KEY'; --api-key wins"},
+  };
+  return kVariables;
+}
+
+ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup) {
+  // Only listed variables are read: one missing from EnvironmentVariables() is a bug here.
+  const EnvLookup env = [&lookup](const std::string& name) {
+    for (const EnvironmentVariable& variable : EnvironmentVariables()) {
+      if (name == variable.name) return lookup(name);
+    }
+    throw InternalError("environment variable " + name + " is read but not listed");
+  };
   ServerSettings settings;
   if (flags.model.empty()) throw Error("--model is required");
   settings.model = flags.model;
@@ -198,10 +251,15 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   }
   if (flags.http_threads) {
     if (*flags.http_threads < 2 || *flags.http_threads > 4096) {
-      throw Error(fmt::format("--http-threads must be between 2 and 4096, got {}",
-                              *flags.http_threads));
+      throw Error(
+          fmt::format("--http-threads must be between 2 and 4096, got {}", *flags.http_threads));
     }
     settings.http_threads = *flags.http_threads;
+  }
+
+  for (const std::string& list : flags.allowed_origins) {
+    std::vector<std::string> origins = SplitOrigins(list);
+    settings.allowed_origins.insert(settings.allowed_origins.end(), origins.begin(), origins.end());
   }
 
   // Task prompts: the flag, else MULTI_TASK_PROMPT (a file), else MULTI_TASK_PROMPT_STR.
@@ -225,13 +283,15 @@ std::string DescribeSettings(const ServerSettings& settings) {
   if (!settings.task_prompts_file.empty()) {
     task_prompts = "file " + settings.task_prompts_file;
   } else if (!settings.task_prompts_json.empty()) {
-    task_prompts = fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
+    task_prompts =
+        fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
   }
   return fmt::format(
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
       "kv_cache_memory: {}, kv_disk: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
-      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, api_key: {}",
+      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
+      "api_key: {}, allowed_origins: {}",
       settings.model, settings.served_model_name, settings.host, settings.port,
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
@@ -247,7 +307,10 @@ std::string DescribeSettings(const ServerSettings& settings) {
       settings.max_context == 0 ? std::string("model's") : std::to_string(settings.max_context),
       settings.chat_template.empty() ? std::string("model's") : settings.chat_template,
       task_prompts, settings.max_queued_requests, FormatByteSize(settings.max_body_bytes),
-      settings.http_threads, settings.api_key.empty() ? "none" : "set");
+      settings.http_threads, settings.api_key.empty() ? "none" : "set",
+      settings.allowed_origins.empty()
+          ? "none"
+          : fmt::format("{}", fmt::join(settings.allowed_origins, ",")));
 }
 
 EngineConfig MakeEngineConfig(const ServerSettings& settings) {
@@ -266,6 +329,7 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.max_queued_requests = settings.max_queued_requests;
   config.num_threads = settings.threads;
   config.max_context = settings.max_context;
+  config.chat_template = settings.chat_template;
   if (!settings.task_prompts_file.empty()) {
     config.task_prompts_json = ReadTextFile(settings.task_prompts_file, "task prompt file");
   } else {

@@ -6,10 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/byte_size.h"
-
 #include "reprise/engine.h"
 
 namespace reprise::server {
@@ -38,39 +39,50 @@ struct ServeFlags {
   std::optional<int64_t> max_queued_requests;
   std::optional<std::string> max_body_size;
   std::optional<int> http_threads;
+  std::vector<std::string> allowed_origins;  // --allowed-origins, each a comma list
 };
 
 // The effective settings.
 struct ServerSettings {
   std::string model;
   std::string host = "127.0.0.1";
-  int port = 8000;                     // 0: any free port
-  std::string served_model_name;       // default: the model file's stem
-  std::string api_key;                 // empty: no authentication
+  int port = 8000;                // 0: any free port
+  std::string served_model_name;  // default: the model file's stem
+  std::string api_key;            // empty: no authentication
   int block_size = 16;
-  size_t kv_cache_memory_bytes = 0;    // 0: the engine's default share of memory
+  size_t kv_cache_memory_bytes = 0;  // 0: the engine's default share of memory
   std::string kv_type = "f16";
   std::string kv_disk_path;            // empty: no disk tier
   size_t kv_disk_size_bytes = 0;       // 0: no cap
   int max_batch_tokens = 512;
   int max_running_requests = 64;
-  std::string schedule_policy = "cache-aware";  // or "lpm" (the same), "fcfs"
+  std::string schedule_policy = "cache-aware";     // or "lpm" (the same), "fcfs"
   std::string eviction_policy = "scan-resistant";  // or "lru"
-  int threads = 0;                     // 0: every core
-  int64_t max_context = 0;             // 0: the model's
+  int threads = 0;                                 // 0: every core
+  int64_t max_context = 0;                         // 0: the model's
   bool enable_prefix_caching = true;
-  std::string chat_template;           // empty: the model's own
-  std::string task_prompts_file;       // --multi-task-prompt / MULTI_TASK_PROMPT
-  std::string task_prompts_json;       // MULTI_TASK_PROMPT_STR (when no file is given)
+  std::string chat_template;      // empty: the model's own
+  std::string task_prompts_file;  // --multi-task-prompt / MULTI_TASK_PROMPT
+  std::string task_prompts_json;  // MULTI_TASK_PROMPT_STR (when no file is given)
   size_t max_queued_requests = 1024;
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;
+  std::vector<std::string> allowed_origins;  // CORS: origins allowed ("*": any); empty: none
 };
 
 // Looks up an environment variable; nullopt when unset. Injectable so that tests never touch the
 // process environment.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 EnvLookup ProcessEnvironment();
+
+// An environment variable `reprise serve` reads, and what it sets (for the configuration docs).
+struct EnvironmentVariable {
+  const char* name;
+  const char* meaning;
+};
+// Every variable ResolveSettings reads; it refuses to read any other (an InternalError), so this
+// list cannot fall behind the code.
+std::span<const EnvironmentVariable> EnvironmentVariables();
 
 // Merges flags over environment over defaults. Environment variables read:
 //   NIM_ENABLE_KV_CACHE_REUSE, REUSE_CACHE, ENABLE_PREFIX_CACHING  (1/0/true/false/yes/no/on/off)

@@ -1,8 +1,13 @@
 #include "tokenizer/chat_template.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <array>
+#include <optional>
 #include <utility>
 
+#include "core/error.h"
 #include "core/text.h"
 #include "tokenizer/tokenizer.h"
 
@@ -189,6 +194,31 @@ std::optional<ChatTemplateKind> DetectChatTemplate(const std::string& jinja_text
   return std::nullopt;
 }
 
+std::optional<ChatTemplateKind> ResolveChatTemplate(const std::string& name,
+                                                    const std::string& model_template) {
+  if (!name.empty()) {
+    std::optional<ChatTemplateKind> kind = ParseChatTemplateName(name);
+    if (!kind) {
+      throw Error(
+          fmt::format("unknown chat template '{}' (use llama2, llama3, chatml or mistral)", name));
+    }
+    return kind;
+  }
+  if (model_template.empty()) {
+    spdlog::warn(
+        "the model has no chat template; chat prompts use the generic chatml template "
+        "(<|im_start|>role ... <|im_end|>); choose another with --chat-template");
+    return ChatTemplateKind::kChatML;
+  }
+  std::optional<ChatTemplateKind> kind = DetectChatTemplate(model_template);
+  if (!kind) {
+    spdlog::warn(
+        "the model's chat template is not one Reprise recognises; chat requests will "
+        "fail until one is chosen with --chat-template");
+  }
+  return kind;
+}
+
 std::string ApplyChatTemplate(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
                               bool add_generation_prompt, const Tokenizer& tokenizer) {
   const std::string bos = TokenText(tokenizer, tokenizer.bos_id(), "");
@@ -250,12 +280,7 @@ std::string ApplyChatTemplate(ChatTemplateKind kind, const std::vector<ChatMessa
 }
 
 std::vector<int32_t> EncodeChatPrompt(const Tokenizer& tokenizer, std::string_view prompt) {
-  std::vector<int32_t> ids =
-      tokenizer.Encode(prompt, /*add_special=*/false, /*parse_special=*/true);
-  if (tokenizer.add_bos() && (ids.empty() || ids.front() != tokenizer.bos_id())) {
-    ids.insert(ids.begin(), tokenizer.bos_id());
-  }
-  return ids;
+  return tokenizer.EncodePrompt(prompt, /*add_bos=*/true);
 }
 
 }  // namespace reprise

@@ -48,13 +48,18 @@ std::string_view ChatTemplateName(ChatTemplateKind kind);
 // Recognises the family of a Jinja chat template; std::nullopt when none fits (or empty text).
 std::optional<ChatTemplateKind> DetectChatTemplate(const std::string& jinja_text);
 
+// The template chat prompts use: `name` when given (throws Error for an unknown name), else the
+// model's own (`model_template`, std::nullopt when not recognised), else, for a model without
+// one, chatml, with a warning that names --chat-template.
+std::optional<ChatTemplateKind> ResolveChatTemplate(const std::string& name,
+                                                    const std::string& model_template);
+
 // Renders a conversation; with add_generation_prompt the text ends with the assistant header so
 // that the model continues as the assistant. The tokenizer gives the BOS/EOS texts.
 std::string ApplyChatTemplate(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
                               bool add_generation_prompt, const Tokenizer& tokenizer);
 
-// Tokenizes a rendered chat prompt: special token texts become tokens, BOS is added when the
-// model wants one and the prompt does not start with it, EOS is never added.
+// Tokenizes a rendered chat prompt: Tokenizer::EncodePrompt(prompt, /*add_bos=*/true).
 std::vector<int32_t> EncodeChatPrompt(const Tokenizer& tokenizer, std::string_view prompt);
 
 }  // namespace reprise

@@ -122,6 +122,14 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
   }
 }
 
+std::vector<int32_t> Tokenizer::EncodePrompt(std::string_view text, bool add_bos) const {
+  std::vector<int32_t> ids = Encode(text, /*add_special=*/false, /*parse_special=*/true);
+  if (add_bos && this->add_bos() && (ids.empty() || ids.front() != bos_id())) {
+    ids.insert(ids.begin(), bos_id());
+  }
+  return ids;
+}
+
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
   std::vector<int32_t> out;

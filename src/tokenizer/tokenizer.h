@@ -40,6 +40,11 @@ class Tokenizer {
   // are matched either way); otherwise it is tokenized as plain text.
   std::vector<int32_t> Encode(std::string_view text, bool add_special, bool parse_special) const;
 
+  // A prompt as the model sees it (the one BOS rule): special-token texts become tokens, and
+  // with `add_bos` a BOS is prepended when the model asks for one and the text does not already
+  // start with it (chat templates that write the BOS text). EOS is never added.
+  std::vector<int32_t> EncodePrompt(std::string_view text, bool add_bos) const;
+
   // The bytes the token stands for: byte tokens give their byte, SPM pieces have U+2581 turned
   // into spaces, byte-level BPE pieces are mapped back to bytes; CONTROL, USER_DEFINED and
   // UNKNOWN tokens give their text. May be part of a UTF-8 character. Throws Error for an id

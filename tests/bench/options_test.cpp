@@ -75,6 +75,8 @@ TEST(BenchOptionsTest, UrlModeNeedsNoModelButNotKernels) {
   EXPECT_NO_THROW(ValidateBenchOptions(options));
   options.workload = "kernels";
   ExpectRejected(options, "in process only");
+  options.workload = "sched";
+  ExpectRejected(options, "in process only");
   options.workload = "doc";
   options.url = "https://127.0.0.1:8080";
   ExpectRejected(options, "http://");

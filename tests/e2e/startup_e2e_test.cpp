@@ -95,6 +95,37 @@ TEST(StartupE2eTest, BadSettingsStopStartUpWithAMessage) {
   std::filesystem::remove(not_json);
 }
 
+// A model without a chat template (the TinyStories fixture has none) gets the generic chatml
+// one, with a start-up warning that names --chat-template, and chat requests are answered.
+// An unknown --chat-template stops start-up.
+TEST(StartupE2eTest, ModelWithoutChatTemplateFallsBackToChatml) {
+  REPRISE_REQUIRE_FIXTURES();
+  const std::string model = Fixture("models/TinyStories-656K-f32.gguf");
+  ServerProcess server({"--model", model, "--served-model-name", "tiny", "--kv-cache-memory",
+                        "64MiB", "--threads", "2"});
+  std::string log = server.Log();
+  EXPECT_NE(log.find("no chat template"), std::string::npos) << log;
+  EXPECT_NE(log.find("--chat-template"), std::string::npos) << log;
+  auto chat = PostJson(server.port(), "/v1/chat/completions",
+                       {{"model", "tiny"},
+                        {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
+                        {"max_tokens", 4}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  // The prompt is chatml's rendering of the conversation, token for token.
+  auto expected = PostJson(server.port(), "/tokenize",
+                           {{"prompt",
+                             "<|im_start|>user\nOnce upon a time<|im_end|>\n"
+                             "<|im_start|>assistant\n"}});
+  ASSERT_EQ(expected.status, 200) << expected.body;
+  EXPECT_EQ(chat.json["usage"]["prompt_tokens"], expected.json["tokens"].size()) << chat.body;
+
+  auto unknown = RunToExit({REPRISE_BINARY, "serve", "--port", "0", "--model", model,
+                            "--chat-template", "no-such-template"},
+                           CleanServeEnvironment({}), std::chrono::seconds(60));
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.output;
+  EXPECT_NE(unknown.output.find("no-such-template"), std::string::npos) << unknown.output;
+}
+
 // The seed's two Pipeline calls as HTTP calls: with task_id 1 the task prompt is reused from
 // the first call on; without it, on a fresh server, nothing is.
 TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {

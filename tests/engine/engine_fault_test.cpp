@@ -138,6 +138,21 @@ TEST_F(EngineFaultTest, AThrowingCallbackFailsOnlyItsRequest) {
   GenerationOutput next = engine.Generate({Greedy("the next request", 8)})[0];
   EXPECT_EQ(next.finish_reason, FinishReason::kLength) << next.error;
   ExpectNoLeak(engine);
+
+  // A consumer that throws when told its request finished fails nobody else.
+  std::promise<void> finished;
+  StreamCallbacks throws_at_end;
+  throws_at_end.on_finish = [&](const GenerationOutput&) {
+    finished.set_value();
+    throw std::runtime_error("client finish callback broke");
+  };
+  engine.Submit(Greedy("a request whose finish consumer throws", 4), throws_at_end);
+  GenerationOutput beside = engine.Generate({Greedy("a request beside it", 12)})[0];
+  finished.get_future().get();
+  EXPECT_EQ(beside.finish_reason, FinishReason::kLength) << beside.error;
+  EXPECT_EQ(engine.Generate({Greedy("and one after it", 4)})[0].finish_reason,
+            FinishReason::kLength);
+  ExpectNoLeak(engine);
 }
 
 TEST_F(EngineFaultTest, AFaultWhileComputingTaskPromptsStopsStartUp) {

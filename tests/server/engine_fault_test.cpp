@@ -3,6 +3,7 @@
 // served as usual with no block left in use.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <memory>
 #include <stdexcept>
@@ -25,9 +26,12 @@ class EngineFaultServerTest : public ::testing::Test {
     REPRISE_REQUIRE_FIXTURES();
     std::signal(SIGPIPE, SIG_IGN);
     EngineConfig config = reprise::testing::TestConfig(reprise::testing::TinyModelPath(), true);
-    // Every request whose prompt names the fault fails in its sampling step.
+    // Every request with the stop string "FAULT" fails in its sampling step (the server hands
+    // the engine tokens, not text, so the prompt cannot carry the mark).
     config.fault_hook = [](EngineFaultSite site, const GenerationRequest& request) {
-      if (site == EngineFaultSite::kSample && request.prompt.find("FAULT") != std::string::npos) {
+      const auto& stop = request.sampling.stop;
+      if (site == EngineFaultSite::kSample &&
+          std::find(stop.begin(), stop.end(), "FAULT") != stop.end()) {
         throw std::runtime_error("injected fault");
       }
     };
@@ -47,11 +51,13 @@ class EngineFaultServerTest : public ::testing::Test {
   }
 
   static json Completion(const std::string& prompt, bool stream = false) {
-    return {{"model", "tiny"},
-            {"prompt", prompt},
-            {"max_tokens", 4},
-            {"temperature", 0},
-            {"stream", stream}};
+    json body = {{"model", "tiny"},
+                 {"prompt", prompt},
+                 {"max_tokens", 4},
+                 {"temperature", 0},
+                 {"stream", stream}};
+    if (prompt.find("FAULT") != std::string::npos) body["stop"] = {"FAULT"};
+    return body;
   }
 
   std::shared_ptr<EngineBackend> backend_;

@@ -1,7 +1,7 @@
 // An InferenceBackend with no model, for route tests: bytes are tokens (id = byte + 3, BOS = 1),
-// generation emits letters on its own "engine" thread at a fixed pace, and a simulated
-// token-granular prefix cache reports cached_tokens like the real engine (longest common prefix
-// with earlier prompts, capped at the prompt length minus one).
+// generation emits letters (with made-up logprobs when asked) on its own "engine" thread at a
+// fixed pace, and a simulated token-granular prefix cache reports cached_tokens like the real
+// engine (longest common prefix with earlier prompts, capped at the prompt length minus one).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,14 +43,8 @@ class FakeBackend : public InferenceBackend {
   }
 
   uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks) override {
-    // As the engine does: a task prompt (with BOS) first, then the request without BOS.
-    bool with_task = !request.cache.task_id.empty();
-    if (with_task && request.cache.task_id != "1") throw Error("unknown task_id");
-    std::vector<int32_t> tokens = with_task ? Tokenize("SYSTEM:", true) : std::vector<int32_t>{};
-    std::vector<int32_t> own =
-        request.prompt_tokens.empty()
-            ? Tokenize(request.prompt, request.add_special_tokens && !with_task)
-            : request.prompt_tokens;
+    std::vector<int32_t> tokens = TaskTokens(request);
+    std::vector<int32_t> own = OwnTokens(request);
     tokens.insert(tokens.end(), own.begin(), own.end());
     if (static_cast<int64_t>(tokens.size()) >= options_.context_length) {
       throw Error("prompt longer than the context");
@@ -60,6 +55,7 @@ class FakeBackend : public InferenceBackend {
     active.id = next_id_++;
     active.prompt = std::move(tokens);
     active.max_tokens = request.sampling.max_tokens;
+    active.top_logprobs = request.sampling.logprobs;
     active.add_special_tokens = request.add_special_tokens;
     active.cached = CachedPrefix(active.prompt);
     active.callbacks = std::move(callbacks);
@@ -79,18 +75,26 @@ class FakeBackend : public InferenceBackend {
     }
   }
 
+  // As the engine's: BOS when asked for, unless the text starts with it ("<s>").
   std::vector<int32_t> Tokenize(const std::string& text, bool add_special) const override {
     std::vector<int32_t> tokens;
-    if (add_special) tokens.push_back(kBos);
     size_t start = 0;
-    if (text.rfind("<s>", 0) == 0) {
-      tokens.push_back(kBos);
-      start = 3;
-    }
+    if (add_special || text.rfind("<s>", 0) == 0) tokens.push_back(kBos);
+    if (text.rfind("<s>", 0) == 0) start = 3;
     for (size_t i = start; i < text.size(); ++i) {
       tokens.push_back(static_cast<unsigned char>(text[i]) + 3);
     }
     return tokens;
+  }
+
+  size_t EncodePrompt(GenerationRequest& request) const override {
+    size_t task_tokens = TaskTokens(request).size();
+    if (request.prompt_tokens.empty()) {
+      request.prompt_tokens = OwnTokens(request);
+      request.prompt.clear();
+    }
+    ++encoded_;
+    return task_tokens + request.prompt_tokens.size();
   }
 
   std::string Detokenize(const std::vector<int32_t>& tokens) const override {
@@ -179,6 +183,7 @@ class FakeBackend : public InferenceBackend {
     return cancelled_;
   }
   uint64_t submitted() const { return submitted_.load(); }
+  uint64_t encoded() const { return encoded_.load(); }  // EncodePrompt calls
   GenerationRequest last_request() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return last_request_;
@@ -200,6 +205,8 @@ class FakeBackend : public InferenceBackend {
     std::vector<int32_t> generated;
     std::string text;
     int max_tokens = 0;
+    std::optional<int> top_logprobs;
+    std::vector<SampledLogprobs> logprobs;
     bool add_special_tokens = true;
     size_t cached = 0;
     bool cancelled = false;
@@ -207,6 +214,32 @@ class FakeBackend : public InferenceBackend {
     StreamCallbacks callbacks;
     std::chrono::steady_clock::time_point start;
   };
+
+  // As the engine does: a task prompt (with BOS) first, then the request without BOS.
+  static std::vector<int32_t> TaskTokens(const GenerationRequest& request) {
+    if (request.cache.task_id.empty()) return {};
+    if (request.cache.task_id != "1") throw Error("unknown task_id");
+    std::vector<int32_t> tokens{kBos};
+    for (char c : std::string("SYSTEM:")) tokens.push_back(static_cast<unsigned char>(c) + 3);
+    return tokens;
+  }
+  std::vector<int32_t> OwnTokens(const GenerationRequest& request) const {
+    if (!request.prompt_tokens.empty()) return request.prompt_tokens;
+    return Tokenize(request.prompt, request.add_special_tokens && request.cache.task_id.empty());
+  }
+
+  // Made-up log-probabilities: the sampled token at -0.25 and on top, then the following
+  // letters at -1, -2, ...
+  static SampledLogprobs FakeLogprobs(int32_t token, int top) {
+    auto entry = [](int32_t id, float logprob) {
+      return TokenLogprob{id, logprob, std::string(1, static_cast<char>(id - 3))};
+    };
+    SampledLogprobs result{entry(token, -0.25f), {}};
+    for (int k = 0; k < top; ++k) {
+      result.top.push_back(k == 0 ? result.sampled : entry(token + k, -static_cast<float>(k)));
+    }
+    return result;
+  }
 
   // The fake's reuse by source: the first block's worth from memory, the rest from "disk".
   static CacheSources Sources(size_t cached) {
@@ -243,8 +276,17 @@ class FakeBackend : public InferenceBackend {
         if (!done) {
           int32_t token = 'a' + 3 + static_cast<int32_t>(active.generated.size() % 26);
           active.generated.push_back(token);
-          TokenEvent event{active.id, token, std::string(1, static_cast<char>(token - 3)),
-                           active.prompt.size(), active.cached, Sources(active.cached)};
+          TokenEvent event{active.id,
+                           token,
+                           std::string(1, static_cast<char>(token - 3)),
+                           active.prompt.size(),
+                           active.cached,
+                           {}};
+          if (active.top_logprobs) {
+            event.logprobs.push_back(FakeLogprobs(token, *active.top_logprobs));
+            active.logprobs.push_back(event.logprobs.back());
+          }
+          event.cache_sources = Sources(active.cached);
           active.text += event.text;
           if (active.generated.size() == 1) {
             active.ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -258,6 +300,7 @@ class FakeBackend : public InferenceBackend {
         output.request_id = active.id;
         output.text = active.text;
         output.token_ids = active.generated;
+        output.logprobs = active.logprobs;
         output.prompt_tokens = active.prompt.size();
         output.cached_tokens = active.cached;
         output.cache_sources = Sources(active.cached);
@@ -299,6 +342,7 @@ class FakeBackend : public InferenceBackend {
   uint64_t queries_ = 0;
   uint64_t hits_ = 0;
   std::atomic<uint64_t> submitted_{0};
+  mutable std::atomic<uint64_t> encoded_{0};
   GenerationRequest last_request_;
   bool stop_ = false;
   std::thread thread_;  // last: starts after everything above is constructed

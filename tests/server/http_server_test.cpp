@@ -95,7 +95,13 @@ TEST_F(HttpServerTest, ChatCompletion) {
   EXPECT_EQ(body["usage"]["total_tokens"], prompt_tokens + 5);
   EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   EXPECT_EQ(body["reuse_len"], 0);
-  EXPECT_TRUE(backend_->last_request().add_special_tokens);
+  // The server tokenized the prompt once and handed the engine its tokens, BOS first.
+  GenerationRequest sent = backend_->last_request();
+  EXPECT_TRUE(sent.prompt.empty());
+  ASSERT_EQ(sent.prompt_tokens.size(), prompt_tokens);
+  EXPECT_EQ(sent.prompt_tokens[0], FakeBackend::kBos);
+  EXPECT_EQ(sent.prompt_tokens[1], '<' + 3);
+  EXPECT_EQ(backend_->encoded(), 1u);
 
   // The same prompt again: everything but the last token comes from the (fake) cache.
   auto again = PostJson(port_, "/v1/chat/completions", ChatBody("hello", {{"max_tokens", 5}}));
@@ -166,8 +172,11 @@ TEST_F(HttpServerTest, TemplateHoldingBosGetsNoSecondBos) {
   Start(options);
   auto result = PostJson(port_, "/v1/chat/completions", ChatBody("hi", {{"max_tokens", 1}}));
   ASSERT_EQ(result.status, 200) << result.body;
-  EXPECT_FALSE(backend_->last_request().add_special_tokens);
-  // "<s>" is one token: BOS.
+  // "<s>" is one token: BOS, and no second one is added.
+  GenerationRequest sent = backend_->last_request();
+  ASSERT_GE(sent.prompt_tokens.size(), 2u);
+  EXPECT_EQ(sent.prompt_tokens[0], FakeBackend::kBos);
+  EXPECT_EQ(sent.prompt_tokens[1], '<' + 3);
   EXPECT_EQ(result.json["usage"]["prompt_tokens"], std::string("<|user|>hi\n<|assistant|>").size() + 1);
   auto tokens = PostJson(port_, "/tokenize", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
   ASSERT_EQ(tokens.status, 200) << tokens.body;
@@ -274,7 +283,11 @@ TEST_F(HttpServerTest, RtpGenerateRoutes) {
     EXPECT_TRUE(aux["reuse_len"].is_number_integer());
     EXPECT_TRUE(aux["cost_time_ms"].is_number());
   }
-  EXPECT_EQ(backend_->last_request().cache.task_id, "1");
+  // The request's own tokens go to the engine without BOS; the engine prepends the task prompt.
+  GenerationRequest sent = backend_->last_request();
+  EXPECT_EQ(sent.cache.task_id, "1");
+  ASSERT_EQ(sent.prompt_tokens.size(), std::string("hello, what's your name").size());
+  EXPECT_EQ(sent.prompt_tokens[0], 'h' + 3);
   // max_new_tokens beyond the context is clamped, not refused.
   auto long_answer = PostJson(port_, "/generate",
                               {{"prompt", "x"}, {"generate_config", {{"max_new_tokens", 100000}}}});
@@ -489,6 +502,186 @@ TEST_F(HttpServerTest, StopEndsOpenStreams) {
   server_->Stop();
   client.join();
   EXPECT_TRUE(backend_->WaitIdle(std::chrono::seconds(5)));
+}
+
+// The data events of a stream before [DONE], parsed.
+std::vector<json> StreamChunks(const reprise::testing::SseResult& stream) {
+  std::vector<json> chunks;
+  for (const std::string& event : stream.events) {
+    if (event != "[DONE]") chunks.push_back(json::parse(event));
+  }
+  return chunks;
+}
+
+TEST_F(HttpServerTest, ChatLogprobsWholeAndStreamed) {
+  Start();
+  json extra = {{"logprobs", true}, {"top_logprobs", 2}, {"max_tokens", 3}};
+  auto result = PostJson(port_, "/v1/chat/completions", ChatBody("hi", extra));
+  ASSERT_EQ(result.status, 200) << result.body;
+  EXPECT_EQ(backend_->last_request().sampling.logprobs, 2);
+  const json& content = result.json["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 3u) << result.body;
+  EXPECT_EQ(content[0]["token"], "a");
+  EXPECT_FLOAT_EQ(content[0]["logprob"].get<float>(), -0.25f);
+  EXPECT_EQ(content[0]["bytes"], json::array({'a'}));
+  ASSERT_EQ(content[2]["top_logprobs"].size(), 2u);
+  EXPECT_EQ(content[2]["top_logprobs"][1]["token"], "d");
+
+  extra["stream"] = true;
+  auto stream = PostSse(port_, "/v1/chat/completions", ChatBody("hi", extra));
+  std::string tokens;
+  for (const json& chunk : StreamChunks(stream)) {
+    const json& logprobs = chunk["choices"][0]["logprobs"];
+    if (logprobs.is_null()) continue;
+    for (const json& entry : logprobs["content"]) tokens += entry["token"].get<std::string>();
+  }
+  EXPECT_EQ(tokens, "abc") << stream.raw;
+  // Without the field: null, as before.
+  auto plain = PostJson(port_, "/v1/chat/completions", ChatBody("hi", {{"max_tokens", 2}}));
+  EXPECT_TRUE(plain.json["choices"][0]["logprobs"].is_null());
+  EXPECT_FALSE(backend_->last_request().sampling.logprobs.has_value());
+}
+
+TEST_F(HttpServerTest, CompletionLogprobsAndEcho) {
+  Start();
+  json body = {{"prompt", "Once"}, {"max_tokens", 3}, {"logprobs", 1}};
+  auto result = PostJson(port_, "/v1/completions", body);
+  ASSERT_EQ(result.status, 200) << result.body;
+  const json& logprobs = result.json["choices"][0]["logprobs"];
+  EXPECT_EQ(logprobs["tokens"], json::array({"a", "b", "c"})) << result.body;
+  EXPECT_EQ(logprobs["text_offset"], json::array({0, 1, 2}));
+  EXPECT_EQ(logprobs["top_logprobs"][1], json({{"b", -0.25}}));
+
+  body["stream"] = true;
+  std::vector<size_t> offsets;
+  for (const json& chunk : StreamChunks(PostSse(port_, "/v1/completions", body))) {
+    const json& part = chunk["choices"][0]["logprobs"];
+    if (part.is_null()) continue;
+    for (const json& offset : part["text_offset"]) offsets.push_back(offset.get<size_t>());
+  }
+  EXPECT_EQ(offsets, (std::vector<size_t>{0, 1, 2}));
+
+  json echo = {{"prompt", {"Once", "Twice"}}, {"max_tokens", 2}, {"echo", true}, {"n", 2}};
+  auto echoed = PostJson(port_, "/v1/completions", echo);
+  ASSERT_EQ(echoed.status, 200) << echoed.body;
+  ASSERT_EQ(echoed.json["choices"].size(), 4u);
+  EXPECT_EQ(echoed.json["choices"][1]["text"], "Onceab");
+  EXPECT_EQ(echoed.json["choices"][2]["text"], "Twiceab");
+  auto token_echo = PostJson(port_, "/v1/completions",
+                             {{"prompt", {'H' + 3, 'i' + 3}}, {"max_tokens", 1}, {"echo", true}});
+  EXPECT_EQ(token_echo.json["choices"][0]["text"], "Hia") << token_echo.body;
+  json streamed_echo = {{"prompt", "Once"}, {"max_tokens", 2}, {"echo", true}, {"stream", true}};
+  std::string text;
+  for (const json& chunk : StreamChunks(PostSse(port_, "/v1/completions", streamed_echo))) {
+    if (!chunk["choices"].empty()) text += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, "Onceab");
+  ExpectError(
+      PostJson(port_, "/v1/completions", {{"prompt", "x"}, {"echo", true}, {"logprobs", 2}}), 400,
+      "unsupported_parameter");
+}
+
+TEST_F(HttpServerTest, UnsupportedFieldsAnswer400NamingThem) {
+  Start();
+  struct Case {
+    std::string path;
+    json body;
+    std::string param;
+  };
+  json tool = {{"type", "function"}, {"function", {{"name", "f"}}}};
+  const Case cases[] = {
+      {"/v1/chat/completions", ChatBody("hi", {{"tools", {tool}}}), "tools"},
+      {"/v1/chat/completions", ChatBody("hi", {{"response_format", {{"type", "json_object"}}}}),
+       "response_format"},
+      {"/v1/chat/completions", ChatBody("hi", {{"logit_bias", {{"5", 1}}}}), "logit_bias"},
+      {"/v1/chat/completions", ChatBody("hi", {{"no_such_field", 1}}), "no_such_field"},
+      {"/v1/completions", {{"prompt", "x"}, {"suffix", "y"}}, "suffix"},
+      {"/v1/completions", {{"prompt", "x"}, {"best_of", 2}}, "best_of"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body.dump());
+    auto result = PostJson(port_, c.path, c.body);
+    ExpectError(result, 400, "unsupported_parameter");
+    EXPECT_EQ(result.json["error"]["param"], c.param);
+    EXPECT_EQ(result.json["error"]["type"], "invalid_request_error");
+    EXPECT_NE(result.json["error"]["message"].get<std::string>().find("not supported"),
+              std::string::npos);
+  }
+  json robot = ChatBody("hi");
+  robot["messages"][0]["role"] = "robot";
+  auto result = PostJson(port_, "/v1/chat/completions", robot);
+  ExpectError(result, 400, "");
+  EXPECT_EQ(result.json["error"]["param"], "messages[0].role");
+  EXPECT_EQ(backend_->submitted(), 0u);
+}
+
+TEST_F(HttpServerTest, ModelById) {
+  Start();
+  auto model = Get(port_, "/v1/models/tiny");
+  ASSERT_EQ(model.status, 200) << model.body;
+  EXPECT_EQ(model.json["id"], "tiny");
+  EXPECT_EQ(model.json["object"], "model");
+  EXPECT_EQ(model.json, Get(port_, "/v1/models").json["data"][0]);
+  ExpectError(Get(port_, "/v1/models/gpt-4o"), 404, "model_not_found");
+}
+
+TEST_F(HttpServerTest, CorsOnlyForAllowedOrigins) {
+  HttpServerOptions options;
+  options.allowed_origins = {"http://app.example:3000"};
+  options.api_key = "k";
+  Start(options);
+  httplib::Client client = reprise::testing::MakeClient(port_);
+  const std::string allowed = "http://app.example:3000";
+  auto preflight = client.Options(
+      "/v1/chat/completions", {{"Origin", allowed},
+                               {"Access-Control-Request-Method", "POST"},
+                               {"Access-Control-Request-Headers", "authorization,content-type"}});
+  ASSERT_TRUE(preflight);
+  EXPECT_EQ(preflight->status, 204);
+  EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Origin"), allowed);
+  EXPECT_NE(preflight->get_header_value("Access-Control-Allow-Methods").find("POST"),
+            std::string::npos);
+  EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Headers"),
+            "authorization,content-type");
+
+  auto refused = client.Options(
+      "/v1/chat/completions",
+      {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "POST"}});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_FALSE(refused->has_header("Access-Control-Allow-Origin"));
+
+  std::string body = ChatBody("hi", {{"max_tokens", 2}}).dump();
+  auto answer =
+      client.Post("/v1/chat/completions", {{"Origin", allowed}, {"Authorization", "Bearer k"}},
+                  body, "application/json");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_EQ(answer->get_header_value("Access-Control-Allow-Origin"), allowed);
+  // Errors carry it too, so that the page can read them.
+  auto unauthorized =
+      client.Post("/v1/chat/completions", {{"Origin", allowed}}, body, "application/json");
+  ASSERT_TRUE(unauthorized);
+  EXPECT_EQ(unauthorized->status, 401);
+  EXPECT_EQ(unauthorized->get_header_value("Access-Control-Allow-Origin"), allowed);
+  auto other = client.Post("/v1/chat/completions",
+                           {{"Origin", "http://evil.example"}, {"Authorization", "Bearer k"}}, body,
+                           "application/json");
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->has_header("Access-Control-Allow-Origin"));
+}
+
+TEST_F(HttpServerTest, NoCorsHeadersByDefault) {
+  Start();
+  httplib::Client client = reprise::testing::MakeClient(port_);
+  auto answer = client.Get("/v1/models", {{"Origin", "http://app.example"}});
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_FALSE(answer->has_header("Access-Control-Allow-Origin"));
+  auto preflight = client.Options(
+      "/v1/models", {{"Origin", "http://app.example"}, {"Access-Control-Request-Method", "GET"}});
+  ASSERT_TRUE(preflight);
+  EXPECT_EQ(preflight->status, 403);
 }
 
 }  // namespace

@@ -132,5 +132,67 @@ TEST(ResponseBuilderTest, FinishReasonText) {
   EXPECT_STREQ(FinishReasonText(FinishReason::kError), "error");
 }
 
+TokenLogprob Token(int32_t id, float logprob, std::string bytes) {
+  TokenLogprob token;
+  token.token = id;
+  token.logprob = logprob;
+  token.bytes = std::move(bytes);
+  return token;
+}
+
+// "H" then "\xC3\xA9" (é), each with the runner-up.
+std::vector<SampledLogprobs> TwoTokens() {
+  std::vector<SampledLogprobs> entries(2);
+  entries[0].sampled = Token(72, -0.5f, "H");
+  entries[0].top = {entries[0].sampled, Token(105, -1.5f, "i")};
+  entries[1].sampled = Token(200, -0.25f, "\xC3\xA9");
+  entries[1].top = {entries[1].sampled, Token(33, -2.0f, "!")};
+  return entries;
+}
+
+TEST(ResponseBuilderTest, ChatLogprobs) {
+  ResponseBuilder builder(ApiKind::kChat, "chatcmpl-1", 1, "tiny");
+  ChoiceResult choice = Choice(0, "H\xC3\xA9");
+  choice.logprobs = TwoTokens();
+  json body = builder.Full({choice, Choice(1, "x")}, {100, 5, 64});
+  const json& logprobs = body["choices"][0]["logprobs"];
+  ASSERT_TRUE(logprobs["content"].is_array()) << body.dump();
+  ASSERT_EQ(logprobs["content"].size(), 2u);
+  const json& second = logprobs["content"][1];
+  EXPECT_EQ(second["token"], "\xC3\xA9");
+  EXPECT_FLOAT_EQ(second["logprob"].get<float>(), -0.25f);
+  EXPECT_EQ(second["bytes"], json::array({0xC3, 0xA9}));
+  ASSERT_EQ(second["top_logprobs"].size(), 2u);
+  EXPECT_EQ(second["top_logprobs"][1]["token"], "!");
+  EXPECT_EQ(second["top_logprobs"][1]["bytes"], json::array({33}));
+  EXPECT_TRUE(logprobs["refusal"].is_null());
+  // A choice that did not ask has null, as before.
+  EXPECT_TRUE(body["choices"][1]["logprobs"].is_null());
+
+  std::vector<SampledLogprobs> one = {TwoTokens()[0]};
+  json chunk = builder.DeltaChunk(0, "H", &one, 0);
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["content"][0]["token"], "H");
+  EXPECT_TRUE(builder.DeltaChunk(0, "H")["choices"][0]["logprobs"].is_null());
+}
+
+TEST(ResponseBuilderTest, CompletionLogprobs) {
+  ResponseBuilder builder(ApiKind::kCompletion, "cmpl-1", 1, "tiny");
+  ChoiceResult choice = Choice(0, "H\xC3\xA9");
+  choice.logprobs = TwoTokens();
+  json logprobs = builder.Full({choice}, {100, 5, 64})["choices"][0]["logprobs"];
+  EXPECT_EQ(logprobs["tokens"], json::array({"H", "\xC3\xA9"}));
+  EXPECT_FLOAT_EQ(logprobs["token_logprobs"][0].get<float>(), -0.5f);
+  EXPECT_EQ(logprobs["text_offset"], json::array({0, 1}));
+  ASSERT_EQ(logprobs["top_logprobs"].size(), 2u);
+  EXPECT_FLOAT_EQ(logprobs["top_logprobs"][0]["i"].get<float>(), -1.5f);
+  EXPECT_EQ(logprobs["top_logprobs"][0].size(), 2u);  // "H" once: sampled and on top
+  // Streamed: offsets continue from where the text so far ends.
+  std::vector<SampledLogprobs> second = {TwoTokens()[1]};
+  EXPECT_EQ(LogprobsTextBytes(TwoTokens()), 3u);
+  json chunk = builder.DeltaChunk(0, "\xC3\xA9", &second, 1);
+  EXPECT_EQ(chunk["choices"][0]["logprobs"]["text_offset"], json::array({1}));
+  EXPECT_EQ(chunk["choices"][0]["text"], "\xC3\xA9");
+}
+
 }  // namespace
 }  // namespace reprise::server

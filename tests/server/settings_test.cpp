@@ -1,18 +1,18 @@
 // Settings: flags over environment over defaults, every environment switch, bad values.
 #include "server/settings.h"
-#include "test_support.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/error.h"
+#include "test_support.h"
 
 namespace reprise::server {
 namespace {
@@ -49,6 +49,20 @@ TEST(SettingsTest, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_TRUE(settings.api_key.empty());
 }
 
+// The list behind docs/configuration.md is the list the code reads: every listed variable is
+// looked up (and ResolveSettings refuses to look up one that is not listed).
+TEST(SettingsTest, EveryListedEnvironmentVariableIsRead) {
+  std::set<std::string> read;
+  EnvLookup recording = [&read](const std::string& name) -> std::optional<std::string> {
+    read.insert(name);
+    return std::nullopt;
+  };
+  ResolveSettings(Flags(), recording);
+  std::set<std::string> listed;
+  for (const EnvironmentVariable& variable : EnvironmentVariables()) listed.insert(variable.name);
+  EXPECT_EQ(read, listed);
+}
+
 TEST(SettingsTest, ModelIsRequired) {
   EXPECT_THROW(ResolveSettings(ServeFlags{}, FakeEnv({})), Error);
 }
@@ -79,12 +93,12 @@ TEST(SettingsTest, InvalidReuseValueNamesTheVariable) {
 }
 
 TEST(SettingsTest, ContradictingReuseVariablesAreAnError) {
-  EXPECT_THROW(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "1"},
-                                                 {"ENABLE_PREFIX_CACHING", "0"}})),
-               Error);
+  EXPECT_THROW(
+      ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "1"}, {"ENABLE_PREFIX_CACHING", "0"}})),
+      Error);
   // Agreeing ones are fine.
-  EXPECT_FALSE(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"},
-                                                  {"NIM_ENABLE_KV_CACHE_REUSE", "false"}}))
+  EXPECT_FALSE(ResolveSettings(
+                   Flags(), FakeEnv({{"REUSE_CACHE", "0"}, {"NIM_ENABLE_KV_CACHE_REUSE", "false"}}))
                    .enable_prefix_caching);
 }
 
@@ -113,9 +127,9 @@ TEST(SettingsTest, BlockSizeFromEnvironment) {
 
 TEST(SettingsTest, TaskPromptsFromFlagFileEnvOrText) {
   ServeFlags flags = Flags();
-  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/tasks.json"}}))
-                .task_prompts_file,
-            "/tmp/tasks.json");
+  EXPECT_EQ(
+      ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/tasks.json"}})).task_prompts_file,
+      "/tmp/tasks.json");
   ServerSettings from_text =
       ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT_STR", R"([{"task_id": 1}])"}}));
   EXPECT_EQ(from_text.task_prompts_json, R"([{"task_id": 1}])");
@@ -126,8 +140,8 @@ TEST(SettingsTest, TaskPromptsFromFlagFileEnvOrText) {
                Error);
   // The flag wins over both.
   flags.multi_task_prompt = "/tmp/flag.json";
-  ServerSettings from_flag = ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/a.json"},
-                                                             {"MULTI_TASK_PROMPT_STR", "[]"}}));
+  ServerSettings from_flag = ResolveSettings(
+      flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/a.json"}, {"MULTI_TASK_PROMPT_STR", "[]"}}));
   EXPECT_EQ(from_flag.task_prompts_file, "/tmp/flag.json");
   EXPECT_TRUE(from_flag.task_prompts_json.empty());
 }
@@ -137,6 +151,19 @@ TEST(SettingsTest, ApiKeyFromFlagOrEnvironment) {
   EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_key, "k1");
   flags.api_key = "k2";
   EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_key, "k2");
+}
+
+TEST(SettingsTest, AllowedOriginsFromCommaListsAndRepeats) {
+  ServeFlags flags = Flags();
+  EXPECT_TRUE(ResolveSettings(flags, FakeEnv({})).allowed_origins.empty());
+  flags.allowed_origins = {"http://a.example, https://b.example:8443", "*"};
+  EXPECT_EQ(ResolveSettings(flags, FakeEnv({})).allowed_origins,
+            (std::vector<std::string>{"http://a.example", "https://b.example:8443", "*"}));
+  for (const char* bad :
+       {"a.example", "http://a.example/", "http://a.example/x", "", "http://a.example,", "://x"}) {
+    flags.allowed_origins = {bad};
+    EXPECT_THROW(ResolveSettings(flags, FakeEnv({})), Error) << bad;
+  }
 }
 
 TEST(SettingsTest, FlagRanges) {
@@ -184,9 +211,8 @@ TEST(SettingsTest, BoolText) {
 }
 
 TEST(SettingsTest, DescribePrintsEffectiveSettings) {
-  std::string line = DescribeSettings(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"},
-                                                                        {"SEQ_SIZE_PER_BLOCK",
-                                                                         "32"}})));
+  std::string line = DescribeSettings(
+      ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"}, {"SEQ_SIZE_PER_BLOCK", "32"}})));
   EXPECT_NE(line.find("reuse_cache: false"), std::string::npos) << line;
   EXPECT_NE(line.find("block_size: 32"), std::string::npos) << line;
   EXPECT_NE(line.find("api_key: none"), std::string::npos) << line;
@@ -212,8 +238,7 @@ TEST(SettingsTest, EngineConfigCarriesSettingsAndReadsTaskFile) {
   std::filesystem::remove(path);
   EXPECT_THROW(MakeEngineConfig(settings), Error);  // the file is gone
 
-  ServerSettings from_text =
-      ResolveSettings(Flags(), FakeEnv({{"MULTI_TASK_PROMPT_STR", "[]"}}));
+  ServerSettings from_text = ResolveSettings(Flags(), FakeEnv({{"MULTI_TASK_PROMPT_STR", "[]"}}));
   EXPECT_EQ(MakeEngineConfig(from_text).task_prompts_json, "[]");
 }
 

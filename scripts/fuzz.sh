@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan+UBSan) in build-fuzz and runs each for SECONDS
+# (default 60) on its corpus in fuzz/corpus/<target>/, printing executions and time per target.
+# New inputs that add coverage go to build-fuzz/corpus/<target>/ (not into the repository); a
+# crash leaves its input in build-fuzz/crashes/ and makes the script fail: turn it into a
+# regression test under tests/ and commit the input.
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then targets=(gguf tokenizer chat_template request_json); fi
+
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_C_COMPILER=clang -DREPRISE_FUZZ=ON -DREPRISE_BUILD_TESTS=OFF -DREPRISE_WERROR=OFF \
+  >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+mkdir -p build-fuzz/crashes
+failed=0
+summary=()
+for target in "${targets[@]}"; do
+  mkdir -p "build-fuzz/corpus/$target"
+  log="build-fuzz/$target.log"
+  start=$SECONDS
+  # -rss_limit_mb and -malloc_limit_mb turn a runaway allocation into a finding; -timeout a hang.
+  if ! "build-fuzz/fuzz_$target" "build-fuzz/corpus/$target" "fuzz/corpus/$target" \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+      -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/crashes/$target-" \
+      >"$log" 2>&1; then
+    failed=1
+    echo "fuzz_$target FOUND A CRASH (see $log and build-fuzz/crashes/):"
+    grep -m 5 -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" || tail -20 "$log"
+  fi
+  elapsed=$((SECONDS - start))
+  runs=$(grep -m1 -oP 'stat::number_of_executed_units:\s*\K[0-9]+' "$log" || echo "?")
+  summary+=("$(printf '%-14s %10s executions in %4d s' "$target" "$runs" "$elapsed")")
+done
+printf '%s\n' "${summary[@]}"
+exit "$failed"
