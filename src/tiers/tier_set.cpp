@@ -52,7 +52,7 @@ void TierSet::Offer(const BlockMeta& meta, std::span<const uint8_t> payload, boo
   }
   if (targets.empty()) return;
   std::unique_lock lock(mutex_);
-  if (pending_keys_.count(meta.key) != 0) return;
+  if (pending_.count(meta.key) != 0) return;
   auto has_room = [&] {
     return staged_bytes_ == 0 || staged_bytes_ + payload.size() <= config_.staging_bytes;
   };
@@ -63,17 +63,29 @@ void TierSet::Offer(const BlockMeta& meta, std::span<const uint8_t> payload, boo
     }
     write_done_.wait(lock, has_room);
   }
-  pending_keys_.insert(meta.key);
+  auto copy = std::make_shared<const std::vector<uint8_t>>(payload.begin(), payload.end());
+  pending_[meta.key] = Pending{copy, static_cast<int>(targets.front())};
   staged_bytes_ += payload.size();
-  writes_.push_back(
-      Write{meta, std::vector<uint8_t>(payload.begin(), payload.end()), std::move(targets)});
+  writes_.push_back(Write{meta, std::move(copy), std::move(targets)});
   lock.unlock();
   write_ready_.notify_one();
 }
 
 size_t TierSet::ProbablyHeld(std::span<const Digest> keys) const {
+  // Block by block: each may be in any tier, or still on its way there.
   size_t held = 0;
-  for (const auto& tier : tiers_) held = std::max(held, tier->ProbablyHeld(keys));
+  while (held < keys.size()) {
+    bool found = false;
+    {
+      std::lock_guard lock(mutex_);
+      found = pending_.count(keys[held]) != 0;
+    }
+    for (size_t t = 0; t < tiers_.size() && !found; ++t) {
+      found = tiers_[t]->ProbablyHeld(keys.subspan(held, 1)) == 1;
+    }
+    if (!found) break;
+    ++held;
+  }
   return held;
 }
 
@@ -110,17 +122,29 @@ void TierSet::RunPart(const Part& part) {
   Load& load = *part.load;
   // Nearest tier first; where it stops, the next tier continues.
   size_t position = part.begin;
-  bool progress = true;
-  while (position < part.end && progress) {
-    progress = false;
-    for (size_t t = 0; t < tiers_.size() && position < part.end; ++t) {
-      const size_t loaded = tiers_[t]->LoadPrefix(
+  while (position < part.end) {
+    // A block evicted a moment ago may still wait to be written: its copy is the block.
+    Pending pending;
+    {
+      std::lock_guard lock(mutex_);
+      auto found = pending_.find(load.blocks[position].key);
+      if (found != pending_.end()) pending = found->second;
+    }
+    if (pending.payload && pending.payload->size() == identity_.block_bytes) {
+      std::copy(pending.payload->begin(), pending.payload->end(), load.dests[position]);
+      load.sources[position] = pending.tier;
+      ++position;
+      continue;
+    }
+    size_t loaded = 0;
+    for (size_t t = 0; t < tiers_.size() && loaded == 0; ++t) {
+      loaded = tiers_[t]->LoadPrefix(
           std::span<const BlockMeta>(load.blocks).subspan(position, part.end - position),
           std::span<uint8_t* const>(load.dests).subspan(position, part.end - position));
       for (size_t i = 0; i < loaded; ++i) load.sources[position + i] = static_cast<int>(t);
-      position += loaded;
-      if (loaded > 0) progress = true;
     }
+    if (loaded == 0) break;
+    position += loaded;
   }
 }
 
@@ -203,12 +227,12 @@ void TierSet::WriteLoop() {
       writes_.pop_front();
       ++writing_;
     }
-    for (size_t target : write.targets) tiers_[target]->Store(write.meta, write.payload);
+    for (size_t target : write.targets) tiers_[target]->Store(write.meta, *write.payload);
     {
       std::lock_guard lock(mutex_);
       --writing_;
-      staged_bytes_ -= write.payload.size();
-      pending_keys_.erase(write.meta.key);
+      staged_bytes_ -= write.payload->size();
+      pending_.erase(write.meta.key);
     }
     write_done_.notify_all();
   }

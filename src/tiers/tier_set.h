@@ -14,7 +14,7 @@
 #include <span>
 #include <string>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "tiers/block_format.h"
@@ -89,8 +89,13 @@ class TierSet {
  private:
   struct Write {
     BlockMeta meta;
-    std::vector<uint8_t> payload;
-    std::vector<size_t> targets;  // tier indexes
+    std::shared_ptr<const std::vector<uint8_t>> payload;  // shared with loads that need it
+    std::vector<size_t> targets;                          // tier indexes
+  };
+  // A block queued or being written: loads (and lookups) find it here until a tier has it.
+  struct Pending {
+    std::shared_ptr<const std::vector<uint8_t>> payload;
+    int tier = 0;  // the nearest tier it goes to
   };
   struct Load;
   struct Part {
@@ -113,7 +118,7 @@ class TierSet {
   std::condition_variable load_ready_;
   std::condition_variable load_finished_;
   std::deque<Write> writes_;
-  std::unordered_set<Digest, DigestHash> pending_keys_;  // queued or being written
+  std::unordered_map<Digest, Pending, DigestHash> pending_;  // queued or being written
   size_t staged_bytes_ = 0;
   size_t writing_ = 0;  // writes taken off the queue and not finished
   std::deque<Part> parts_;
