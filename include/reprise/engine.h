@@ -56,7 +56,9 @@ struct EngineConfig {
   // requests it touches finish with FinishReason::kError and the engine goes on. Unset: none.
   std::function<void(EngineFaultSite site, const GenerationRequest& request)> fault_hook;
   // The chat template chat prompts are rendered with: empty for the model's own (a model without
-  // one gets the generic chatml template, with a warning at start-up), else a built-in name.
+  // one gets the generic chatml template, with a warning at start-up), else a built-in name
+  // (chatml, llama2, llama3, mistral), a Jinja file's path or Jinja text. It is checked at
+  // start-up by rendering a probe conversation; a bad one makes the constructor throw.
   std::string chat_template;
 };
 
@@ -269,8 +271,9 @@ class Engine {
   // task prompt included. Given prompt_tokens are kept. Throws Error for an unknown task_id.
   size_t EncodePrompt(GenerationRequest& request) const;
   std::string Detokenize(const std::vector<int32_t>& tokens) const;
-  // Renders chat messages with the configured template (or `template_name` when given:
-  // llama2, llama3, chatml, mistral). Throws reprise::Error when no template is known.
+  // Renders chat messages with the configured template (or `template_name` when given, as
+  // EngineConfig::chat_template), with the generation prompt. Throws reprise::Error when the
+  // template fails or refuses the conversation (e.g. roles that do not alternate).
   struct ChatMessage {
     std::string role;
     std::string content;

@@ -25,6 +25,7 @@ int Main(int argc, char** argv) {
   RegisterServeCommand(app, run);
   RegisterGenerateCommand(app, run);
   RegisterTokenizeCommand(app, run);
+  RegisterTemplateCommand(app, run);
   RegisterMakeModelCommand(app, run);
   RegisterBenchCommand(app, run);
   // Hidden from --help: it prints docs/configuration.md (scripts/update_docs.sh).

@@ -1,4 +1,4 @@
-// The `reprise` command line: demo, serve, generate, bench, tokenize, make-model.
+// The `reprise` command line: demo, serve, generate, bench, tokenize, template, make-model.
 #pragma once
 
 #include <functional>
@@ -18,6 +18,7 @@ int Main(int argc, char** argv);
 using CommandAction = std::function<int()>;
 void RegisterGenerateCommand(CLI::App& app, CommandAction& run);
 void RegisterTokenizeCommand(CLI::App& app, CommandAction& run);
+void RegisterTemplateCommand(CLI::App& app, CommandAction& run);
 void RegisterMakeModelCommand(CLI::App& app, CommandAction& run);
 void RegisterServeCommand(CLI::App& app, CommandAction& run);
 void RegisterBenchCommand(CLI::App& app, CommandAction& run);

@@ -207,8 +207,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "Compute every prompt from scratch");
   command->add_option_function<std::string>(
       "--chat-template", [flags](const std::string& v) { flags->chat_template = v; },
-      "Chat template: llama2, llama3, chatml or mistral (default: the model's own; chatml for "
-      "a model without one)");
+      "Chat template: llama2, llama3, chatml, mistral, a Jinja file or Jinja text (default: the "
+      "model's own; chatml for a model without one)");
   command->add_option_function<std::string>(
       "--multi-task-prompt", [flags](const std::string& v) { flags->multi_task_prompt = v; },
       "JSON file of [{\"task_id\": ..., \"prompt\": ...}] computed and pinned at start-up (also "

@@ -96,7 +96,8 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
-  chat_template_ = ResolveChatTemplate(config_.chat_template, tokenizer_->chat_template());
+  chat_template_.emplace(ChatTemplate::Resolve(config_.chat_template, *tokenizer_));
+  spdlog::info("chat prompts use {}", chat_template_->description());
   const ModelConfig& model_config = model_->config();
   // Every id the model can produce must be a token the tokenizer can turn into text, and every
   // token it can encode must have an embedding row.

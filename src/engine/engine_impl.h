@@ -38,9 +38,9 @@ class EngineImpl {
   void Cancel(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  // The chat template resolved at start-up (see EngineConfig::chat_template); std::nullopt when
-  // the model's own template is one Reprise does not recognise.
-  std::optional<ChatTemplateKind> chat_template() const { return chat_template_; }
+  const EngineConfig& config() const { return config_; }
+  // The chat template resolved and checked at start-up (see EngineConfig::chat_template).
+  const ChatTemplate& chat_template() const { return *chat_template_; }
   const Model& model() const { return *model_; }
   ModelInfo Info() const;
   EngineStats Stats() const;
@@ -90,7 +90,7 @@ class EngineImpl {
   EngineConfig config_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::optional<ChatTemplateKind> chat_template_;
+  std::optional<ChatTemplate> chat_template_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;

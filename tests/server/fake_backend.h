@@ -281,12 +281,12 @@ class FakeBackend : public InferenceBackend {
                            std::string(1, static_cast<char>(token - 3)),
                            active.prompt.size(),
                            active.cached,
-                           {}};
+                           {},
+                           Sources(active.cached)};
           if (active.top_logprobs) {
             event.logprobs.push_back(FakeLogprobs(token, *active.top_logprobs));
             active.logprobs.push_back(event.logprobs.back());
           }
-          event.cache_sources = Sources(active.cached);
           active.text += event.text;
           if (active.generated.size() == 1) {
             active.ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() -
