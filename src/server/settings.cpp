@@ -180,6 +180,9 @@ std::span<const EnvironmentVariable> EnvironmentVariables() {
       {"MULTI_TASK_PROMPT_STR",
        "The task prompts' JSON itself (rtp-llm's name), when no file is given"},
       {"REPRISE_API_KEY", "Require 'Authorization: Bearer KEY'; --api-key wins"},
+      {"REDIS_PASSWORD",
+       "Password of the Redis tier (--kv-redis-url); --kv-redis-password-file wins, and it wins "
+       "over a password in the URL"},
   };
   return kVariables;
 }
