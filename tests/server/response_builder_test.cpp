@@ -154,7 +154,7 @@ TEST(ResponseBuilderTest, ChatLogprobs) {
   ResponseBuilder builder(ApiKind::kChat, "chatcmpl-1", 1, "tiny");
   ChoiceResult choice = Choice(0, "H\xC3\xA9");
   choice.logprobs = TwoTokens();
-  json body = builder.Full({choice, Choice(1, "x")}, {100, 5, 64});
+  json body = builder.Full({choice, Choice(1, "x")}, {100, 5, 64, {}});
   const json& logprobs = body["choices"][0]["logprobs"];
   ASSERT_TRUE(logprobs["content"].is_array()) << body.dump();
   ASSERT_EQ(logprobs["content"].size(), 2u);
@@ -179,7 +179,7 @@ TEST(ResponseBuilderTest, CompletionLogprobs) {
   ResponseBuilder builder(ApiKind::kCompletion, "cmpl-1", 1, "tiny");
   ChoiceResult choice = Choice(0, "H\xC3\xA9");
   choice.logprobs = TwoTokens();
-  json logprobs = builder.Full({choice}, {100, 5, 64})["choices"][0]["logprobs"];
+  json logprobs = builder.Full({choice}, {100, 5, 64, {}})["choices"][0]["logprobs"];
   EXPECT_EQ(logprobs["tokens"], json::array({"H", "\xC3\xA9"}));
   EXPECT_FLOAT_EQ(logprobs["token_logprobs"][0].get<float>(), -0.5f);
   EXPECT_EQ(logprobs["text_offset"], json::array({0, 1}));
