@@ -168,8 +168,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "tenant has its own cache; admins may clear any tenant's");
   command->add_option_function<std::string>(
       "--cache-secret-file", [flags](const std::string& v) { flags->cache_secret_file = v; },
-      "Secret (>= 16 bytes) that tenants' cache salts are derived from (default: random per "
-      "start)");
+      "Secret (>= 16 bytes) that tenants' cache salts are derived from (default: kept in "
+      "--kv-disk-path's folder when set, else random per start)");
   command->add_flag_callback(
       "--share-cache-across-tenants", [flags] { flags->share_cache_across_tenants = true; },
       "Let tenants share cached blocks (faster, but a tenant can then tell by timing what "

@@ -434,6 +434,10 @@ TenantSetup MakeTenantSetup(const ServerSettings& settings) {
   }
   if (!settings.cache_secret_file.empty()) {
     setup.cache_secret = ReadCacheSecret(settings.cache_secret_file);
+  } else if (!setup.keys.empty() && !settings.kv_disk_path.empty()) {
+    // Kept beside the disk tier's blocks: a restart derives the same tenant salts, so the blocks
+    // it finds there still hit.
+    setup.cache_secret = LoadOrCreateCacheSecret(settings.kv_disk_path);
   }
   return setup;
 }
