@@ -41,6 +41,20 @@ struct EngineConfig {
   size_t max_queued_requests = 1024;   // Submit refuses beyond this (the server answers 503)
   int num_threads = 0;                 // kernel threads; 0: every core
   int64_t max_context = 0;             // 0: the model's context length
+  // The disk tier: KV blocks evicted from memory are written under this folder (created when
+  // missing) and loaded back on a later miss, after a restart too. Empty: no disk tier.
+  std::string kv_disk_path;
+  size_t kv_disk_size_bytes = 0;  // the disk tier's size cap; 0: none
+  // The shared (remote) tier: KV blocks in Redis or a Redis Cluster at redis://HOST:PORT[/DB],
+  // shared by every replica using it. Empty: none. The password comes from the first line of
+  // kv_redis_password_file, else REDIS_PASSWORD, else the URL; it is never logged.
+  std::string kv_redis_url;
+  std::string kv_redis_password_file;
+  int64_t kv_redis_ttl_seconds = 24 * 3600;
+  size_t kv_redis_size_bytes = 0;  // bound on what this process keeps there; 0: none
+  // Blocks committed with at least this cache priority (and pinned task prompts) are written to
+  // the tiers at once rather than when memory evicts them.
+  int kv_write_through_priority = 70;
   // Static task prompts: a JSON list of {"task_id": ..., "prompt": "..."}, computed and pinned
   // at start-up. The text itself, or empty.
   std::string task_prompts_json;
@@ -49,7 +63,9 @@ struct EngineConfig {
   // requests it touches finish with FinishReason::kError and the engine goes on. Unset: none.
   std::function<void(EngineFaultSite site, const GenerationRequest& request)> fault_hook;
   // The chat template chat prompts are rendered with: empty for the model's own (a model without
-  // one gets the generic chatml template, with a warning at start-up), else a built-in name.
+  // one gets the generic chatml template, with a warning at start-up), else a built-in name
+  // (chatml, llama2, llama3, mistral), a Jinja file's path or Jinja text. It is checked at
+  // start-up by rendering a probe conversation; a bad one makes the constructor throw.
   std::string chat_template;
 };
 
@@ -92,6 +108,9 @@ struct CacheOptions {
   std::string task_id;         // a static task prompt to prepend (empty: none)
   int priority = 35;           // 0..100: higher-priority blocks are evicted after lower ones
   double ttl_seconds = 0;      // keep this prefix at least this long when memory allows
+  // Who the blocks this request adds to the cache belong to (a tenant), for ClearCache(owner).
+  // Not part of the key: isolation comes from cache_salt.
+  std::string owner;
 };
 
 struct GenerationRequest {
@@ -115,12 +134,20 @@ inline constexpr const char* kSchedulePolicyNames = "cache-aware, lpm or fcfs"; 
 bool IsEvictionPolicy(const std::string& name);
 inline constexpr const char* kEvictionPolicyNames = "scan-resistant or lru";  // for messages
 
+// Prompt tokens whose KV was reused, by where it came from.
+struct CacheSources {
+  size_t memory = 0;  // the prefix cache in RAM
+  size_t disk = 0;    // the disk tier
+  size_t remote = 0;  // a store shared by replicas
+};
+
 struct GenerationOutput {
   uint64_t request_id = 0;
   std::string text;
   std::vector<int32_t> token_ids;
   size_t prompt_tokens = 0;   // including any task prompt
   size_t cached_tokens = 0;   // prompt tokens whose KV came from cache
+  CacheSources cache_sources; // cached_tokens by source
   FinishReason finish_reason = FinishReason::kLength;
   std::string error;          // set when finish_reason is kError
   double ttft_seconds = 0;    // submission to first token
@@ -144,11 +171,30 @@ struct TokenEvent {
   // The log-probabilities of the tokens sampled since the previous event (usually `token`
   // alone) when sampling.logprobs is set.
   std::vector<SampledLogprobs> logprobs;
+  CacheSources cache_sources;
 };
 
 struct StreamCallbacks {
   std::function<void(const TokenEvent&)> on_token;        // called on the engine thread
   std::function<void(const GenerationOutput&)> on_finish;  // called once, on the engine thread
+};
+
+// One KV tier beyond memory (disk, remote): occupancy now and counters since start.
+struct KvTierStats {
+  std::string name;
+  bool available = true;
+  std::string last_error;
+  int64_t blocks = 0;
+  uint64_t bytes = 0;
+  uint64_t capacity_bytes = 0;  // 0: no cap
+  uint64_t blocks_written = 0;
+  uint64_t bytes_written = 0;
+  uint64_t blocks_read = 0;
+  uint64_t bytes_read = 0;
+  uint64_t evictions = 0;
+  uint64_t corrupt_blocks = 0;  // refused at load or start-up, and deleted
+  uint64_t foreign_blocks = 0;  // another model or KV layout: ignored
+  uint64_t errors = 0;          // I/O errors
 };
 
 struct EngineStats {
@@ -168,12 +214,21 @@ struct EngineStats {
   size_t requests_waiting = 0;
   uint64_t prompt_tokens_total = 0;
   uint64_t generation_tokens_total = 0;
+  CacheSources prompt_tokens_cached;  // of prompt_tokens_total, reused from each source
+  // The tiers beyond memory, nearest first, and their loads: counts per latency bucket (upper
+  // bounds in seconds in tier_load_bounds, then one bucket beyond), and the sum of latencies.
+  std::vector<KvTierStats> tiers;
+  std::vector<double> tier_load_bounds;
+  std::vector<uint64_t> tier_load_buckets;
+  double tier_load_seconds_sum = 0;
+  uint64_t tier_writes_dropped = 0;  // write-backs dropped because the write queue was full
   // Where the engine's step thread spends its time. Scheduling covers admission, prefix
   // matching and hashing, block allocation and eviction, committing blocks to the index and
   // releasing them: with prefix caching off it is the bookkeeping that is left, so the difference
   // between the two is what the cache itself costs.
   double scheduling_seconds_total = 0;
   double forward_seconds_total = 0;  // model forward passes
+  uint64_t steps_total = 0;          // engine steps that ran a forward pass
 };
 
 struct ModelInfo {
@@ -226,8 +281,9 @@ class Engine {
   // task prompt included. Given prompt_tokens are kept. Throws Error for an unknown task_id.
   size_t EncodePrompt(GenerationRequest& request) const;
   std::string Detokenize(const std::vector<int32_t>& tokens) const;
-  // Renders chat messages with the configured template (or `template_name` when given:
-  // llama2, llama3, chatml, mistral). Throws reprise::Error when no template is known.
+  // Renders chat messages with the configured template (or `template_name` when given, as
+  // EngineConfig::chat_template), with the generation prompt. Throws reprise::Error when the
+  // template fails or refuses the conversation (e.g. roles that do not alternate).
   struct ChatMessage {
     std::string role;
     std::string content;
@@ -238,8 +294,14 @@ class Engine {
   ModelInfo Info() const;
   EngineStats Stats() const;
   std::vector<TaskPromptInfo> TaskPrompts() const;
-  // Drops every cached block not in use and not pinned; returns how many.
+  // Drops every cached block not in use and not pinned; returns how many. They are written to
+  // the tiers first (so a later request loads them instead of computing them).
   size_t ClearCache();
+  // Clears the named tiers ("memory", "disk", "remote"), memory first; returns the blocks
+  // dropped. A tier that is not configured drops nothing; another name throws reprise::Error.
+  size_t ClearCache(const std::vector<std::string>& tiers);
+  // Drops the cached blocks that requests with CacheOptions::owner == `owner` added to memory.
+  size_t ClearCache(const std::string& owner);
 
  private:
   std::unique_ptr<EngineImpl> impl_;

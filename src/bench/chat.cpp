@@ -23,8 +23,11 @@ std::string UserMessage(const BenchContext& context, int conversation, int turn)
 WorkloadResult RunChatWorkload(const BenchContext& context) {
   WorkloadResult result;
   result.name = "chat";
-  const size_t system_tokens = context.Pick<size_t>(1500, 200);
   const int answer_tokens = context.Pick(32, 8);
+  // Beside the system prompt: every turn's user message (36 words) and answer.
+  const size_t system_tokens = context.FitToContext(
+      "chat", context.Pick<size_t>(1500, 200),
+      32 + kTurns * (64 + static_cast<size_t>(answer_tokens)), 32);
   const int repeat = context.repeat();
   BenchProgress& progress = context.progress();
   const bool replay = !context.remote();

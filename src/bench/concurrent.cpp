@@ -20,9 +20,11 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
   result.name = "concurrent";
   const int clients = 16;
   const int groups = 4;
-  const size_t system_tokens = context.Pick<size_t>(2048, 128);
   const size_t question_tokens = context.Pick<size_t>(128, 16);
   const int generated = context.Pick(64, 8);
+  const size_t system_tokens =
+      context.FitToContext("concurrent", context.Pick<size_t>(2048, 128),
+                           question_tokens + static_cast<size_t>(generated) + 16, 16);
   const int requests_per_client = context.Pick(2, 1);
   BenchProgress& progress = context.progress();
   progress.Begin("concurrent", 2 + clients * requests_per_client);

@@ -10,8 +10,16 @@
 #include "bench/options.h"
 #include "bench/progress.h"
 #include "bench/target.h"
+#include "core/error.h"
+#include "reprise/engine.h"
 
 namespace reprise::bench {
+
+// A workload that cannot fit the model's context (see BenchContext::FitToContext).
+class ContextTooSmall : public Error {
+ public:
+  using Error::Error;
+};
 
 class BenchContext {
  public:
@@ -33,7 +41,12 @@ class BenchContext {
   // Where requests go: with --url the server (its own settings; the arguments are ignored),
   // else a fresh engine on the model with prefix caching on or off and a KV budget of
   // `kv_cache_bytes` (0: --kv-cache-memory, or 1 GiB when that is not given either).
-  std::unique_ptr<BenchTarget> MakeTarget(bool prefix_caching, size_t kv_cache_bytes = 0) const;
+  // `kv_disk_path` (when not empty) gives the engine a disk tier there instead of --kv-disk-path.
+  std::unique_ptr<BenchTarget> MakeTarget(bool prefix_caching, size_t kv_cache_bytes = 0,
+                                          const std::string& kv_disk_path = "") const;
+  // The engine settings MakeTarget uses in process, for workloads that drive an Engine directly.
+  EngineConfig EngineConfigFor(bool prefix_caching, size_t kv_cache_bytes = 0,
+                               const std::string& kv_disk_path = "") const;
 
   // KV bytes one token takes in this model (all layers, K and V, --kv-type), read from the model
   // file; 0 with --url and no model.
@@ -42,6 +55,17 @@ class BenchContext {
   // A text seed moved by --seed, so that another run's prompts share nothing with this one's
   // (a server keeps its cache between runs).
   uint64_t Seed(uint64_t local) const { return local + options_.seed * 1'000'000; }
+
+  // The model's context length in tokens, read from the model file; 0 with --url and no -m
+  // (the server then refuses what does not fit, with its own message).
+  int64_t ContextLength() const;
+
+  // `wanted` tokens for the part of a prompt a workload sizes, or fewer so that it and
+  // `reserve` more tokens (questions, later turns, generated tokens) fit the model's context.
+  // Throws ContextTooSmall naming the workload and the context when fewer than `minimum` are
+  // left.
+  size_t FitToContext(const std::string& workload, size_t wanted, size_t reserve,
+                      size_t minimum) const;
 
   // Kernel threads the run uses: --threads, or every core.
   int threads() const;

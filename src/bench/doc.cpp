@@ -29,7 +29,8 @@ int QuestionRow(int i, int r, int rows) {
 WorkloadResult RunDocWorkload(const BenchContext& context) {
   WorkloadResult result;
   result.name = "doc";
-  const size_t doc_tokens = context.Pick<size_t>(6000, 600);
+  // Beside the document: its opening line, a question (under 40 tokens) and the answer token.
+  const size_t doc_tokens = context.FitToContext("doc", context.Pick<size_t>(6000, 600), 64, 128);
   const int repeat = context.repeat();
   BenchProgress& progress = context.progress();
   progress.Begin("doc", 2 + repeat * (kQuestions + kQuestions - 1));
@@ -136,7 +137,7 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
       BenchFigure::Plain("warm_over_question_alone", "warm TTFT / question-alone TTFT",
                          Ratio(warm_ms, alone_ms), "x")};
   if (!warm_compute.empty()) {
-    // The target: warm TTFT within 1.1x of prefilling only the question with the
+    // The target: warm TTFT within 1.1x of prefilling only the question with the
     // document already cached, i.e. reuse adds at most 10% around the compute it cannot avoid.
     result.figures.push_back(BenchFigure::Plain("question_prefill_ms",
                                                 "question prefill with document cached", compute_ms, "ms"));

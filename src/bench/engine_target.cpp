@@ -84,7 +84,10 @@ std::optional<EngineTimes> BenchEngineTarget::Times() {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
     stats = engine_->Stats();
   }
-  return EngineTimes{stats.scheduling_seconds_total, stats.forward_seconds_total};
+  EngineTimes times{stats.scheduling_seconds_total, stats.forward_seconds_total};
+  times.tier_load_seconds = stats.tier_load_seconds_sum;
+  for (const KvTierStats& tier : stats.tiers) times.tier_bytes_read += tier.bytes_read;
+  return times;
 }
 
 bool BenchEngineTarget::ClearCache() {

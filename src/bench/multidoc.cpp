@@ -11,12 +11,13 @@ namespace reprise::bench {
 WorkloadResult RunMultidocWorkload(const BenchContext& context) {
   WorkloadResult result;
   result.name = "multidoc";
-  const size_t doc_tokens = context.Pick<size_t>(512, 96);
   const std::vector<int> doc_counts = context.Pick<std::vector<int>>({4, 8, 16}, {4, 8});
   const int rounds = context.Pick(2, 2);
   const int capacity = 6;  // documents the KV budget holds
   const int question_words = 12;
   const int generated = 1;
+  const size_t doc_tokens = context.FitToContext("multidoc", context.Pick<size_t>(512, 96),
+                                                 2 * question_words + 16 + generated, 32);
 
   // The budget: `capacity` visits' worth of whole blocks (a visit = document + question).
   size_t budget = 0;

@@ -9,12 +9,17 @@
 namespace reprise::bench {
 
 const std::vector<std::string>& BenchWorkloadNames() {
-  static const std::vector<std::string> names = {"kernels", "prefill", "decode",     "doc", "chat",
-                                                 "multidoc", "unique", "concurrent", "all"};
+  static const std::vector<std::string> names = {
+      "kernels", "prefill", "decode",   "doc",  "chat",         "multidoc", "unique",
+      "concurrent", "tiers", "sched", "all", "side-channel", "soak"};
   return names;
 }
 
 bool WorkloadNeedsEngine(const std::string& workload) { return workload != "kernels"; }
+
+bool RunsOverHttp(const std::string& workload) {
+  return workload != "kernels" && workload != "sched" && workload != "tiers";
+}
 
 HostPort ParseHttpUrl(const std::string& url) {
   const std::string scheme = "http://";
@@ -49,6 +54,16 @@ void ValidateBenchOptions(const BenchOptions& options) {
     throw Error(fmt::format("unknown workload '{}' (one of: {})", options.workload, list));
   }
   if (options.repeat < 1) throw Error("--repeat must be at least 1");
+  if (!options.kv_disk_size.empty() && options.kv_disk_path.empty()) {
+    throw Error("--kv-disk-size needs --kv-disk-path");
+  }
+  if (options.workload == "tiers" && !options.url.empty()) {
+    throw Error("bench tiers restarts the engine, so it runs in process only (drop --url)");
+  }
+  if (!options.kv_disk_path.empty() && !options.url.empty()) {
+    throw Error("--kv-disk-path configures the in-process engine; with --url, start the server "
+                "with it instead");
+  }
   if (options.threads < 0) throw Error("--threads must be 0 (every core) or more");
   if (options.max_batch_tokens < 1) throw Error("--max-batch-tokens must be at least 1");
   if (options.max_running_requests < 1) throw Error("--max-running-requests must be at least 1");
@@ -67,10 +82,13 @@ void ValidateBenchOptions(const BenchOptions& options) {
       options.cpu_target != "avx2" && options.cpu_target != "avx512") {
     throw Error(fmt::format("unknown --cpu-target '{}' (scalar, avx2 or avx512)", options.cpu_target));
   }
+  if ((options.workload == "side-channel" || options.workload == "soak") && options.url.empty()) {
+    throw Error(fmt::format("the {} benchmark runs against a server: give --url", options.workload));
+  }
   if (!options.url.empty()) {
     ParseHttpUrl(options.url);
-    if (options.workload == "kernels") {
-      throw Error("the kernels workload runs in process only; drop --url");
+    if (!RunsOverHttp(options.workload)) {
+      throw Error(fmt::format("the {} workload runs in process only; drop --url", options.workload));
     }
     return;
   }

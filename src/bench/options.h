@@ -18,6 +18,8 @@ struct BenchOptions {
   int block_size = 16;
   std::string kv_cache_memory;   // "" : the engine's default (workloads may set their own)
   std::string kv_type = "f16";
+  std::string kv_disk_path;      // "" : no disk tier
+  std::string kv_disk_size;      // "" : no cap
   std::string schedule_policy = "cache-aware";
   std::string eviction_policy = "scan-resistant";
   int max_batch_tokens = 512;
@@ -30,13 +32,26 @@ struct BenchOptions {
   std::string served_model;      // the "model" field sent to --url ("": the first of /v1/models)
   uint64_t seed = 0;             // shifts every prompt text (a server keeps its cache across runs)
   std::string cpu_target;        // kernels: scalar, avx2 or avx512 (default: the best one)
+  // side-channel and soak (security.h), against --url only:
+  std::string victim_key;
+  std::string attacker_key;
+  std::string api_key;           // soak: sent with every request
+  int probes = 40;               // side-channel: probes of each kind
+  int prompt_words = 200;        // side-channel: words per secret
+  double max_auc = 0;            // side-channel: > 0: exit 1 above it
+  double duration_seconds = 600;  // soak
+  int clients = 32;               // soak
 };
 
-// "kernels", "prefill", "decode", "doc", "chat", "multidoc", "unique", "concurrent", "all".
+// "kernels", "prefill", "decode", "doc", "chat", "multidoc", "unique", "concurrent", "tiers",
+// "sched", "all", and the security benchmarks "side-channel" and "soak" (not part of "all";
+// --url only).
 const std::vector<std::string>& BenchWorkloadNames();
 
 // Whether a workload drives an engine (in process or at --url); "kernels" does not.
 bool WorkloadNeedsEngine(const std::string& workload);
+// Whether a workload can run against --url; "kernels" and "sched" (engine internals) cannot.
+bool RunsOverHttp(const std::string& workload);
 
 // Throws Error with a message for the user when the options do not make a runnable benchmark:
 // an unknown workload, no model for an engine workload, --url with kernels, a malformed URL,

@@ -1,4 +1,4 @@
-// What a benchmark workload hands back (tables, headline figures against the issue's targets,
+// What a benchmark workload hands back (tables, headline figures against the project's targets,
 // charts, notes on method) and how a run's results become text and JSON.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace reprise::bench {
 
-// One headline figure, with the target from issue 6 when there is one.
+// One headline figure, with its target when the project has one.
 struct BenchFigure {
   std::string name;   // key in JSON: "prefill_512_tok_s"
   std::string label;  // for people: "prefill, 512-token prompt"

@@ -10,8 +10,14 @@ namespace reprise::bench {
 WorkloadResult RunSpeedWorkload(const BenchContext& context, bool decode) {
   WorkloadResult result;
   result.name = decode ? "decode" : "prefill";
-  const std::vector<size_t> lengths = context.Pick<std::vector<size_t>>({512, 2048}, {64, 128});
   const int generated = decode ? context.Pick(128, 16) : 1;
+  // Each prompt length, or the longest that fits the context beside the generated tokens (once).
+  std::vector<size_t> lengths;
+  for (size_t wanted : context.Pick<std::vector<size_t>>({512, 2048}, {64, 128})) {
+    size_t fitted = context.FitToContext(decode ? "decode" : "prefill", wanted,
+                                         static_cast<size_t>(generated) + 8, 16);
+    if (lengths.empty() || lengths.back() != fitted) lengths.push_back(fitted);
+  }
   BenchProgress& progress = context.progress();
   progress.Begin(result.name, 1 + static_cast<int>(lengths.size()) * context.repeat());
   progress.Step("loading the model, warm-up");
@@ -93,7 +99,7 @@ WorkloadResult RunSpeedWorkload(const BenchContext& context, bool decode) {
   if (decode) {
     result.notes.push_back("decode tok/s = (generated - 1) / (total time - TTFT), greedy, EOS ignored");
   }
-  result.notes.push_back("targets (issue 6) are for the 135m Q8_0 model on 2 threads");
+  result.notes.push_back("the targets are for the 135m Q8_0 model on 2 threads");
   return result;
 }
 

@@ -59,6 +59,15 @@ Interval MedianInterval(std::vector<double> samples, double confidence) {
   return {samples[rank - 1], samples[n - rank]};
 }
 
+double RocAuc(const std::vector<double>& positives, const std::vector<double>& negatives) {
+  if (positives.empty() || negatives.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double wins = 0;
+  for (double p : positives) {
+    for (double n : negatives) wins += p > n ? 1.0 : p == n ? 0.5 : 0.0;
+  }
+  return wins / (static_cast<double>(positives.size()) * static_cast<double>(negatives.size()));
+}
+
 double Ratio(double a, double b) {
   if (b == 0.0 || std::isnan(a) || std::isnan(b)) return kNan;
   return a / b;

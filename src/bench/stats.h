@@ -23,6 +23,12 @@ struct Interval {
 };
 Interval MedianInterval(std::vector<double> samples, double confidence = 0.95);
 
+// The area under the ROC curve of a score that should be higher for `positives` than for
+// `negatives`: the probability that a random positive scores above a random negative (ties count
+// half), i.e. the Mann-Whitney U over the product of the counts. 0.5: the score tells nothing;
+// 1 (or 0): it separates the two perfectly. NaN when either list is empty.
+double RocAuc(const std::vector<double>& positives, const std::vector<double>& negatives);
+
 // a / b, NaN when b is zero or either is NaN (ratios of measured figures).
 double Ratio(double a, double b);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -30,6 +31,26 @@ std::string FormatTick(double value) {
   return fmt::format("{:.3g}", value);
 }
 
+// Calls `visit` with every finite value the chart draws (series and references).
+template <typename Visit>
+void ForEachValue(const ChartSpec& chart, Visit&& visit) {
+  for (const auto& series : chart.series) {
+    for (double value : series.values) {
+      if (std::isfinite(value)) visit(value);
+    }
+  }
+  for (const auto& reference : chart.references) {
+    if (std::isfinite(reference.value)) visit(reference.value);
+  }
+}
+
+// The value printed at a bar's top or above a point, so that small values can be read too.
+void ValueLabel(double x, double y, double value, std::string& out) {
+  out += fmt::format(
+      R"(<text class="value" x="{:.1f}" y="{:.1f}" font-size="9" text-anchor="middle" fill="#333">{}</text>)" "\n",
+      x, y, FormatTick(value));
+}
+
 void RenderPanel(const ChartSpec& chart, double y0, std::string& out) {
   const double plot_left = kLeft;
   const double plot_right = kWidth - kRight;
@@ -37,22 +58,25 @@ void RenderPanel(const ChartSpec& chart, double y0, std::string& out) {
   const double plot_bottom = y0 + kPanelHeight - kBottom;
   double low = 0;
   double high = 0;
-  for (const auto& series : chart.series) {
-    for (double value : series.values) {
-      if (!std::isfinite(value)) continue;
-      low = std::min(low, value);
-      high = std::max(high, value);
-    }
-  }
-  for (const auto& reference : chart.references) {
-    if (std::isfinite(reference.value)) high = std::max(high, reference.value);
-  }
-  std::vector<double> ticks = NiceTicks(low, high);
+  double lowest_positive = std::numeric_limits<double>::infinity();
+  ForEachValue(chart, [&](double value) {
+    low = std::min(low, value);
+    high = std::max(high, value);
+    if (value > 0) lowest_positive = std::min(lowest_positive, value);
+  });
+  const bool log_scale = UsesLogScale(chart);
+  // A log axis for bars starts well below the smallest bar, so that it is visibly tall.
+  const double log_floor = chart.kind == ChartKind::kBar ? lowest_positive / 3 : lowest_positive;
+  std::vector<double> ticks = log_scale ? LogTicks(log_floor, high) : NiceTicks(low, high);
   const double axis_low = ticks.front();
   const double axis_high = ticks.back();
   auto y_of = [&](double value) {
-    return plot_bottom - (value - axis_low) / (axis_high - axis_low) * (plot_bottom - plot_top);
+    double share = log_scale ? std::log10(value / axis_low) / std::log10(axis_high / axis_low)
+                             : (value - axis_low) / (axis_high - axis_low);
+    return plot_bottom - share * (plot_bottom - plot_top);
   };
+  // Where bars start: zero, or the bottom of a log axis.
+  const double zero_y = log_scale ? plot_bottom : y_of(std::clamp(0.0, axis_low, axis_high));
 
   out += fmt::format(R"(<text x="{}" y="{}" font-size="16" font-weight="bold">{}</text>)" "\n",
                      plot_left, y0 + 26, XmlEscape(chart.title));
@@ -68,14 +92,14 @@ void RenderPanel(const ChartSpec& chart, double y0, std::string& out) {
   out += fmt::format(R"(<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#333"/>)" "\n", plot_left,
                      plot_top, plot_bottom);
   out += fmt::format(R"(<line x1="{0}" y1="{1:.1f}" x2="{2}" y2="{1:.1f}" stroke="#333"/>)" "\n",
-                     plot_left, y_of(std::clamp(0.0, axis_low, axis_high)), plot_right);
+                     plot_left, zero_y, plot_right);
   // Axis labels.
   out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="12" text-anchor="middle">{}</text>)" "\n",
                      (plot_left + plot_right) / 2, plot_bottom + 50, XmlEscape(chart.x_label));
   double y_mid = (plot_top + plot_bottom) / 2;
   out += fmt::format(
       R"svg(<text x="{0}" y="{1:.1f}" font-size="12" text-anchor="middle" transform="rotate(-90 {0} {1:.1f})">{2}</text>)svg" "\n",
-      22, y_mid, XmlEscape(chart.y_label));
+      22, y_mid, XmlEscape(log_scale ? chart.y_label + " (log scale)" : chart.y_label));
 
   const size_t categories = std::max<size_t>(1, chart.categories.size());
   const double slot = (plot_right - plot_left) / static_cast<double>(categories);
@@ -84,7 +108,6 @@ void RenderPanel(const ChartSpec& chart, double y0, std::string& out) {
     out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="11" text-anchor="middle">{}</text>)" "\n",
                        x, plot_bottom + 18, XmlEscape(chart.categories[c]));
   }
-  const double zero_y = y_of(std::clamp(0.0, axis_low, axis_high));
   if (chart.kind == ChartKind::kBar) {
     const size_t n = std::max<size_t>(1, chart.series.size());
     const double bar = slot * 0.8 / static_cast<double>(n);
@@ -98,6 +121,7 @@ void RenderPanel(const ChartSpec& chart, double y0, std::string& out) {
             R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{}: {}</title></rect>)" "\n",
             x, std::min(y, zero_y), bar, std::fabs(zero_y - y), Colour(s),
             XmlEscape(chart.series[s].name), FormatTick(values[c]));
+        ValueLabel(x + bar / 2, values[c] < 0 ? y + 12 : y - 3, values[c], out);
       }
     }
   } else {
@@ -122,6 +146,7 @@ void RenderPanel(const ChartSpec& chart, double y0, std::string& out) {
         out += fmt::format(
             R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"><title>{}: {}</title></circle>)" "\n", x,
             y, Colour(s), XmlEscape(chart.series[s].name), FormatTick(values[c]));
+        ValueLabel(x, y - 7, values[c], out);
       }
       flush();
     }
@@ -172,6 +197,43 @@ std::vector<double> NiceTicks(double low, double high, int target_count) {
   }
   if (ticks.size() < 2) ticks.push_back(first + step);
   return ticks;
+}
+
+std::vector<double> LogTicks(double low, double high) {
+  if (!(low > 0) || !std::isfinite(low) || !std::isfinite(high) || high < low) return {1, 10};
+  const int first = static_cast<int>(std::floor(std::log10(low) + 1e-9));
+  const int last = static_cast<int>(std::ceil(std::log10(high) - 1e-9));
+  const bool powers_only = last - first > 3;
+  std::vector<double> candidates;
+  for (int power = first; power <= std::max(last, first + 1); ++power) {
+    for (double factor : {1.0, 2.0, 5.0}) {
+      if (factor == 1.0 || !powers_only) candidates.push_back(factor * std::pow(10.0, power));
+    }
+  }
+  // From the largest candidate at most `low` to the smallest at least `high`.
+  std::vector<double> ticks;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const bool next_still_below = i + 1 < candidates.size() && candidates[i + 1] <= low * (1 + 1e-9);
+    if (next_still_below) continue;
+    ticks.push_back(candidates[i]);
+    if (candidates[i] >= high * (1 - 1e-9) && ticks.size() >= 2) break;
+  }
+  return ticks;
+}
+
+bool UsesLogScale(const ChartSpec& chart) {
+  if (chart.scale != ChartScale::kAuto) return chart.scale == ChartScale::kLog;
+  double lowest = std::numeric_limits<double>::infinity();
+  double highest = 0;
+  bool positive = true;
+  bool any = false;
+  ForEachValue(chart, [&](double value) {
+    any = true;
+    positive = positive && value > 0;
+    lowest = std::min(lowest, value);
+    highest = std::max(highest, value);
+  });
+  return any && positive && highest >= 10 * lowest;
 }
 
 std::string XmlEscape(std::string_view text) {

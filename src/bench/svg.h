@@ -1,5 +1,6 @@
 // Hand-written SVG charts for `reprise bench --chart`: grouped bar charts and line charts with
-// labelled axes, a legend and optional reference lines (a machine's peak), no library needed.
+// labelled axes, a value label on every bar and point, a legend and optional reference lines (a
+// machine's peak), no library needed.
 #pragma once
 
 #include <string>
@@ -9,6 +10,10 @@
 namespace reprise::bench {
 
 enum class ChartKind { kBar, kLine };
+
+// kAuto: a log axis when every value is positive and they span a factor of 10 or more (a warm
+// TTFT beside a cold one would be a sliver on a linear axis), else linear.
+enum class ChartScale { kAuto, kLinear, kLog };
 
 struct ChartSeries {
   std::string name;
@@ -29,6 +34,7 @@ struct ChartSpec {
   std::vector<std::string> categories;  // x positions, left to right
   std::vector<ChartSeries> series;
   std::vector<ChartReference> references;
+  ChartScale scale = ChartScale::kAuto;
 };
 
 // A standalone SVG document with one panel per chart, stacked top to bottom.
@@ -37,6 +43,13 @@ std::string RenderSvg(const std::vector<ChartSpec>& charts);
 // Axis ticks: evenly spaced "nice" values (1, 2, 2.5 or 5 times a power of ten) from at most
 // `low` to at least `high`, about `target_count` intervals; {0, 1} when the range is empty.
 std::vector<double> NiceTicks(double low, double high, int target_count = 5);
+
+// Log-axis ticks: 1, 2 and 5 times each power of ten (only the powers when the range spans more
+// than three decades) from at most `low` to at least `high`; both must be positive.
+std::vector<double> LogTicks(double low, double high);
+
+// Whether `chart` is drawn on a log axis (see ChartScale).
+bool UsesLogScale(const ChartSpec& chart);
 
 // Text safe inside an SVG element or attribute (&, <, >, " and ' escaped).
 std::string XmlEscape(std::string_view text);

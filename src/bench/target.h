@@ -43,6 +43,8 @@ struct BenchResult {
 struct EngineTimes {
   double scheduling_seconds = 0;  // scheduler and prefix cache bookkeeping
   double forward_seconds = 0;     // model forward passes
+  double tier_load_seconds = 0;   // loads from the tiers beyond memory (sum of their latencies)
+  uint64_t tier_bytes_read = 0;   // bytes those loads read
 };
 
 class BenchTarget {

@@ -11,8 +11,9 @@ namespace reprise::bench {
 WorkloadResult RunUniqueWorkload(const BenchContext& context) {
   WorkloadResult result;
   result.name = "unique";
-  const size_t prompt_tokens = context.Pick<size_t>(512, 64);
   const int generated = context.Pick(32, 8);
+  const size_t prompt_tokens = context.FitToContext("unique", context.Pick<size_t>(512, 64),
+                                                    static_cast<size_t>(generated) + 8, 16);
   // Per-prompt ratios spread by +-15% on a shared machine: the median needs a few dozen pairs,
   // and its 95% interval narrows only as one over the square root of their number, so --repeat
   // is not capped: a run that must pin the cost within a point takes several hundred.

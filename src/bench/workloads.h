@@ -21,7 +21,13 @@ WorkloadResult RunChatWorkload(const BenchContext& context);
 WorkloadResult RunMultidocWorkload(const BenchContext& context);
 // Prompts that share nothing, reuse on against off: the cost of the cache.
 WorkloadResult RunUniqueWorkload(const BenchContext& context);
+// The doc workload through the tiers: cold, warm from memory, warm from disk with memory cleared,
+// and warm after a restart of the engine on the same disk folder; TTFT and loading GB/s.
+WorkloadResult RunTiersWorkload(const BenchContext& context);
 // 16 clients on groups of prompts sharing a system prompt: throughput, TTFT p50/p99.
 WorkloadResult RunConcurrentWorkload(const BenchContext& context);
+// The scheduler's time per engine step with a full running set (--max-running-requests, 64 by
+// default) and 1,000 long prompts (8,000 tokens, or what fits the context) queued behind it.
+WorkloadResult RunSchedWorkload(const BenchContext& context);
 
 }  // namespace reprise::bench

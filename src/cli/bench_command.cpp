@@ -27,6 +27,10 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--block-size", options->block_size, "KV positions per block");
   command->add_option("--kv-cache-memory", options->kv_cache_memory,
                       "KV cache budget, e.g. 2GiB (default 1GiB; multidoc sets its own)");
+  command->add_option("--kv-disk-path", options->kv_disk_path,
+                      "keep KV blocks evicted from memory in this folder (the disk tier)");
+  command->add_option("--kv-disk-size", options->kv_disk_size,
+                      "size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
   command->add_option("--kv-type", options->kv_type, "f16 or f32");
   command->add_option("--max-batch-tokens", options->max_batch_tokens, "tokens per engine step");
   command->add_option("--max-running-requests", options->max_running_requests,
@@ -48,6 +52,23 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
                       "cannot help (default 0)");
   command->add_option("--cpu-target", options->cpu_target,
                       "kernels: scalar, avx2 or avx512 (default: the best this CPU runs)");
+  command->add_option("--victim-key", options->victim_key,
+                      "side-channel: the API key of the tenant that sends secret prompts");
+  command->add_option("--attacker-key", options->attacker_key,
+                      "side-channel: the API key of the tenant that probes for them");
+  command->add_option("--probes", options->probes,
+                      "side-channel: probes of each kind, hit and miss (default 40)");
+  command->add_option("--prompt-words", options->prompt_words,
+                      "side-channel: words per secret prompt (default 200)");
+  command->add_option("--max-auc", options->max_auc,
+                      "side-channel: exit 1 when max(AUC, 1-AUC) of TTFT or cached_tokens is "
+                      "above this (default: report only)");
+  command->add_option("--duration", options->duration_seconds,
+                      "soak: seconds of load (default 600)");
+  command->add_option("--clients", options->clients, "soak: concurrent clients (default 32)");
+  command->add_option("--api-key", options->api_key,
+                      "soak: the key sent with every request (an admin's, so that its cache "
+                      "clears act)");
   command->callback([options, &run] { run = [options] { return bench::RunBench(*options); }; });
 }
 

@@ -1,13 +1,26 @@
 #include "cli/commands.h"
 
+#include <pthread.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
+#include "cli/configuration_doc.h"
 #include "core/error.h"
 #include "core/log.h"
 
 namespace reprise::cli {
+
+sigset_t BlockStopSignals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{"Reprise: an LLM inference server that never computes the same prefix twice"};
@@ -20,11 +33,23 @@ int Main(int argc, char** argv) {
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
   CommandAction run;
+  RegisterDemoCommand(app, run);
   RegisterServeCommand(app, run);
+  RegisterRouteCommand(app, run);
   RegisterGenerateCommand(app, run);
   RegisterTokenizeCommand(app, run);
+  RegisterTemplateCommand(app, run);
   RegisterMakeModelCommand(app, run);
   RegisterBenchCommand(app, run);
+  // Hidden from --help: it prints docs/configuration.md (scripts/update_docs.sh).
+  app.add_subcommand("configuration-doc", "Print docs/configuration.md: every flag and variable")
+      ->group("")
+      ->callback([&app, &run] {
+        run = [&app] {
+          std::fputs(ConfigurationMarkdown(app).c_str(), stdout);
+          return 0;
+        };
+      });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -32,6 +32,8 @@ struct GenerateOptions {
   bool no_prefix_caching = false;
   int block_size = 16;
   std::string kv_cache_memory;
+  std::string kv_disk_path;
+  std::string kv_disk_size;
   std::string kv_type = "f16";
   int max_batch_tokens = 512;
   int threads = 0;
@@ -60,6 +62,11 @@ int RunGenerate(const GenerateOptions& options) {
   config.max_batch_tokens = options.max_batch_tokens;
   config.num_threads = options.threads;
   if (!options.kv_cache_memory.empty()) config.kv_cache_memory_bytes = ParseByteSize(options.kv_cache_memory);
+  if (!options.kv_disk_size.empty() && options.kv_disk_path.empty()) {
+    throw Error("--kv-disk-size needs --kv-disk-path");
+  }
+  config.kv_disk_path = options.kv_disk_path;
+  if (!options.kv_disk_size.empty()) config.kv_disk_size_bytes = ParseByteSize(options.kv_disk_size);
   Engine engine(config);
 
   SamplingParams sampling;
@@ -99,9 +106,11 @@ int RunGenerate(const GenerateOptions& options) {
     double decode_seconds = output.total_seconds - output.ttft_seconds;
     size_t decoded = output.token_ids.size() > 0 ? output.token_ids.size() - 1 : 0;
     std::fprintf(stderr,
-                 "[prompt %zu] prompt tokens: %zu, cached tokens: %zu, TTFT: %.1f ms (compute %.1f "
-                 "ms), prefill: %.1f tok/s, decode: %.1f tok/s (%zu tokens, %s)\n",
-                 i + 1, output.prompt_tokens, output.cached_tokens, output.ttft_seconds * 1e3,
+                 "[prompt %zu] prompt tokens: %zu, cached tokens: %zu (memory %zu, disk %zu), "
+                 "TTFT: %.1f ms (compute %.1f ms), prefill: %.1f tok/s, decode: %.1f tok/s (%zu "
+                 "tokens, %s)\n",
+                 i + 1, output.prompt_tokens, output.cached_tokens, output.cache_sources.memory,
+                 output.cache_sources.disk, output.ttft_seconds * 1e3,
                  output.prefill_compute_seconds * 1e3,
                  output.ttft_seconds > 0 ? static_cast<double>(computed) / output.ttft_seconds : 0.0,
                  decode_seconds > 0 ? static_cast<double>(decoded) / decode_seconds : 0.0,
@@ -130,6 +139,10 @@ void RegisterGenerateCommand(CLI::App& app, CommandAction& run) {
   command->add_flag("--no-enable-prefix-caching", options->no_prefix_caching, "turn prefix reuse off");
   command->add_option("--block-size", options->block_size, "KV positions per block");
   command->add_option("--kv-cache-memory", options->kv_cache_memory, "KV cache budget, e.g. 2GiB");
+  command->add_option("--kv-disk-path", options->kv_disk_path,
+                      "keep KV blocks in this folder beyond memory and across runs (the disk tier)");
+  command->add_option("--kv-disk-size", options->kv_disk_size,
+                      "size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
   command->add_option("--kv-type", options->kv_type, "f16 or f32");
   command->add_option("--max-batch-tokens", options->max_batch_tokens)->check(CLI::PositiveNumber);
   command->add_option("-t,--threads", options->threads, "kernel threads (0 = all cores)");

@@ -11,11 +11,14 @@ namespace reprise::cli {
 void RegisterMakeModelCommand(CLI::App& app, CommandAction& run) {
   auto options = std::make_shared<modelgen::MakeModelOptions>();
   auto type_name = std::make_shared<std::string>("f16");
-  auto* command = app.add_subcommand("make-model", "Write a random-weight llama model (for benchmarks)");
+  auto* command =
+      app.add_subcommand("make-model", "Write a random-weight llama model (for benchmarks)");
   command->add_option("--shape", options->shape, "135m, 360m, 1b or tiny")->required();
   command->add_option("--arch", options->architecture, "llama or qwen2 (NeoX rope, Q/K/V biases)");
-  command->add_option("--vocab-from", options->vocab_path, "GGUF file to copy the vocabulary from")->required();
-  command->add_option("--type", *type_name, "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k");
+  command->add_option("--vocab-from", options->vocab_path,
+                      "GGUF file to copy the vocabulary from (default: the built-in vocabulary)");
+  command->add_option("--type", *type_name,
+                      "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k");
   command->add_option("-o,--output", options->output_path, "output GGUF path")->required();
   command->add_option("--seed", options->seed, "weights seed");
   command->add_option("-t,--threads", options->threads, "threads (0 = all cores)");

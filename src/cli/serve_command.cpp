@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/demo_model.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
@@ -32,7 +35,22 @@ bool WaitForStopSignal(const sigset_t& signals, long milliseconds) {
   return sigtimedwait(&signals, nullptr, &timeout) > 0;
 }
 
-int RunServe(const server::ServeFlags& flags) {
+// `serve --demo`: the demo model (made once, see demo_model.h) in place of --model.
+struct DemoServeFlags {
+  bool demo = false;
+  std::string shape = "135m";
+};
+
+int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
+  if (demo.demo) {
+    if (!flags.model.empty())
+      throw Error("--demo serves the demo model: give --model or --demo, not both");
+    flags.model = EnsureDemoModel(demo.shape, flags.threads.value_or(0));
+    if (!flags.served_model_name) flags.served_model_name = "reprise-demo";
+    spdlog::warn("{}", kDemoWeightsNotice);
+  } else if (flags.model.empty()) {
+    throw Error("--model is required (or --demo, for the demo model this binary makes itself)");
+  }
   server::ServerSettings settings = server::ResolveSettings(flags, server::ProcessEnvironment());
   spdlog::info("settings: {}", server::DescribeSettings(settings));
   EngineConfig config = server::MakeEngineConfig(settings);
@@ -40,23 +58,22 @@ int RunServe(const server::ServeFlags& flags) {
   // then the one thing printed, never "listening" followed by an error.
   ModelConfig::FromGguf(gguf::GgufFile::Open(settings.model));
 
-  // Every thread started from here on inherits this mask: the signals are taken by sigtimedwait
-  // below, never by a handler in a random thread. A client that hangs up must not kill us.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t stop_signals = BlockStopSignals();
 
   server::HttpServerOptions options;
   options.host = settings.host;
   options.port = settings.port;
   options.served_model_name = settings.served_model_name;
-  options.api_key = settings.api_key;
+  server::TenantSetup tenants = server::MakeTenantSetup(settings);
+  options.api_keys = std::move(tenants.keys);
+  options.cache_secret = std::move(tenants.cache_secret);
+  options.share_cache_across_tenants = settings.share_cache_across_tenants;
+  options.metrics_require_auth = settings.metrics_require_auth;
   options.chat_template = settings.chat_template;
   options.max_body_bytes = settings.max_body_bytes;
   options.http_threads = settings.http_threads;
+  options.max_connections = settings.max_connections;
+  options.max_connections_per_client = settings.max_connections_per_client;
   options.allowed_origins = settings.allowed_origins;
   server::HttpServer http(options);
   int port = http.Bind();
@@ -98,7 +115,20 @@ int RunServe(const server::ServeFlags& flags) {
 
   while (!WaitForStopSignal(stop_signals, 1000)) {
   }
-  spdlog::info("stopping");
+  // Drain: refuse new requests, let running ones finish; a second signal cuts it short.
+  spdlog::info("stopping: refusing new requests, waiting up to {} s for running ones",
+               settings.shutdown_timeout_seconds);
+  auto drain_end = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(
+                       static_cast<int64_t>(settings.shutdown_timeout_seconds * 1000));
+  bool drained = false;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        drain_end - std::chrono::steady_clock::now());
+    drained = http.Drain(std::min(left, std::chrono::milliseconds(200)));
+    if (drained || left.count() <= 0 || WaitForStopSignal(stop_signals, 0)) break;
+  }
+  if (!drained) spdlog::warn("cancelling the requests still running");
   http.Stop();
   return 0;
 }
@@ -109,7 +139,13 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
   auto flags = std::make_shared<server::ServeFlags>();
   const server::ServerSettings defaults;  // shown in --help beside each flag
-  command->add_option("--model,-m", flags->model, "GGUF model file")->required();
+  auto demo = std::make_shared<DemoServeFlags>();
+  command->add_option("--model,-m", flags->model, "GGUF model file (or --demo)");
+  command->add_flag("--demo", demo->demo,
+                    "Serve the demo model (random weights, the built-in vocabulary and a ChatML "
+                    "template), made once in the cache folder like `reprise demo`'s");
+  command->add_option("--demo-shape", demo->shape,
+                      "Shape of the --demo model: 135m, 360m, 1b or tiny");
   command
       ->add_option_function<std::string>(
           "--host", [flags](const std::string& v) { flags->host = v; }, "Address to listen on")
@@ -122,9 +158,25 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_option_function<std::string>(
       "--served-model-name", [flags](const std::string& v) { flags->served_model_name = v; },
       "Model name clients use (default: the model file's name without .gguf)");
+  command->add_option(
+      "--api-key", flags->api_keys,
+      "Require 'Authorization: Bearer KEY'; repeatable, each key a tenant of its own with its "
+      "own cache (also REPRISE_API_KEY)");
   command->add_option_function<std::string>(
-      "--api-key", [flags](const std::string& v) { flags->api_key = v; },
-      "Require 'Authorization: Bearer KEY' (also REPRISE_API_KEY)");
+      "--api-keys-file", [flags](const std::string& v) { flags->api_keys_file = v; },
+      "File of `KEY TENANT user|admin` lines (# comments): keys, their tenants and roles; each "
+      "tenant has its own cache; admins may clear any tenant's");
+  command->add_option_function<std::string>(
+      "--cache-secret-file", [flags](const std::string& v) { flags->cache_secret_file = v; },
+      "Secret (>= 16 bytes) that tenants' cache salts are derived from (default: random per "
+      "start)");
+  command->add_flag_callback(
+      "--share-cache-across-tenants", [flags] { flags->share_cache_across_tenants = true; },
+      "Let tenants share cached blocks (faster, but a tenant can then tell by timing what "
+      "others sent)");
+  command->add_flag_callback(
+      "--metrics-require-auth", [flags] { flags->metrics_require_auth = true; },
+      "Serve /metrics to key holders only (its counters move with every tenant's requests)");
   command
       ->add_option_function<int>(
           "--block-size", [flags](const int& v) { flags->block_size = v; },
@@ -133,6 +185,27 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command->add_option_function<std::string>(
       "--kv-cache-memory", [flags](const std::string& v) { flags->kv_cache_memory = v; },
       "KV cache budget, e.g. 2GiB or 512MiB (default: a share of free memory)");
+  command->add_option_function<std::string>(
+      "--kv-disk-path", [flags](const std::string& v) { flags->kv_disk_path = v; },
+      "Keep KV blocks evicted from memory in this folder and load them back, after restarts too");
+  command->add_option_function<std::string>(
+      "--kv-disk-size", [flags](const std::string& v) { flags->kv_disk_size = v; },
+      "Size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
+  command->add_option_function<std::string>(
+      "--kv-redis-url", [flags](const std::string& v) { flags->kv_redis_url = v; },
+      "Share KV blocks with other replicas through Redis or a Redis Cluster, "
+      "redis://HOST:PORT[/DB] (password: REDIS_PASSWORD or --kv-redis-password-file)");
+  command->add_option_function<std::string>(
+      "--kv-redis-password-file",
+      [flags](const std::string& v) { flags->kv_redis_password_file = v; },
+      "File whose first line is the Redis password");
+  command->add_option_function<std::string>(
+      "--kv-redis-ttl", [flags](const std::string& v) { flags->kv_redis_ttl = v; },
+      "How long a block stays in Redis, e.g. 24h (default), 90m, 3600");
+  command->add_option_function<std::string>(
+      "--kv-redis-size", [flags](const std::string& v) { flags->kv_redis_size = v; },
+      "Bound on the bytes this replica keeps in Redis, e.g. 8GiB (default: none; Redis's "
+      "maxmemory and the TTL bound the rest)");
   command
       ->add_option_function<std::string>(
           "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },
@@ -179,8 +252,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "Compute every prompt from scratch");
   command->add_option_function<std::string>(
       "--chat-template", [flags](const std::string& v) { flags->chat_template = v; },
-      "Chat template: llama2, llama3, chatml or mistral (default: the model's own; chatml for "
-      "a model without one)");
+      "Chat template: llama2, llama3, chatml, mistral, a Jinja file or Jinja text (default: the "
+      "model's own; chatml for a model without one)");
   command->add_option_function<std::string>(
       "--multi-task-prompt", [flags](const std::string& v) { flags->multi_task_prompt = v; },
       "JSON file of [{\"task_id\": ..., \"prompt\": ...}] computed and pinned at start-up (also "
@@ -188,7 +261,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command
       ->add_option_function<int64_t>(
           "--max-queued-requests", [flags](const int64_t& v) { flags->max_queued_requests = v; },
-          "Requests waiting beyond this are refused with 503")
+          "Requests admitted and not finished (running plus waiting) beyond this are refused "
+          "with 503 and Retry-After")
       ->default_str(std::to_string(defaults.max_queued_requests));
   command
       ->add_option_function<std::string>(
@@ -198,8 +272,26 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command
       ->add_option_function<int>(
           "--http-threads", [flags](const int& v) { flags->http_threads = v; },
-          "HTTP worker threads, i.e. concurrent connections served")
+          "HTTP worker threads started up front; more start on demand up to "
+          "--max-connections")
       ->default_str(std::to_string(defaults.http_threads));
+  command
+      ->add_option_function<int64_t>(
+          "--max-connections", [flags](const int64_t& v) { flags->max_connections = v; },
+          "Open HTTP connections in all; more are answered 503")
+      ->default_str(std::to_string(defaults.max_connections));
+  command
+      ->add_option_function<int64_t>(
+          "--max-connections-per-client",
+          [flags](const int64_t& v) { flags->max_connections_per_client = v; },
+          "Open HTTP connections from one client address; more are answered 503")
+      ->default_str(std::to_string(defaults.max_connections_per_client));
+  command
+      ->add_option_function<double>(
+          "--shutdown-timeout", [flags](const double& v) { flags->shutdown_timeout = v; },
+          "On SIGTERM or SIGINT, seconds that running requests may take to finish before they "
+          "are cancelled; new ones are refused meanwhile")
+      ->default_str("30");
   command
       ->add_option_function<std::vector<std::string>>(
           "--allowed-origins",
@@ -209,7 +301,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
           "Origins browsers may call from (CORS), a comma list or repeated, e.g. "
           "http://localhost:3000; * allows any")
       ->default_str("none");
-  command->callback([&run, flags] { run = [flags]() -> int { return RunServe(*flags); }; });
+  command->callback(
+      [&run, flags, demo] { run = [flags, demo]() -> int { return RunServe(*flags, *demo); }; });
 }
 
 }  // namespace reprise::cli

@@ -5,16 +5,20 @@
 
 #include "core/error.h"
 #include "engine/engine_impl.h"
-#include "tokenizer/chat_template.h"
+#include "engine/prompt_keys.h"
 
 namespace reprise {
 
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kLength: return "length";
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "error";
 }
@@ -76,24 +80,28 @@ std::string Engine::Detokenize(const std::vector<int32_t>& tokens) const {
 
 std::string Engine::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
                                       const std::string& template_name) const {
-  const Tokenizer& tokenizer = impl_->tokenizer();
-  std::optional<ChatTemplateKind> kind = impl_->chat_template();
-  if (!template_name.empty()) {
-    kind = ParseChatTemplateName(template_name);
-    if (!kind) throw Error(fmt::format("unknown chat template '{}'", template_name));
-  } else if (!kind) {
-    throw Error(
-        "the model's chat template is not one Reprise recognises; start the server with "
-        "--chat-template (llama2, llama3, chatml, mistral)");
-  }
   std::vector<reprise::ChatMessage> converted;
   for (const auto& message : messages) converted.push_back({message.role, message.content});
-  return reprise::ApplyChatTemplate(*kind, converted, true, tokenizer);
+  // The template resolved at start-up, unless the caller names another one.
+  std::optional<ChatTemplate> other;
+  if (!template_name.empty() && template_name != impl_->config().chat_template) {
+    other.emplace(ChatTemplate::Resolve(template_name, impl_->tokenizer()));
+  }
+  const ChatTemplate& chat = other ? *other : impl_->chat_template();
+  try {
+    return chat.Render(converted, /*add_generation_prompt=*/true);
+  } catch (const jinja::Error& error) {
+    throw Error(fmt::format("{}: {}", chat.description(), error.what()));
+  }
 }
 
 ModelInfo Engine::Info() const { return impl_->Info(); }
 EngineStats Engine::Stats() const { return impl_->Stats(); }
 std::vector<TaskPromptInfo> Engine::TaskPrompts() const { return impl_->TaskPrompts(); }
-size_t Engine::ClearCache() { return impl_->ClearCache(); }
+size_t Engine::ClearCache() { return impl_->ClearCache({"memory"}, std::nullopt); }
+size_t Engine::ClearCache(const std::vector<std::string>& tiers) {
+  return impl_->ClearCache(tiers, std::nullopt);
+}
+size_t Engine::ClearCache(const std::string& owner) { return impl_->ClearCache({"memory"}, owner); }
 
 }  // namespace reprise

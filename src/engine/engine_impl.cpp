@@ -12,10 +12,13 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/prompt_keys.h"
 #include "core/text.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
 #include "sampling/logprobs.h"
+#include "tiers/disk_tier.h"
+#include "tiers/redis_tier.h"
 #include "tokenizer/chat_template.h"
 
 namespace reprise {
@@ -95,7 +98,8 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
 
   model_ = Model::Load(config_.model_path);
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
-  chat_template_ = ResolveChatTemplate(config_.chat_template, tokenizer_->chat_template());
+  chat_template_.emplace(ChatTemplate::Resolve(config_.chat_template, *tokenizer_));
+  spdlog::info("chat prompts use {}", chat_template_->description());
   const ModelConfig& model_config = model_->config();
   // Every id the model can produce must be a token the tokenizer can turn into text, and every
   // token it can encode must have an embedding row.
@@ -116,7 +120,8 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
     // No more than every running request at full context could use, plus as much again as
     // cache for later requests.
     size_t blocks_per_context = static_cast<size_t>(max_context_ + block_size - 1) / block_size + 1;
-    size_t useful = 2 * static_cast<size_t>(config_.max_running_requests) * blocks_per_context * block_bytes_;
+    size_t useful =
+        2 * static_cast<size_t>(config_.max_running_requests) * blocks_per_context * block_bytes_;
     budget = std::min(DefaultKvBudget(), useful);
   }
   num_blocks_ = static_cast<int64_t>(budget / block_bytes_);
@@ -126,18 +131,13 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   }
 
   // The root of every block key: blocks of another model or KV setting can never match.
-  Sha256 fingerprint;
-  fingerprint.Update("reprise-kv-v1");
-  Digest weights = model_->WeightsFingerprint();
-  fingerprint.Update(weights.data(), weights.size());
-  fingerprint.UpdateValue(static_cast<uint32_t>(paged_kv_.type));
-  fingerprint.UpdateValue(static_cast<uint32_t>(block_size));
 
   PrefixCacheConfig cache_config;
   cache_config.num_blocks = num_blocks_;
   cache_config.block_size = block_size;
   cache_config.block_bytes = block_bytes_;
-  cache_config.root_fingerprint = fingerprint.Finish();
+  cache_config.root_fingerprint =
+      KvRootFingerprint(model_->WeightsFingerprint(), paged_kv_.type, block_size);
   cache_config.enable_reuse = config_.enable_prefix_caching;
   cache_config.protected_share = *protected_share;
   cache_ = std::make_unique<PrefixCache>(cache_config);
@@ -150,24 +150,103 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   scheduler_config.enable_reuse = config_.enable_prefix_caching;
   scheduler_config.prefill_order = prefill_order;
   scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
+  OpenTiers(model_config);
 
-  size_t max_logit_rows = static_cast<size_t>(
-      std::min(config_.max_batch_tokens, config_.max_running_requests));
+  size_t max_logit_rows =
+      static_cast<size_t>(std::min(config_.max_batch_tokens, config_.max_running_requests));
   logits_.Resize(max_logit_rows * static_cast<size_t>(model_config.vocab_size));
   model_->Reserve(static_cast<size_t>(config_.max_batch_tokens), max_logit_rows);
 
   spdlog::info("model {} ({}): {} layers, {} heads ({} KV), vocab {}, context {}",
                model_config.name, model_config.architecture, model_config.n_layer,
                model_config.n_head, model_config.n_kv_head, model_config.vocab_size, max_context_);
-  spdlog::info("reuse_cache: {}, block_size: {}, kv_cache: {} blocks of {} bytes ({:.1f} MiB, {}), "
-               "max_batch_tokens: {}, threads: {}",
-               config_.enable_prefix_caching, block_size, num_blocks_, block_bytes_,
-               static_cast<double>(num_blocks_) * static_cast<double>(block_bytes_) / (1 << 20),
-               config_.kv_type, config_.max_batch_tokens, pool_->num_threads());
+  spdlog::info(
+      "reuse_cache: {}, block_size: {}, kv_cache: {} blocks of {} bytes ({:.1f} MiB, {}), "
+      "max_batch_tokens: {}, threads: {}",
+      config_.enable_prefix_caching, block_size, num_blocks_, block_bytes_,
+      static_cast<double>(num_blocks_) * static_cast<double>(block_bytes_) / (1 << 20),
+      config_.kv_type, config_.max_batch_tokens, pool_->num_threads());
 
   if (!config_.task_prompts_json.empty()) ComputeTaskPrompts(config_.task_prompts_json);
   PublishStats();
   thread_ = std::thread([this] { Loop(); });
+}
+
+void EngineImpl::OpenTiers(const ModelConfig& model_config) {
+  if (config_.kv_disk_path.empty() && config_.kv_redis_url.empty()) return;
+  if (!config_.enable_prefix_caching) {
+    throw Error("KV tiers (--kv-disk-path, --kv-redis-url) need prefix caching; it is off");
+  }
+  TierIdentity identity;
+  identity.root_fingerprint = cache_->root_fingerprint();
+  Sha256 layout;  // how a block's bytes are laid out: see kernels::PagedKv
+  layout.Update("reprise-kv-layout-v1");
+  layout.UpdateValue(static_cast<uint32_t>(paged_kv_.type));
+  layout.UpdateValue(static_cast<uint64_t>(model_config.n_layer));
+  layout.UpdateValue(static_cast<uint64_t>(model_config.n_kv_head));
+  layout.UpdateValue(static_cast<uint64_t>(model_config.head_dim));
+  layout.UpdateValue(static_cast<uint64_t>(config_.block_size));
+  layout.UpdateValue(static_cast<uint64_t>(block_bytes_));
+  identity.layout_digest = layout.Finish();
+  identity.block_size = static_cast<uint32_t>(config_.block_size);
+  identity.block_bytes = block_bytes_;
+  std::vector<std::unique_ptr<KvTier>> tiers;  // nearest first
+  if (!config_.kv_disk_path.empty()) {
+    tiers.push_back(std::make_unique<DiskTier>(
+        identity, DiskTierConfig{config_.kv_disk_path, config_.kv_disk_size_bytes, false}));
+  }
+  if (!config_.kv_redis_url.empty()) {
+    redis::RedisEndpoint endpoint = redis::ParseRedisUrl(config_.kv_redis_url);
+    redis::ResolvePassword(endpoint, config_.kv_redis_password_file);
+    RedisTierConfig redis_config;
+    redis_config.ttl = std::chrono::seconds(config_.kv_redis_ttl_seconds);
+    redis_config.capacity_bytes = config_.kv_redis_size_bytes;
+    spdlog::info("remote KV tier: Redis at {}", endpoint.Describe());
+    tiers.push_back(std::make_unique<RedisTier>(
+        identity, redis_config, std::make_shared<redis::RedisClient>(std::move(endpoint))));
+  }
+  tier_link_ = std::make_unique<TierLink>(std::make_unique<TierSet>(identity, std::move(tiers)),
+                                          *cache_, config_.kv_write_through_priority);
+  tier_link_->tiers().SetWakeup([this] {
+    {
+      std::lock_guard lock(mutex_);
+      loads_ready_ = true;
+    }
+    wake_.notify_one();
+  });
+  cache_->SetListener(tier_link_.get());
+  scheduler_->SetLoader(tier_link_.get());
+}
+
+void EngineImpl::RunUntilIdle() {
+  while (scheduler_->HasWork()) {
+    DrainLoads();
+    if (scheduler_->HasRunnableWork()) {
+      Step();
+    } else {
+      REPRISE_CHECK(tier_link_ && tier_link_->LoadsInFlight() > 0,
+                    "the engine has work it cannot run");
+      tier_link_->tiers().WaitForLoad();
+    }
+  }
+}
+
+void EngineImpl::DrainLoads() {
+  if (!tier_link_) return;
+  for (const TierLink::Finished& done : tier_link_->TakeFinished()) {
+    Sequence& sequence = *done.sequence;
+    const size_t reused = TimeInto(scheduling_seconds_,
+                                   [&] { return scheduler_->FinishLoad(sequence, done.loaded); });
+    if (reused > 0) {
+      sequence.cache_sources.disk += done.sources.disk;
+      sequence.cache_sources.remote += done.sources.remote;
+    }
+    if (sequence.cancel_requested) {
+      std::unique_ptr<Sequence> cancelled =
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(sequence.id); });
+      if (cancelled) Deliver(std::move(cancelled), FinishReason::kCancelled, "");
+    }
+  }
 }
 
 EngineImpl::~EngineImpl() {
@@ -177,6 +256,13 @@ EngineImpl::~EngineImpl() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (tier_link_) {
+    try {
+      tier_link_->PersistAll();
+    } catch (const std::exception& error) {
+      spdlog::warn("could not keep the KV cache in the tiers at shutdown: {}", error.what());
+    }
+  }
 }
 
 void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
@@ -217,7 +303,7 @@ void EngineImpl::ComputeTaskPrompts(const std::string& json_text) {
     task_infos_.push_back({specs[i].task_id, token_lists[i].size(),
                            (token_lists[i].size() + block_size - 1) / block_size});
   }
-  while (scheduler_->HasWork()) Step();
+  RunUntilIdle();
   if (!failure.empty()) throw Error(failure);
   for (const auto& info : task_infos_) {
     spdlog::info("task prompt {}: {} tokens in {} pinned blocks", info.task_id, info.tokens,
@@ -266,9 +352,10 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
     }
   }
   if (static_cast<int64_t>(tokens.size()) >= max_context_) {
-    throw Error(fmt::format("the prompt has {} tokens, but the context holds {} (prompt plus at "
-                            "least one generated token)",
-                            tokens.size(), max_context_));
+    throw Error(
+        fmt::format("the prompt has {} tokens, but the context holds {} (prompt plus at "
+                    "least one generated token)",
+                    tokens.size(), max_context_));
   }
   const auto block_size = static_cast<size_t>(config_.block_size);
   if (static_cast<int64_t>(tokens.size() / block_size + 1) > num_blocks_) {
@@ -302,6 +389,7 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
+  sequence->retention.owner = OwnerTag(request.cache.owner);
   sequence->callbacks = std::move(callbacks);
   sequence->submitted_at = Clock::now();
   sequence->request = std::move(request);
@@ -352,9 +440,30 @@ Result EngineImpl::RunOnEngineThread(std::function<Result()> task) {
   return future.get();
 }
 
-size_t EngineImpl::ClearCache() {
-  return RunOnEngineThread<size_t>([this] {
-    size_t dropped = cache_->ClearUnpinned();
+size_t EngineImpl::ClearCache(const std::vector<std::string>& tiers,
+                              const std::optional<std::string>& owner) {
+  for (const std::string& name : tiers) {
+    if (name != "memory" && name != "disk" && name != "remote") {
+      throw Error(fmt::format("unknown cache tier '{}' (memory, disk or remote)", name));
+    }
+  }
+  auto named = [&](const char* name) {
+    return std::find(tiers.begin(), tiers.end(), name) != tiers.end();
+  };
+  if (owner && (named("disk") || named("remote"))) {
+    throw Error("the disk and remote tiers keep no owners: only memory can be cleared per owner");
+  }
+  return RunOnEngineThread<size_t>([this, named, owner] {
+    size_t dropped = 0;
+    if (named("memory")) {
+      dropped += owner ? cache_->ClearOwned(OwnerTag(*owner)) : cache_->ClearUnpinned();
+      // What memory dropped was written back: have it on disk before anyone asks for it.
+      if (tier_link_) tier_link_->tiers().Flush();
+    }
+    for (const char* name : {"disk", "remote"}) {
+      size_t count = 0;
+      if (named(name) && tier_link_ && tier_link_->tiers().Clear(name, &count)) dropped += count;
+    }
     PublishStats();
     return dropped;
   });
@@ -368,9 +477,10 @@ void EngineImpl::Loop() {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] {
         return stopping_ || !incoming_.empty() || !cancels_.empty() || !tasks_.empty() ||
-               scheduler_->HasWork();
+               loads_ready_ || scheduler_->HasRunnableWork();
       });
       if (stopping_) break;
+      loads_ready_ = false;
       while (!incoming_.empty()) {
         scheduler_->Add(std::move(incoming_.front()));
         incoming_.pop_front();
@@ -379,6 +489,7 @@ void EngineImpl::Loop() {
       tasks.swap(tasks_);
     }
     for (auto& task : tasks) task();
+    DrainLoads();
     for (uint64_t id : cancels) {
       std::unique_ptr<Sequence> sequence =
           TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
@@ -386,8 +497,13 @@ void EngineImpl::Loop() {
         Deliver(std::move(sequence), FinishReason::kCancelled, "");
       }
     }
-    if (scheduler_->HasWork()) Step();
+    if (scheduler_->HasRunnableWork()) Step();
     PublishStats();
+  }
+  // Loads in flight write into blocks the sequences hold: wait for them before letting go.
+  while (tier_link_ && tier_link_->LoadsInFlight() > 0) {
+    tier_link_->tiers().WaitForLoad();
+    DrainLoads();
   }
   // Shutting down: every request still known ends as cancelled, so no caller waits forever.
   std::deque<std::unique_ptr<Sequence>> leftover;
@@ -464,9 +580,11 @@ void EngineImpl::Forward(const StepPlan& plan) {
   model_->Forward(batch_, paged_kv_, *pool_, logits_.data());
   double forward_seconds = SecondsSince(forward_start);
   forward_seconds_ += forward_seconds;
+  ++steps_;
   TimeInto(scheduling_seconds_, [&] { scheduler_->Complete(plan); });
   for (const StepEntry& entry : plan.entries) {
-    if (!entry.sequence->first_token_seen) entry.sequence->prefill_compute_seconds += forward_seconds;
+    if (!entry.sequence->first_token_seen)
+      entry.sequence->prefill_compute_seconds += forward_seconds;
   }
 }
 
@@ -513,7 +631,8 @@ void EngineImpl::HandleLogits(Sequence& sequence, float* logits) {
   if (!sampling.ignore_eos && tokenizer_->IsEndOfGeneration(token)) {
     if (sequence.callbacks.on_token) {
       sequence.callbacks.on_token(TokenEvent{sequence.id, token, "", sequence.prompt_len,
-                                             sequence.cached_tokens, UnstreamedLogprobs(sequence)});
+                                             sequence.cached_tokens, UnstreamedLogprobs(sequence),
+                                             sequence.cache_sources});
     }
     FinishSequence(&sequence, FinishReason::kStop);
     return;
@@ -540,7 +659,7 @@ void EngineImpl::Emit(Sequence& sequence, bool final) {
   if (sequence.callbacks.on_token && (!delta.empty() || !final || logprobs_pending)) {
     sequence.callbacks.on_token(TokenEvent{sequence.id, sequence.tokens.back(), std::move(delta),
                                            sequence.prompt_len, sequence.cached_tokens,
-                                           UnstreamedLogprobs(sequence)});
+                                           UnstreamedLogprobs(sequence), sequence.cache_sources});
   }
 }
 
@@ -579,6 +698,7 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
                           sequence->tokens.end());
   output.prompt_tokens = sequence->prompt_len;
   output.cached_tokens = sequence->cached_tokens;
+  output.cache_sources = sequence->cache_sources;
   output.finish_reason = reason;
   output.error = error;
   output.ttft_seconds = sequence->ttft_seconds;
@@ -595,6 +715,9 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
     ++finished_;
     if (reason == FinishReason::kCancelled) ++cancelled_;
     prompt_tokens_ += output.prompt_tokens;
+    prompt_tokens_cached_.memory += output.cache_sources.memory;
+    prompt_tokens_cached_.disk += output.cache_sources.disk;
+    prompt_tokens_cached_.remote += output.cache_sources.remote;
   }
   if (!sequence->callbacks.on_finish) return;
   try {
@@ -608,7 +731,23 @@ void EngineImpl::Deliver(std::unique_ptr<Sequence> sequence, FinishReason reason
 void EngineImpl::PublishStats() {
   CacheStats cache = cache_->Stats();
   const SchedulerStats& scheduler = scheduler_->stats();
+  std::optional<TierSetStats> tiers;
+  if (tier_link_) tiers = tier_link_->tiers().Stats();
   std::lock_guard lock(stats_mutex_);
+  if (tiers) {
+    stats_.tiers.clear();
+    for (const TierStats& tier : tiers->tiers) {
+      stats_.tiers.push_back({tier.name, tier.available, tier.last_error, tier.blocks, tier.bytes,
+                              tier.capacity_bytes, tier.blocks_written, tier.bytes_written,
+                              tier.blocks_read, tier.bytes_read, tier.evictions,
+                              tier.corrupt_blocks, tier.foreign_blocks, tier.errors});
+    }
+    stats_.tier_load_bounds.assign(std::begin(kLoadSecondsBounds), std::end(kLoadSecondsBounds));
+    stats_.tier_load_buckets = tiers->load_seconds_buckets;
+    stats_.tier_load_seconds_sum = tiers->load_seconds_sum;
+    stats_.tier_writes_dropped = tiers->writes_dropped;
+  }
+  stats_.prompt_tokens_cached = prompt_tokens_cached_;
   stats_.prefix_cache_queries = scheduler.prompt_tokens_queried;
   stats_.prefix_cache_hits = scheduler.prompt_tokens_hit;
   stats_.evictions = cache.evictions;
@@ -627,6 +766,7 @@ void EngineImpl::PublishStats() {
   stats_.generation_tokens_total = generation_tokens_;
   stats_.scheduling_seconds_total = scheduling_seconds_;
   stats_.forward_seconds_total = forward_seconds_;
+  stats_.steps_total = steps_;
 }
 
 EngineStats EngineImpl::Stats() const {

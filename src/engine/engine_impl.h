@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/tier_link.h"
 #include "kernels/paged_attention.h"
 #include "kvcache/prefix_cache.h"
 #include "model/model.h"
@@ -37,14 +39,16 @@ class EngineImpl {
   void Cancel(uint64_t request_id);
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  // The chat template resolved at start-up (see EngineConfig::chat_template); std::nullopt when
-  // the model's own template is one Reprise does not recognise.
-  std::optional<ChatTemplateKind> chat_template() const { return chat_template_; }
+  const EngineConfig& config() const { return config_; }
+  // The chat template resolved and checked at start-up (see EngineConfig::chat_template).
+  const ChatTemplate& chat_template() const { return *chat_template_; }
   const Model& model() const { return *model_; }
   ModelInfo Info() const;
   EngineStats Stats() const;
   std::vector<TaskPromptInfo> TaskPrompts() const { return task_infos_; }
-  size_t ClearCache();
+  // Clears the named tiers ("memory", "disk", "remote"); with `owner`, only the blocks that
+  // owner's requests (CacheOptions::owner) added to memory (the tiers beyond keep no owners).
+  size_t ClearCache(const std::vector<std::string>& tiers, const std::optional<std::string>& owner);
 
  private:
   struct TaskPrompt {
@@ -59,6 +63,12 @@ class EngineImpl {
   std::vector<int32_t> OwnPromptTokens(const GenerationRequest& request) const;
   std::unique_ptr<Sequence> MakeSequence(GenerationRequest request, StreamCallbacks callbacks);
   void ComputeTaskPrompts(const std::string& json_text);
+  // Opens the tiers beyond memory that the config names (the disk tier) and links them in.
+  void OpenTiers(const ModelConfig& model_config);
+  // Steps until every sequence added so far is done (start-up work: task prompts).
+  void RunUntilIdle();
+  // Hands finished tier loads to their sequences (engine thread).
+  void DrainLoads();
   void Loop();
   void Step();
   // Builds the batch of `plan`, runs the model and advances the requests' computed positions.
@@ -83,10 +93,11 @@ class EngineImpl {
   EngineConfig config_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::optional<ChatTemplateKind> chat_template_;
+  std::optional<ChatTemplate> chat_template_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<TierLink> tier_link_;  // null without tiers beyond memory
   kernels::PagedKv paged_kv_;
   int64_t max_context_ = 0;
   int64_t num_blocks_ = 0;
@@ -103,6 +114,7 @@ class EngineImpl {
   std::vector<uint64_t> cancels_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
+  bool loads_ready_ = false;  // a tier load finished since the loop last looked
   uint64_t next_id_ = 1;
   size_t queued_ = 0;  // submitted and not finished
 
@@ -112,9 +124,11 @@ class EngineImpl {
   uint64_t cancelled_ = 0;
   uint64_t generation_tokens_ = 0;
   uint64_t prompt_tokens_ = 0;
+  CacheSources prompt_tokens_cached_;
   // Step-thread only (published by PublishStats): where the step thread's time goes.
   double scheduling_seconds_ = 0;
   double forward_seconds_ = 0;
+  uint64_t steps_ = 0;
 
   std::thread thread_;
 };

@@ -26,6 +26,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, PrefixCache& cache)
 
 void Scheduler::Add(std::unique_ptr<Sequence> sequence) {
   sequence->arrival_step = steps_;
+  sequence->key_chain = BlockKeyChain(cache_.root_fingerprint(), sequence->extras);
   waiting_.push_back(std::move(sequence));
 }
 
@@ -55,15 +56,88 @@ void Scheduler::AdoptMatch(Sequence& sequence, PrefixMatch match) {
 void Scheduler::Admit(Sequence& sequence) {
   // One token is always left to compute: its logits give the next token.
   size_t max_match = sequence.tokens.size() - 1;
-  PrefixMatch match = cache_.Match(sequence.tokens, max_match, sequence.extras, sequence.retention);
+  // Only a first admission reports reuse: a preempted request matches its own blocks again.
+  sequence.load_counts_as_reuse = !sequence.admitted_once;
+  if (config_.enable_reuse) {
+    sequence.key_chain.Extend(sequence.tokens, static_cast<size_t>(config_.block_size));
+  }
+  PrefixMatch match =
+      cache_.MatchChain(sequence.tokens, max_match, sequence.key_chain, sequence.retention);
   if (!sequence.admitted_once) {
     sequence.admitted_once = true;
     sequence.admitted_step = steps_;
     sequence.cached_tokens = std::min(match.cached_tokens, sequence.prompt_len);
+    sequence.cache_sources.memory = sequence.cached_tokens;
     stats_.prompt_tokens_queried += sequence.prompt_len;
     stats_.prompt_tokens_hit += sequence.cached_tokens;
   }
   AdoptMatch(sequence, std::move(match));
+  TryLoad(sequence);
+}
+
+void Scheduler::TryLoad(Sequence& sequence) {
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  if (loader_ == nullptr || !config_.enable_reuse) return;
+  // Full blocks only, and one token always left to compute (as in Admit).
+  const size_t first = sequence.num_computed / block_size;
+  const size_t end = (sequence.tokens.size() - 1) / block_size;
+  if (first >= end) return;
+  const size_t wanted =
+      loader_->ProbablyHeld(sequence.key_chain.keys().subspan(first, end - first));
+  if (wanted == 0) return;
+  if (sequence.num_computed % block_size != 0) {
+    // The match ended inside a block copied from a partial match: the tiers hold that whole
+    // block, and more. Give the copy back and load from the block's start.
+    const size_t partial = sequence.num_computed - first * block_size;
+    cache_.Release(std::span<const BlockId>(&sequence.blocks.back(), 1));
+    sequence.blocks.pop_back();
+    sequence.num_computed = first * block_size;
+    if (sequence.load_counts_as_reuse) {
+      sequence.cached_tokens -= partial;
+      sequence.cache_sources.memory -= partial;
+      stats_.prompt_tokens_hit -= partial;
+    }
+  }
+  for (size_t i = 0; i < wanted; ++i) {
+    std::optional<BlockId> block = cache_.Allocate();
+    if (!block) break;
+    sequence.blocks.push_back(*block);
+  }
+  if (sequence.blocks.size() == first) return;
+  sequence.loading = true;
+  ++stats_.loads_started;
+  loader_->StartLoad(sequence, first);
+}
+
+size_t Scheduler::FinishLoad(Sequence& sequence, size_t loaded) {
+  REPRISE_CHECK(sequence.loading, "a load finished for a sequence that was not loading");
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  const size_t first = sequence.num_computed / block_size;
+  REPRISE_CHECK(first == sequence.committed_blocks && first + loaded <= sequence.blocks.size(),
+                "a load of {} blocks does not fit the sequence's table", loaded);
+  sequence.loading = false;
+  // Blocks set aside for what the tiers did not have go back (last first).
+  std::vector<BlockId> unused(sequence.blocks.begin() + static_cast<ptrdiff_t>(first + loaded),
+                              sequence.blocks.end());
+  sequence.blocks.resize(first + loaded);
+  if (!unused.empty()) cache_.Release(unused);
+  // The loaded blocks are as good as computed ones: commit them for every request to share.
+  sequence.num_computed = (first + loaded) * block_size;
+  CommitFullBlocks(sequence);
+  size_t reused = 0;
+  if (sequence.load_counts_as_reuse) {
+    reused = std::min(sequence.num_computed, sequence.prompt_len) -
+             std::min(first * block_size, sequence.prompt_len);
+    sequence.cached_tokens += reused;
+    stats_.prompt_tokens_hit += reused;
+  }
+  return reused;
+}
+
+bool Scheduler::HasRunnableWork() const {
+  if (!waiting_.empty() && running_.size() < static_cast<size_t>(config_.max_running)) return true;
+  return std::any_of(running_.begin(), running_.end(),
+                     [](const auto& sequence) { return !sequence->loading; });
 }
 
 void Scheduler::TryExtendMatch(Sequence& sequence) {
@@ -75,8 +149,10 @@ void Scheduler::TryExtendMatch(Sequence& sequence) {
       sequence.blocks.size() != (sequence.num_computed + block_size - 1) / block_size) {
     return;
   }
-  PrefixMatch match = cache_.Match(sequence.tokens, sequence.tokens.size() - 1, sequence.extras,
-                                   sequence.retention, sequence.num_computed);
+  sequence.key_chain.Extend(sequence.tokens, block_size);
+  PrefixMatch match =
+      cache_.MatchChain(sequence.tokens, sequence.tokens.size() - 1, sequence.key_chain,
+                        sequence.retention, sequence.num_computed);
   if (match.cached_tokens <= sequence.num_computed) {
     cache_.Release(match.blocks);
     return;
@@ -86,6 +162,7 @@ void Scheduler::TryExtendMatch(Sequence& sequence) {
     size_t gained = std::min(match.cached_tokens, sequence.prompt_len) -
                     std::min(sequence.num_computed, sequence.prompt_len);
     sequence.cached_tokens += gained;
+    sequence.cache_sources.memory += gained;
     stats_.prompt_tokens_hit += gained;
   }
   AdoptMatch(sequence, std::move(match));
@@ -122,7 +199,8 @@ bool Scheduler::PreemptNewest(const Sequence& keep,
                               const std::unordered_set<Sequence*>& planned) {
   for (size_t i = running_.size(); i-- > 0;) {
     Sequence* victim = running_[i].get();
-    if (victim == &keep || planned.count(victim) != 0) continue;
+    // A loading sequence's blocks are being written by an I/O thread: never taken from it.
+    if (victim == &keep || victim->loading || planned.count(victim) != 0) continue;
     Preempt(*victim);
     waiting_.push_front(std::move(running_[i]));
     running_.erase(running_.begin() + static_cast<ptrdiff_t>(i));
@@ -152,7 +230,7 @@ bool Scheduler::IsRunning(const Sequence* sequence) const {
 std::vector<Sequence*> Scheduler::PrefillCandidates(const std::vector<Sequence*>& snapshot) {
   std::vector<Sequence*> candidates;
   for (Sequence* sequence : snapshot) {
-    if (sequence->Remaining() <= 1 || !IsRunning(sequence)) continue;
+    if (sequence->Remaining() <= 1 || sequence->loading || !IsRunning(sequence)) continue;
     // Match before ordering: what is left to compute is what the cache does not hold, and
     // blocks another request committed since the last step count.
     TryExtendMatch(*sequence);
@@ -187,10 +265,10 @@ void Scheduler::OrderWaiting() {
   std::vector<std::pair<double, size_t>> order;  // (key, position in waiting_)
   order.reserve(examined);
   for (size_t i = 0; i < examined; ++i) {
-    const Sequence& sequence = *waiting_[i];
+    Sequence& sequence = *waiting_[i];
     // A preempted request's own blocks stay cached: it ranks by what it still lacks, too.
-    const size_t cached =
-        cache_.CachedPrefixLength(sequence.tokens, sequence.tokens.size() - 1, sequence.extras);
+    sequence.key_chain.Extend(sequence.tokens, static_cast<size_t>(config_.block_size));
+    const size_t cached = cache_.CachedChainLength(sequence.key_chain, sequence.tokens.size() - 1);
     const double left = static_cast<double>(sequence.tokens.size() - cached);
     order.emplace_back(left - aging * static_cast<double>(steps_ - sequence.arrival_step), i);
   }
@@ -243,7 +321,9 @@ StepPlan Scheduler::Schedule() {
   // Decode tokens first: they are one position each and hold a client waiting on every token.
   for (Sequence* sequence : snapshot) {
     if (budget == 0) break;
-    if (sequence->Remaining() == 1 && IsRunning(sequence)) schedule(*sequence, 1);
+    if (sequence->Remaining() == 1 && !sequence->loading && IsRunning(sequence)) {
+      schedule(*sequence, 1);
+    }
   }
   // Then prefill chunks. A chunk starts after the cached prefix.
   std::vector<Sequence*> candidates = PrefillCandidates(snapshot);
@@ -264,7 +344,8 @@ StepPlan Scheduler::Schedule() {
   // A lone request that cannot get a single block can never run: the cache is too small.
   if (plan.entries.empty() && !running_.empty()) {
     for (size_t i = running_.size(); i-- > 0;) {
-      if (running_[i]->blocks.size() * block_size < running_[i]->tokens.size() &&
+      if (!running_[i]->loading &&
+          running_[i]->blocks.size() * block_size < running_[i]->tokens.size() &&
           cache_.NumAllocatable() == 0) {
         ReleaseBlocks(*running_[i]);
         plan.failed.push_back(std::move(running_[i]));
@@ -294,7 +375,12 @@ std::unique_ptr<Sequence> Scheduler::Remove(uint64_t id) {
     }
   }
   for (auto& sequence : running_) {
-    if (sequence->id == id) return Finish(sequence.get());
+    if (sequence->id != id) continue;
+    if (sequence->loading) {
+      sequence->cancel_requested = true;  // its blocks are being written: finished after the load
+      return nullptr;
+    }
+    return Finish(sequence.get());
   }
   return nullptr;
 }
@@ -308,6 +394,9 @@ std::vector<uint64_t> Scheduler::Ids() const {
 
 std::vector<std::unique_ptr<Sequence>> Scheduler::RemoveAll() {
   std::vector<std::unique_ptr<Sequence>> removed;
+  for (const auto& sequence : running_) {
+    REPRISE_CHECK(!sequence->loading, "removing sequence {} while a load fills it", sequence->id);
+  }
   while (!running_.empty()) removed.push_back(Finish(running_.back().get()));
   for (auto& sequence : waiting_) {
     ReleaseBlocks(*sequence);

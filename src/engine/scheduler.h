@@ -57,10 +57,23 @@ struct StepPlan {
   size_t num_tokens = 0;
 };
 
+// Where blocks that memory misses may still be found (the tiers beyond memory). The engine
+// implements it; the scheduler decides when to ask.
+class BlockLoader {
+ public:
+  virtual ~BlockLoader() = default;
+  // How many leading `keys` the tiers probably hold (non-blocking).
+  virtual size_t ProbablyHeld(std::span<const Digest> keys) = 0;
+  // Starts filling blocks [first_block, sequence.blocks.size()) of the sequence from the tiers;
+  // the engine hands the result to Scheduler::FinishLoad.
+  virtual void StartLoad(Sequence& sequence, size_t first_block) = 0;
+};
+
 struct SchedulerStats {
   uint64_t preemptions = 0;
   uint64_t prompt_tokens_queried = 0;  // prompt tokens looked up at first admission
-  uint64_t prompt_tokens_hit = 0;      // of which found in cache
+  uint64_t prompt_tokens_hit = 0;      // of which found in cache (memory and tiers)
+  uint64_t loads_started = 0;
 };
 
 class Scheduler {
@@ -81,16 +94,29 @@ class Scheduler {
   // Removes every sequence (shutting down), releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> RemoveAll();
 
+  // Sets (or with nullptr removes) where missed blocks are looked for; must outlive its use.
+  void SetLoader(BlockLoader* loader) { loader_ = loader; }
+  // A load started for `sequence` is done: its first `loaded` blocks hold verified KV. Commits
+  // them, releases the blocks set aside beyond them and makes the sequence schedulable again.
+  // Returns the prompt tokens that count as reused (0 unless the load began at its first
+  // admission).
+  size_t FinishLoad(Sequence& sequence, size_t loaded);
   // The ids of every sequence, running and waiting.
   std::vector<uint64_t> Ids() const;
 
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  // Whether Schedule can do anything now: false while every running sequence is loading and
+  // nothing more can be admitted (the engine then waits for a load instead of spinning).
+  bool HasRunnableWork() const;
   size_t num_running() const { return running_.size(); }
   size_t num_waiting() const { return waiting_.size(); }
   const SchedulerStats& stats() const { return stats_; }
 
  private:
   void Admit(Sequence& sequence);
+  // After a match that ended on a block boundary: asks the loader for the blocks that follow and
+  // sets blocks aside for them; the sequence then waits in the loading state.
+  void TryLoad(Sequence& sequence);
   void TryExtendMatch(Sequence& sequence);
   void AdoptMatch(Sequence& sequence, PrefixMatch match);
   void CommitFullBlocks(Sequence& sequence);
@@ -113,6 +139,7 @@ class Scheduler {
 
   SchedulerConfig config_;
   PrefixCache& cache_;
+  BlockLoader* loader_ = nullptr;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order: oldest first
   SchedulerStats stats_;

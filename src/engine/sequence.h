@@ -31,7 +31,15 @@ struct Sequence {
   bool prefill_only = false;  // a static task prompt: compute, commit, pin, no sampling
 
   std::vector<BlockId> blocks;  // block table: position p lives in blocks[p / block_size]
-  size_t committed_blocks = 0;  // leading full blocks registered in the prefix index
+  // Keys of the full blocks of `tokens`, rooted at the cache's fingerprint: computed once, then
+  // extended as the sequence grows (matching and tier lookups read them).
+  BlockKeyChain key_chain;
+  // Blocks [num_computed / block_size, blocks.size()) are being filled from a tier (on an I/O
+  // thread): the sequence is neither scheduled nor preempted until the load is taken.
+  bool loading = false;
+  bool cancel_requested = false;      // cancelled while loading: finished once the load is taken
+  bool load_counts_as_reuse = false;  // the load began at its first admission
+  size_t committed_blocks = 0;        // leading full blocks registered in the prefix index
   std::optional<Digest> last_committed_key;  // key of the last of them: the next one's parent
   // Scheduling-only identity of each full block's prefix (a cheap rolling hash): lets the
   // scheduler see that two sequences are about to compute the same block.
@@ -43,7 +51,8 @@ struct Sequence {
   bool admitted_once = false;
   uint64_t admitted_step = 0;  // the scheduler step of its first admission (prefill aging)
   uint64_t arrival_step = 0;   // the scheduler step it was added in (admission aging)
-  size_t cached_tokens = 0;  // reported reuse: prompt tokens whose KV came from cache
+  size_t cached_tokens = 0;    // reported reuse: prompt tokens whose KV came from cache
+  CacheSources cache_sources;  // the same, by where it came from
 
   std::unique_ptr<Sampler> sampler;
   std::optional<OutputText> output;  // detokenized text, stop strings, what was streamed

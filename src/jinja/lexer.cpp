@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 
+#include "core/utf8.h"
 #include "jinja/value.h"
 
 namespace reprise::jinja {
@@ -17,24 +18,6 @@ bool IsSpace(char c) {
 std::string_view RightStrip(std::string_view text) {
   while (!text.empty() && IsSpace(text.back())) text.remove_suffix(1);
   return text;
-}
-
-void AppendUtf8(uint32_t code_point, std::string& out) {
-  if (code_point < 0x80) {
-    out += static_cast<char>(code_point);
-  } else if (code_point < 0x800) {
-    out += static_cast<char>(0xc0 | (code_point >> 6));
-    out += static_cast<char>(0x80 | (code_point & 0x3f));
-  } else if (code_point < 0x10000) {
-    out += static_cast<char>(0xe0 | (code_point >> 12));
-    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (code_point & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (code_point >> 18));
-    out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (code_point & 0x3f));
-  }
 }
 
 class Lexer {
@@ -303,7 +286,7 @@ class Lexer {
                                           : std::tolower(static_cast<unsigned char>(h)) - 'a' + 10);
           }
           if (code_point > 0x10ffff) Fail("bad escape in string", i);
-          AppendUtf8(code_point, value);
+          unicode::AppendUtf8(code_point, value);
           i += width;
           break;
         }

@@ -91,7 +91,11 @@ class Parser {
       const Token& token = Current();
       if (token.kind == Kind::kEnd) {
         if (end_names.size() > 0) {
-          Fail(fmt::format("unexpected end of template, expected '{}'", *end_names.begin()), token);
+          std::string expected;
+          for (std::string_view end : end_names) {
+            expected += (expected.empty() ? "'" : " or '") + std::string(end) + "'";
+          }
+          throw Error("unexpected end of template, expected " + expected, token.line, token.column);
         }
         return body;
       }

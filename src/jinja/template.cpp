@@ -123,7 +123,11 @@ Value Arithmetic(const std::string& op, const Value& a, const Value& b, size_t l
   if (op == "**") {
     if (y < 0) return Value(std::pow(a.as_double(), b.as_double()));
     __int128 result = 1;
-    for (__int128 i = 0; i < y; ++i) result = CheckedInt(result * x);
+    __int128 base = x;
+    for (__int128 e = y; e > 0; e >>= 1) {  // by squaring: any exponent takes few steps
+      if (e & 1) result = CheckedInt(result * base);
+      if (e > 1) base = CheckedInt(base * base);
+    }
     return Value(CheckedInt(result));
   }
   if (y == 0) throw Error("integer division or modulo by zero");
@@ -131,6 +135,29 @@ Value Arithmetic(const std::string& op, const Value& a, const Value& b, size_t l
   if ((x % y != 0) && ((x < 0) != (y < 0))) --quotient;  // floor
   if (op == "//") return Value(CheckedInt(quotient));
   return Value(CheckedInt(x - quotient * y));
+}
+
+// How much a value is to walk or copy: bytes of a string, items of a list or dict.
+uint64_t SizeOf(const Value& value) {
+  if (value.is_string()) return value.as_string().size();
+  if (value.is_array()) return value.as_array().size();
+  if (value.is_object()) return value.as_object().items.size();
+  return 1;
+}
+
+// Whether `value` holds a namespace (a namespace attribute may not: values stay acyclic).
+bool HoldsNamespace(const Value& value) {
+  if (value.is_object()) {
+    if (value.as_object().is_namespace) return true;
+    for (const auto& item : value.as_object().items) {
+      if (HoldsNamespace(item.second)) return true;
+    }
+  } else if (value.is_array()) {
+    for (const Value& item : value.as_array()) {
+      if (HoldsNamespace(item)) return true;
+    }
+  }
+  return false;
 }
 
 class Renderer {
@@ -197,7 +224,15 @@ class Renderer {
     frame["strftime_now"] = StrftimeNowFunction(std::time(nullptr));
   }
 
+  void Charge(uint64_t units) {
+    work_ += units;
+    if (work_ > limits_.max_work) {
+      throw Error(fmt::format("the template does more than {} units of work", limits_.max_work));
+    }
+  }
+
   void Append(std::string_view text) {
+    Charge(text.size());
     if (out_->size() + text.size() > limits_.max_output_bytes) {
       throw Error(fmt::format("the output exceeds {} bytes", limits_.max_output_bytes));
     }
@@ -280,6 +315,8 @@ class Renderer {
         if (!target.is_object() || !target.as_object().is_namespace) {
           throw Error("cannot assign attribute on non-namespace object");
         }
+        Charge(SizeOf(value));
+        if (HoldsNamespace(value)) throw Error("a namespace attribute cannot hold a namespace");
         target.mutable_object().Set(stmt.attribute, std::move(value));
         return Flow::kNormal;
       }
@@ -323,6 +360,7 @@ class Renderer {
     }
     const int64_t length = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < length; ++i) {
+      Charge(1);
       if (++iterations_ > limits_.max_iterations) {
         throw Error(fmt::format("more than {} loop iterations", limits_.max_iterations));
       }
@@ -410,6 +448,7 @@ class Renderer {
                     : block_input  ? ApplyFilterChain(*expr.items[0], block_input)
                                    : Eval(*expr.items[0]);
     CallArgs args = EvalArguments(expr, 1);
+    Charge(SizeOf(operand));
     return ApplyFilter(expr.name, operand, args, limits_.max_output_bytes);
   }
 
@@ -442,12 +481,19 @@ class Renderer {
         }
         return Value(std::move(object));
       }
-      case Expr::Kind::kGetAttr:
-        return GetAttribute(Eval(*expr.items[0]), expr.name);
-      case Expr::Kind::kGetItem:
-        return GetItem(Eval(*expr.items[0]), Eval(*expr.items[1]));
+      case Expr::Kind::kGetAttr: {
+        Value object = Eval(*expr.items[0]);
+        if (object.is_string()) Charge(SizeOf(object));  // a method takes the string along
+        return GetAttribute(object, expr.name);
+      }
+      case Expr::Kind::kGetItem: {
+        Value object = Eval(*expr.items[0]);
+        if (object.is_string()) Charge(SizeOf(object));
+        return GetItem(object, Eval(*expr.items[1]));
+      }
       case Expr::Kind::kSlice: {
         Value object = Eval(*expr.items[0]);
+        Charge(SizeOf(object));
         Value parts[3];
         for (int i = 0; i < 3; ++i) {
           if (expr.items[static_cast<size_t>(i + 1)])
@@ -495,6 +541,7 @@ class Renderer {
     if (op == "or") return left.Truthy() ? left : Eval(*expr.items[1]);
     Value right = Eval(*expr.items[1]);
     if (op == "~") {
+      Charge(SizeOf(left) + SizeOf(right));
       std::string text = left.Str() + right.Str();
       if (text.size() > limits_.max_output_bytes) throw Error("string too long");
       return Value(std::move(text));
@@ -505,15 +552,19 @@ class Renderer {
     if (op == "<=") return Value(Compare(left, right) <= 0);
     if (op == ">") return Value(Compare(left, right) > 0);
     if (op == ">=") return Value(Compare(left, right) >= 0);
+    Charge(SizeOf(left) + SizeOf(right));
     if (op == "in") return Value(Contains(right, left));
     if (op == "not in") return Value(!Contains(right, left));
-    return Arithmetic(op, left, right, limits_.max_output_bytes);
+    Value result = Arithmetic(op, left, right, limits_.max_output_bytes);
+    Charge(SizeOf(result));
+    return result;
   }
 
   const RenderLimits& limits_;
   std::vector<std::shared_ptr<Frame>> scopes_;  // globals, top level, then loop/macro scopes
   std::string* out_ = nullptr;
   uint64_t iterations_ = 0;
+  uint64_t work_ = 0;
   int call_depth_ = 0;
 };
 

@@ -24,6 +24,9 @@ struct RenderLimits {
   size_t max_output_bytes = size_t{16} << 20;  // also bounds every string built on the way
   int max_call_depth = 64;                     // nested macro calls
   uint64_t max_iterations = 1'000'000;         // loop iterations in one render
+  // Work in one render: loop iterations plus the bytes and items that operators, filters and
+  // methods walk or copy (bounds the time of quadratic templates).
+  uint64_t max_work = 200'000'000;
 };
 
 class Template {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/utf8.h"
+
 namespace reprise::jinja {
 
 Error::Error(const std::string& message, int line, int column, bool raised)
@@ -31,6 +33,31 @@ void Object::Set(const std::string& key, Value value) {
     }
   }
   items.emplace_back(key, std::move(value));
+}
+
+namespace {
+
+uint32_t NestingOf(uint32_t deepest_item) {
+  if (deepest_item + 1 > Value::kMaxNesting) {
+    throw Error(fmt::format("values nested deeper than {} levels", Value::kMaxNesting));
+  }
+  return deepest_item + 1;
+}
+
+}  // namespace
+
+Value::Value(Array v) {
+  uint32_t deepest = 0;
+  for (const Value& item : v) deepest = std::max(deepest, item.nesting_);
+  nesting_ = NestingOf(deepest);
+  data_ = std::make_shared<Array>(std::move(v));
+}
+
+Value::Value(Object v) {
+  uint32_t deepest = 0;
+  for (const auto& item : v.items) deepest = std::max(deepest, item.second.nesting_);
+  nesting_ = NestingOf(deepest);
+  data_ = std::make_shared<Object>(std::move(v));
 }
 
 Value Value::MakeFunction(std::string name, Function function) {
@@ -466,12 +493,7 @@ void CallArgs::CheckMax(std::string_view function, size_t max) const {
 std::vector<std::string> SplitCodePoints(const std::string& text) {
   std::vector<std::string> out;
   for (size_t i = 0; i < text.size();) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    size_t length = c < 0x80           ? 1
-                    : (c >> 5) == 0x6  ? 2
-                    : (c >> 4) == 0xe  ? 3
-                    : (c >> 3) == 0x1e ? 4
-                                       : 1;
+    size_t length = unicode::Utf8SequenceLength(static_cast<uint8_t>(text[i]));
     length = std::min(length, text.size() - i);
     out.push_back(text.substr(i, length));
     i += length;

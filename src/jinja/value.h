@@ -59,8 +59,11 @@ class Value {
   Value(std::string v) : data_(std::move(v)) {}
   Value(std::string_view v) : data_(std::string(v)) {}
   Value(const char* v) : data_(std::string(v)) {}
-  Value(Array v) : data_(std::make_shared<Array>(std::move(v))) {}
-  Value(Object v) : data_(std::make_shared<Object>(std::move(v))) {}
+  // Lists and dicts nest at most kMaxNesting deep (throws Error beyond), so that no walk over a
+  // value (repr, ==, json, destruction) can exhaust the stack.
+  static constexpr uint32_t kMaxNesting = 256;
+  Value(Array v);
+  Value(Object v);
 
   static Value None() { return Value(NoneTag{}); }
   // An undefined value that remembers what was looked up, for the error when it is used.
@@ -87,6 +90,7 @@ class Value {
   bool is_function() const { return type() == Type::kFunction; }
   bool is_generator() const { return generator_; }
   bool is_safe() const { return safe_; }
+  uint32_t nesting() const { return nesting_; }  // 0 for scalars, 1 + the deepest item's
 
   bool as_bool() const { return std::get<bool>(data_); }
   int64_t as_int() const;    // ints and bools
@@ -126,6 +130,7 @@ class Value {
       data_;
   bool generator_ = false;
   bool safe_ = false;
+  uint32_t nesting_ = 0;
 };
 
 // Arguments of a call: positional, then keyword.

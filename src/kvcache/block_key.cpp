@@ -12,6 +12,17 @@ void UpdateLength(Sha256& hasher, uint64_t length) {
 
 }  // namespace
 
+uint64_t OwnerTag(std::string_view owner) {
+  if (owner.empty()) return 0;
+  Sha256 hasher;
+  hasher.Update("reprise.kv.owner.v1");
+  hasher.Update(owner);
+  Digest digest = hasher.Finish();
+  uint64_t tag = 0;
+  for (size_t i = 0; i < sizeof(tag); ++i) tag = (tag << 8) | digest[i];
+  return tag == 0 ? 1 : tag;
+}
+
 Digest ExtrasDigest(const CacheKeyExtras& extras) {
   Sha256 hasher;
   hasher.Update("reprise.kv.extras.v1");
@@ -32,6 +43,14 @@ Digest BlockKey(const Digest& parent_key, const Digest& extras_digest,
   UpdateLength(hasher, tokens.size());
   hasher.UpdateSpan(tokens);  // int32 little-endian (checked above)
   return hasher.Finish();
+}
+
+void BlockKeyChain::Extend(std::span<const int32_t> tokens, size_t block_size) {
+  while ((keys_.size() + 1) * block_size <= tokens.size()) {
+    const size_t index = keys_.size();
+    keys_.push_back(BlockKey(ParentOf(index), extras_digest_,
+                             tokens.subspan(index * block_size, block_size), true));
+  }
 }
 
 }  // namespace reprise

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
+#include <string_view>
 
 #include "core/sha256.h"
 
@@ -17,6 +19,9 @@ struct CacheKeyExtras {
   std::string extra;       // opaque: adapter id, multimodal hashes, ...
 };
 
+// A nonzero 64-bit tag for a cache owner's name (a tenant): RetentionPolicy::owner. 0 for "".
+uint64_t OwnerTag(std::string_view owner);
+
 // SHA-256 of the length-prefixed extras: ("ab","c") and ("a","bc") differ.
 Digest ExtrasDigest(const CacheKeyExtras& extras);
 
@@ -26,5 +31,30 @@ Digest ExtrasDigest(const CacheKeyExtras& extras);
 // key, whatever the tokens.
 Digest BlockKey(const Digest& parent_key, const Digest& extras_digest,
                 std::span<const int32_t> tokens, bool full);
+
+// The keys of a sequence's full blocks, computed once and extended as the sequence grows (a
+// lookup in memory or in a slower tier then costs no hashing).
+class BlockKeyChain {
+ public:
+  BlockKeyChain() = default;
+  BlockKeyChain(const Digest& root, const CacheKeyExtras& extras)
+      : root_(root), extras_digest_(ExtrasDigest(extras)) {}
+
+  // Keys every full block of tokens[0, tokens.size()) not keyed yet. `tokens` must extend the
+  // tokens of earlier calls.
+  void Extend(std::span<const int32_t> tokens, size_t block_size);
+
+  std::span<const Digest> keys() const { return keys_; }
+  size_t size() const { return keys_.size(); }
+  const Digest& root() const { return root_; }
+  const Digest& extras_digest() const { return extras_digest_; }
+  // The parent key of block `index`: the root for the first block.
+  const Digest& ParentOf(size_t index) const { return index == 0 ? root_ : keys_[index - 1]; }
+
+ private:
+  Digest root_{};
+  Digest extras_digest_{};
+  std::vector<Digest> keys_;
+};
 
 }  // namespace reprise

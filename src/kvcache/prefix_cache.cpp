@@ -41,17 +41,16 @@ PrefixCache::PrefixCache(const PrefixCacheConfig& config, TimeSource now)
 // Engine-facing calls.
 
 template <typename Visit>
-size_t PrefixCache::WalkFullBlocks(std::span<const int32_t> tokens, size_t queried,
-                                   const Digest& extras_digest, Visit&& visit) const {
+size_t PrefixCache::WalkFullBlocks(std::span<const Digest> keys, size_t queried,
+                                   Visit&& visit) const {
   const size_t block_size = static_cast<size_t>(config_.block_size);
-  Digest parent_key = config_.root_fingerprint;
+  REPRISE_CHECK(keys.size() >= queried / block_size, "{} block keys for {} tokens", keys.size(),
+                queried);
   size_t position = 0;
-  while (position + block_size <= queried) {
-    Digest key = BlockKey(parent_key, extras_digest, tokens.subspan(position, block_size), true);
-    std::optional<BlockId> found = index_.Find(key);
+  for (size_t block = 0; position + block_size <= queried; ++block) {
+    std::optional<BlockId> found = index_.Find(keys[block]);
     if (!found) break;
-    visit(*found, key, position);
-    parent_key = key;
+    visit(*found, keys[block], position);
     position += block_size;
   }
   return position;
@@ -60,6 +59,17 @@ size_t PrefixCache::WalkFullBlocks(std::span<const int32_t> tokens, size_t queri
 PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_tokens,
                                const CacheKeyExtras& extras, const RetentionPolicy& policy,
                                size_t held_tokens) {
+  BlockKeyChain chain(config_.root_fingerprint, extras);
+  if (config_.enable_reuse) {
+    chain.Extend(tokens.first(std::min(max_tokens, tokens.size())),
+                 static_cast<size_t>(config_.block_size));
+  }
+  return MatchChain(tokens, max_tokens, chain, policy, held_tokens);
+}
+
+PrefixMatch PrefixCache::MatchChain(std::span<const int32_t> tokens, size_t max_tokens,
+                                    const BlockKeyChain& chain, const RetentionPolicy& policy,
+                                    size_t held_tokens) {
   const size_t queried = std::min(max_tokens, tokens.size());
   const size_t block_size = static_cast<size_t>(config_.block_size);
   Add(lookups_, 1);
@@ -70,20 +80,20 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
   }
   REPRISE_CHECK(policy.priority >= 0 && policy.priority <= 100 && policy.ttl_seconds >= 0,
                 "bad retention policy (priority {}, ttl {})", policy.priority, policy.ttl_seconds);
-  const Digest extras_digest = ExtrasDigest(extras);
+  const Digest& extras_digest = chain.extras_digest();
   match.blocks.reserve(queried / block_size + 1);
 
   // Full blocks, by key.
   BlockId parent = kNoBlock;
-  size_t position = WalkFullBlocks(tokens, queried, extras_digest,
-                                   [&](BlockId found, const Digest& key, size_t start) {
-                                     Reference(found);
-                                     MergePolicy(found, policy);
-                                     if (start + block_size > held_tokens) NoteReuse(found);
-                                     match.blocks.push_back(found);
-                                     match.last_full_key = key;
-                                     parent = found;
-                                   });
+  size_t position =
+      WalkFullBlocks(chain.keys(), queried, [&](BlockId found, const Digest& key, size_t start) {
+        Reference(found);
+        MergePolicy(found, policy);
+        if (start + block_size > held_tokens) NoteReuse(found);
+        match.blocks.push_back(found);
+        match.last_full_key = key;
+        parent = found;
+      });
 
   // Then the longest partial match into one child (full or tail), copied into a fresh block.
   if (position < queried) {
@@ -112,7 +122,16 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, size_t max_token
 size_t PrefixCache::CachedPrefixLength(std::span<const int32_t> tokens, size_t max_tokens,
                                        const CacheKeyExtras& extras) const {
   if (!config_.enable_reuse) return 0;
-  return WalkFullBlocks(tokens, std::min(max_tokens, tokens.size()), ExtrasDigest(extras),
+  const size_t queried = std::min(max_tokens, tokens.size());
+  BlockKeyChain chain(config_.root_fingerprint, extras);
+  chain.Extend(tokens.first(queried), static_cast<size_t>(config_.block_size));
+  return CachedChainLength(chain, queried);
+}
+
+size_t PrefixCache::CachedChainLength(const BlockKeyChain& chain, size_t max_tokens) const {
+  if (!config_.enable_reuse) return 0;
+  const size_t block_size = static_cast<size_t>(config_.block_size);
+  return WalkFullBlocks(chain.keys(), std::min(max_tokens, chain.size() * block_size),
                         [](BlockId, const Digest&, size_t) {});
 }
 
@@ -126,6 +145,8 @@ std::optional<BlockId> PrefixCache::Allocate() {
     if (protected_capacity_ > 0) {
       RememberGhost(index_.Key(*id), state_[static_cast<size_t>(*id)].last_used);
     }
+    const BlockRemoval removal = BlockRemoval::kEvicted;
+    Notify(*id, &removal);
     DropFromIndex(*id);
     Add(evictions_, 1);
   }
@@ -185,6 +206,7 @@ Digest PrefixCache::Commit(BlockId block, const std::optional<Digest>& parent_ke
   state.priority = policy.priority;
   state.expiry = ExpiryFor(policy);
   state.last_used = ++tick_;
+  state.owner = policy.owner;
   if (policy.pinned) {
     state.pinned = true;
     Add(blocks_pinned_, 1);
@@ -196,6 +218,7 @@ Digest PrefixCache::Commit(BlockId block, const std::optional<Digest>& parent_ke
   }
   ConsiderProtecting(block, TakeGhost(key));
   DropSupersededTails(block);
+  Notify(block, nullptr);
   return key;
 }
 
@@ -237,13 +260,35 @@ size_t PrefixCache::Unpin(std::span<const BlockId> blocks) {
 size_t PrefixCache::ClearUnpinned() {
   protected_filled_ = false;  // a fresh start: the first blocks fill the protected tier again
   size_t dropped = 0;
+  const BlockRemoval removal = BlockRemoval::kCleared;
   while (std::optional<BlockId> victim = queue_.PopVictim()) {
+    Notify(*victim, &removal);
     DropFromIndex(*victim);
     state_[static_cast<size_t>(*victim)] = BlockState{};
     pool_.PushFree(*victim);
     Add(blocks_free_, 1);
     ++dropped;
   }
+  return dropped;
+}
+
+size_t PrefixCache::ClearOwned(uint64_t owner) {
+  // One pass over the queue: dropping a leaf queues its parent, which this loop pops in turn;
+  // the other owners' leaves go back as they were (same order keys).
+  size_t dropped = 0;
+  std::vector<BlockId> others;
+  while (std::optional<BlockId> victim = queue_.PopVictim()) {
+    if (state_[static_cast<size_t>(*victim)].owner != owner) {
+      others.push_back(*victim);
+      continue;
+    }
+    DropFromIndex(*victim);
+    state_[static_cast<size_t>(*victim)] = BlockState{};
+    pool_.PushFree(*victim);
+    Add(blocks_free_, 1);
+    ++dropped;
+  }
+  for (BlockId id : others) RefreshQueue(id);
   return dropped;
 }
 
@@ -371,6 +416,8 @@ void PrefixCache::DropSupersededTails(BlockId id) {
     std::span<const int32_t> tail = index_.Tokens(sibling);
     if (sibling != id && index_.IsPartial(sibling) && tail.size() < tokens.size() &&
         !Held(sibling) && std::equal(tail.begin(), tail.end(), tokens.begin())) {
+      const BlockRemoval removal = BlockRemoval::kSuperseded;
+      Notify(sibling, &removal);
       queue_.Remove(sibling);
       DropFromIndex(sibling);
       state_[static_cast<size_t>(sibling)] = BlockState{};
@@ -379,6 +426,38 @@ void PrefixCache::DropSupersededTails(BlockId id) {
     }
     sibling = next;
   }
+}
+
+void PrefixCache::Notify(BlockId id, const BlockRemoval* removal) {
+  if (listener_ == nullptr) return;
+  const CachedBlockInfo info = Describe(id);
+  if (removal == nullptr) {
+    listener_->OnBlockStored(info);
+  } else {
+    listener_->OnBlockRemoved(info, *removal);
+  }
+}
+
+void PrefixCache::ForEachIndexed(const std::function<void(const CachedBlockInfo&)>& visit) const {
+  for (BlockId id = 0; id < config_.num_blocks; ++id) {
+    if (index_.Contains(id)) visit(Describe(id));
+  }
+}
+
+CachedBlockInfo PrefixCache::Describe(BlockId id) const {
+  const BlockId parent = index_.Parent(id);
+  const BlockState& state = state_[static_cast<size_t>(id)];
+  CachedBlockInfo info;
+  info.block = id;
+  info.key = &index_.Key(id);
+  info.parent_key = parent == kNoBlock ? &config_.root_fingerprint : &index_.Key(parent);
+  info.extras_digest = &index_.Extras(id);
+  info.tokens = index_.Tokens(id);
+  info.data = std::span<const uint8_t>(pool_.BlockData(id), config_.block_bytes);
+  info.full = !index_.IsPartial(id);
+  info.pinned = state.pinned;
+  info.priority = state.priority;
+  return info;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -38,6 +39,7 @@
 #include "kvcache/block_pool.h"
 #include "kvcache/eviction_queue.h"
 #include "kvcache/indexed_heap.h"
+#include "kvcache/prefix_cache_listener.h"
 #include "kvcache/prefix_index.h"
 
 namespace reprise {
@@ -47,6 +49,9 @@ struct RetentionPolicy {
   int priority = 35;       // 0..100; lower priorities are evicted first
   double ttl_seconds = 0;  // > 0: evicted only after every block without a running TTL
   bool pinned = false;     // never evicted (static task prompts); counts against the pool
+  // Who put the block in the cache (OwnerTag of a tenant; 0: nobody in particular), so that
+  // ClearOwned drops one tenant's blocks. Not part of the key: set by the first Commit.
+  uint64_t owner = 0;
 };
 
 struct PrefixCacheConfig {
@@ -101,6 +106,11 @@ class PrefixCache {
   PrefixMatch Match(std::span<const int32_t> tokens, size_t max_tokens,
                     const CacheKeyExtras& extras, const RetentionPolicy& policy = {},
                     size_t held_tokens = 0);
+  // The same with the tokens' keys computed already: `chain` (rooted at root_fingerprint())
+  // keys at least the full blocks of tokens[0, min(max_tokens, tokens.size())).
+  PrefixMatch MatchChain(std::span<const int32_t> tokens, size_t max_tokens,
+                         const BlockKeyChain& chain, const RetentionPolicy& policy = {},
+                         size_t held_tokens = 0);
 
   // A fresh private block (ref 1, contents undefined), evicting a cached block if needed;
   // nullopt when every block is in use or pinned (the scheduler then preempts).
@@ -110,6 +120,8 @@ class PrefixCache {
   // requests that wait for admission.
   size_t CachedPrefixLength(std::span<const int32_t> tokens, size_t max_tokens,
                             const CacheKeyExtras& extras) const;
+  // The same over the first max_tokens / block_size keys of `chain`.
+  size_t CachedChainLength(const BlockKeyChain& chain, size_t max_tokens) const;
 
   // Blocks Allocate could hand out now: free ones plus every cached block that eviction can
   // reach (unreferenced, unpinned, with no referenced or pinned descendant).
@@ -139,8 +151,16 @@ class PrefixCache {
   size_t Unpin(std::span<const BlockId> blocks);
   // Admin: evicts every block eviction can reach, ignoring TTLs; returns how many.
   size_t ClearUnpinned();
+  // Likewise for the blocks first committed with policy.owner == `owner` only.
+  size_t ClearOwned(uint64_t owner);
 
   CacheStats Stats() const;
+
+  // Told of every block indexed and dropped (nullptr: nobody); must outlive its use here.
+  void SetListener(PrefixCacheListener* listener) { listener_ = listener; }
+  // Calls visit(block) for every indexed block (to keep what memory holds elsewhere before a
+  // shutdown, say).
+  void ForEachIndexed(const std::function<void(const CachedBlockInfo&)>& visit) const;
 
   int block_size() const { return config_.block_size; }
   int64_t num_blocks() const { return config_.num_blocks; }
@@ -167,6 +187,7 @@ class PrefixCache {
     bool pinned = false;
     bool is_protected = false;  // in the protected tier (see the class comment)
     bool duplicate = false;     // private copy of the indexed block keyed duplicate_key
+    uint64_t owner = 0;         // RetentionPolicy::owner of the Commit that indexed it
     Digest duplicate_key{};
   };
 
@@ -186,11 +207,13 @@ class PrefixCache {
   void DropFromIndex(BlockId id);
   // Frees unheld tail siblings of `id` whose tokens are a strict prefix of its tokens.
   void DropSupersededTails(BlockId id);
-  // Calls visit(block, key, first position) for each indexed full block holding tokens[0,
-  // queried) in order; returns how many tokens they hold. Read-only itself.
+  // Calls visit(block, key, first position) for each indexed full block, keyed by `keys`, that
+  // holds the tokens up to `queried` in order; returns how many tokens they hold. Read-only.
   template <typename Visit>
-  size_t WalkFullBlocks(std::span<const int32_t> tokens, size_t queried,
-                        const Digest& extras_digest, Visit&& visit) const;
+  size_t WalkFullBlocks(std::span<const Digest> keys, size_t queried, Visit&& visit) const;
+  // Tells the listener of indexed `id` (stored when `removal` is null).
+  void Notify(BlockId id, const BlockRemoval* removal);
+  CachedBlockInfo Describe(BlockId id) const;
   // Marks indexed `id` as used now (a fresh recency stamp).
   void Touch(BlockId id);
   // `id` was reused just now: Touch, and ConsiderProtecting with the use before this one.
@@ -205,6 +228,7 @@ class PrefixCache {
 
   PrefixCacheConfig config_;
   TimeSource now_;
+  PrefixCacheListener* listener_ = nullptr;
   BlockPool pool_;
   PrefixIndex index_;
   EvictionQueue queue_;

@@ -1,9 +1,9 @@
 #include "model/model.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -115,15 +115,15 @@ void Model::BindWeights() {
   }
 }
 
-Digest Model::WeightsFingerprint() const {
+Digest WeightsFingerprint(const gguf::GgufFile& file) {
   // Hashing every byte of a multi-gigabyte file would slow start-up for little gain: the header
   // (all metadata and the tensor table) plus three windows of each tensor tell files apart.
   constexpr size_t kWindow = 4096;
   Sha256 hasher;
   hasher.Update("reprise-weights-v1");
-  auto header = file_.HeaderBytes();
+  auto header = file.HeaderBytes();
   hasher.Update(header.data(), header.size());
-  for (const auto& tensor : file_.tensors()) {
+  for (const auto& tensor : file.tensors()) {
     size_t size = tensor.num_bytes;
     for (size_t start : {size_t{0}, size / 2, size > kWindow ? size - kWindow : 0}) {
       hasher.Update(tensor.data + start, std::min(kWindow, size - start));
@@ -151,7 +151,8 @@ void Model::EnsureScratch(size_t num_tokens, size_t num_logit_rows) {
     scratch_tokens_ = num_tokens;
   }
   if (final_.size() < num_logit_rows * static_cast<size_t>(c.embedding_length)) {
-    final_.Resize(std::max(num_logit_rows, scratch_tokens_) * static_cast<size_t>(c.embedding_length));
+    final_.Resize(std::max(num_logit_rows, scratch_tokens_) *
+                  static_cast<size_t>(c.embedding_length));
   }
 }
 
@@ -162,8 +163,7 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   if (num_tokens == 0) return;
   REPRISE_CHECK(batch.positions.size() == num_tokens && batch.sequence_index.size() == num_tokens,
                 "malformed batch");
-  REPRISE_CHECK(kv.n_layer == c.n_layer && kv.n_kv_head == c.n_kv_head &&
-                    kv.head_dim == c.head_dim,
+  REPRISE_CHECK(kv.n_layer == c.n_layer && kv.n_kv_head == c.n_kv_head && kv.head_dim == c.head_dim,
                 "KV storage shape does not match the model");
   EnsureScratch(num_tokens, batch.logit_rows.size());
 
@@ -199,7 +199,8 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   };
   auto add_bias = [&](float* rows, const float* bias, int64_t width) {
     if (bias == nullptr) return;
-    for (size_t i = 0; i < num_tokens; ++i) kernels::Add(rows + i * width, bias, width, rows + i * width);
+    for (size_t i = 0; i < num_tokens; ++i)
+      kernels::Add(rows + i * width, bias, width, rows + i * width);
   };
 
   // Runs of consecutive positions of one sequence, cut to at most kAttentionRunTokens so that
@@ -244,8 +245,8 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[i])];
       size_t block_index = static_cast<size_t>(position / kv.block_size);
       REPRISE_CHECK(block_index < table.size(), "position {} has no block", position);
-      kernels::StoreKv(kv, l, table[block_index], position % kv.block_size,
-                       k_.data() + i * kv_dim, v_.data() + i * kv_dim);
+      kernels::StoreKv(kv, l, table[block_index], position % kv.block_size, k_.data() + i * kv_dim,
+                       v_.data() + i * kv_dim);
     }
     // One call per (run, KV head): each K/V block is read once for all the run's tokens and
     // heads, and each token still gets the bits it would get alone.

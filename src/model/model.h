@@ -19,13 +19,18 @@ namespace reprise {
 
 struct LayerWeights {
   const float* attn_norm = nullptr;  // [n_embd]
-  kernels::WeightView wq, wk, wv, wo;  // [n_head*head_dim][n_embd], [kv_dim][n_embd] x2, [n_embd][q_dim]
+  kernels::WeightView wq, wk, wv,
+      wo;                     // [n_head*head_dim][n_embd], [kv_dim][n_embd] x2, [n_embd][q_dim]
   const float* bq = nullptr;  // [q_dim] (qwen2), else null
   const float* bk = nullptr;  // [kv_dim]
   const float* bv = nullptr;  // [kv_dim]
-  const float* ffn_norm = nullptr;  // [n_embd]
+  const float* ffn_norm = nullptr;           // [n_embd]
   kernels::WeightView w_gate, w_up, w_down;  // [n_ff][n_embd] x2, [n_embd][n_ff]
 };
+
+// A digest of everything in a model file that determines KV values (metadata, tensor table and
+// a sample of every tensor's bytes): cheap, and needs only the file mapped, not the model loaded.
+Digest WeightsFingerprint(const gguf::GgufFile& file);
 
 class Model {
  public:
@@ -35,9 +40,8 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const gguf::GgufFile& file() const { return file_; }
 
-  // A digest of everything in the file that determines KV values (metadata, tensor table and
-  // a sample of every tensor's bytes), for keying cached blocks to this model.
-  Digest WeightsFingerprint() const;
+  // WeightsFingerprint(file()), for keying cached blocks to this model.
+  Digest WeightsFingerprint() const { return reprise::WeightsFingerprint(file_); }
 
   // Runs the batch, writing each token's K/V into `kv` and the logits of batch.logit_rows into
   // logits: [batch.logit_rows.size()][vocab_size]. Not thread-safe: one caller at a time.
@@ -45,7 +49,9 @@ class Model {
                float* logits);
 
   // Sizes the scratch buffers up front so that no step allocates.
-  void Reserve(size_t max_tokens, size_t max_logit_rows) { EnsureScratch(max_tokens, max_logit_rows); }
+  void Reserve(size_t max_tokens, size_t max_logit_rows) {
+    EnsureScratch(max_tokens, max_logit_rows);
+  }
 
  private:
   Model() = default;
@@ -54,9 +60,9 @@ class Model {
 
   gguf::GgufFile file_;
   ModelConfig config_;
-  kernels::WeightView token_embedding_;  // [vocab][n_embd]
-  kernels::WeightView output_;           // [vocab][n_embd] (token_embedding_ when tied)
-  const float* output_norm_ = nullptr;   // [n_embd]
+  kernels::WeightView token_embedding_;   // [vocab][n_embd]
+  kernels::WeightView output_;            // [vocab][n_embd] (token_embedding_ when tied)
+  const float* output_norm_ = nullptr;    // [n_embd]
   std::vector<float> rope_freq_factors_;  // [rope_dim/2] or empty (Llama 3 rope scaling)
   std::vector<LayerWeights> layers_;
   std::vector<std::vector<float>> owned_vectors_;  // f32 copies of norms and biases

@@ -11,6 +11,7 @@
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/matmul.h"
+#include "vocabgen/builtin_vocab.h"
 
 namespace reprise::modelgen {
 
@@ -33,7 +34,8 @@ void FillNormal(uint64_t seed, float stddev, float* out, int64_t count) {
     uint64_t bits = SplitMix(state);
     float sum = 0;
     for (int part = 0; part < 4; ++part) {
-      sum += static_cast<float>(static_cast<int32_t>((bits >> (16 * part)) & 0xFFFF) - 32768) * 256.0f;
+      sum +=
+          static_cast<float>(static_cast<int32_t>((bits >> (16 * part)) & 0xFFFF) - 32768) * 256.0f;
     }
     out[i] = sum / 2 * scale;
   }
@@ -41,17 +43,28 @@ void FillNormal(uint64_t seed, float stddev, float* out, int64_t count) {
 
 uint32_t FileTypeOf(kernels::WeightType type) {
   switch (type) {
-    case kernels::WeightType::kF32: return 0;
-    case kernels::WeightType::kF16: return 1;
-    case kernels::WeightType::kQ4_0: return 2;
-    case kernels::WeightType::kQ4_1: return 3;
-    case kernels::WeightType::kQ8_0: return 7;
-    case kernels::WeightType::kQ5_0: return 8;
-    case kernels::WeightType::kQ5_1: return 9;
-    case kernels::WeightType::kQ4_K: return 15;
-    case kernels::WeightType::kQ5_K: return 17;
-    case kernels::WeightType::kQ6_K: return 18;
-    case kernels::WeightType::kBF16: return 32;
+    case kernels::WeightType::kF32:
+      return 0;
+    case kernels::WeightType::kF16:
+      return 1;
+    case kernels::WeightType::kQ4_0:
+      return 2;
+    case kernels::WeightType::kQ4_1:
+      return 3;
+    case kernels::WeightType::kQ8_0:
+      return 7;
+    case kernels::WeightType::kQ5_0:
+      return 8;
+    case kernels::WeightType::kQ5_1:
+      return 9;
+    case kernels::WeightType::kQ4_K:
+      return 15;
+    case kernels::WeightType::kQ5_K:
+      return 17;
+    case kernels::WeightType::kQ6_K:
+      return 18;
+    case kernels::WeightType::kBF16:
+      return 32;
   }
   return 1;
 }
@@ -96,19 +109,30 @@ ModelShape ShapeByName(const std::string& name) {
 
 void MakeModel(const MakeModelOptions& options) {
   ModelShape shape = ShapeByName(options.shape);
-  gguf::GgufFile vocab = gguf::GgufFile::Open(options.vocab_path);
-  const gguf::ArrayValue* tokens = vocab.FindArray("tokenizer.ggml.tokens");
-  if (tokens == nullptr || tokens->strings.empty()) {
-    throw Error(fmt::format("{}: no tokenizer.ggml.tokens: not a vocabulary file", options.vocab_path));
+  gguf::GgufWriter writer;
+  int64_t vocab_size = 0;
+  if (options.vocab_path.empty()) {
+    vocabgen::BpeVocab vocab = vocabgen::BuiltinVocab();
+    vocab_size = static_cast<int64_t>(vocab.tokens.size());
+    vocabgen::WriteTokenizerMetadata(vocab, writer);
+  } else {
+    gguf::GgufFile vocab = gguf::GgufFile::Open(options.vocab_path);
+    const gguf::ArrayValue* tokens = vocab.FindArray("tokenizer.ggml.tokens");
+    if (tokens == nullptr || tokens->strings.empty()) {
+      throw Error(
+          fmt::format("{}: no tokenizer.ggml.tokens: not a vocabulary file", options.vocab_path));
+    }
+    vocab_size = static_cast<int64_t>(tokens->strings.size());
+    for (const auto& [key, value] : vocab.metadata()) {
+      if (key.rfind("tokenizer.", 0) == 0) writer.CopyValue(key, value);
+    }
   }
-  const auto vocab_size = static_cast<int64_t>(tokens->strings.size());
   const int head_dim = static_cast<int>(shape.embedding_length / shape.n_head);
 
   const std::string& arch = options.architecture;
   if (arch != "llama" && arch != "qwen2") {
     throw Error(fmt::format("unknown architecture '{}' (llama or qwen2)", arch));
   }
-  gguf::GgufWriter writer;
   writer.SetString("general.architecture", arch);
   writer.SetString("general.name", shape.name + "-random");
   writer.SetUint32("general.file_type", FileTypeOf(options.type));
@@ -123,17 +147,16 @@ void MakeModel(const MakeModelOptions& options) {
   writer.SetFloat32(arch + ".rope.freq_base", shape.rope_freq_base);
   writer.SetUint32(arch + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
   writer.SetUint32(arch + ".vocab_size", static_cast<uint32_t>(vocab_size));
-  for (const auto& [key, value] : vocab.metadata()) {
-    if (key.rfind("tokenizer.", 0) == 0) writer.CopyValue(key, value);
-  }
 
   ThreadPool pool(options.threads);
   uint64_t tensor_seed = options.seed * 0x100000001b3ull;
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, float stddev) {
     kernels::WeightType type = options.type;
     // K-quants need rows of 256; like llama.cpp, fall back to Q8_0 where a row does not divide.
-    if (cols % static_cast<int64_t>(kernels::BlockElements(type)) != 0) type = kernels::WeightType::kQ8_0;
-    if (cols % static_cast<int64_t>(kernels::BlockElements(type)) != 0) type = kernels::WeightType::kF16;
+    if (cols % static_cast<int64_t>(kernels::BlockElements(type)) != 0)
+      type = kernels::WeightType::kQ8_0;
+    if (cols % static_cast<int64_t>(kernels::BlockElements(type)) != 0)
+      type = kernels::WeightType::kF16;
     size_t row_bytes = kernels::RowBytes(type, cols);
     std::vector<uint8_t> data(row_bytes * static_cast<size_t>(rows));
     uint64_t seed = ++tensor_seed * 0x9e3779b97f4a7c15ull;
@@ -150,7 +173,8 @@ void MakeModel(const MakeModelOptions& options) {
   auto vector = [&](const std::string& name, int64_t size, float stddev) {
     std::vector<float> values(static_cast<size_t>(size));
     FillNormal(++tensor_seed * 0x9e3779b97f4a7c15ull, stddev, values.data(), size);
-    writer.AddTensor(name, gguf::TensorType::kF32, {static_cast<uint64_t>(size)}, FloatBytes(values));
+    writer.AddTensor(name, gguf::TensorType::kF32, {static_cast<uint64_t>(size)},
+                     FloatBytes(values));
   };
   auto ones = [&](const std::string& name, int64_t size) {
     writer.AddTensor(name, gguf::TensorType::kF32, {static_cast<uint64_t>(size)},
@@ -164,7 +188,8 @@ void MakeModel(const MakeModelOptions& options) {
   matrix("token_embd.weight", vocab_size, n_embd, stddev);
   ones("output_norm.weight", n_embd);
   if (shape.llama3_rope_scaling) {
-    writer.AddTensor("rope_freqs.weight", gguf::TensorType::kF32, {static_cast<uint64_t>(head_dim / 2)},
+    writer.AddTensor("rope_freqs.weight", gguf::TensorType::kF32,
+                     {static_cast<uint64_t>(head_dim / 2)},
                      FloatBytes(Llama3RopeFactors(head_dim, shape.rope_freq_base)));
   }
   for (int layer = 0; layer < shape.n_layer; ++layer) {
@@ -185,8 +210,9 @@ void MakeModel(const MakeModelOptions& options) {
     matrix(prefix + "ffn_down.weight", n_embd, n_ff, stddev);
   }
   writer.Write(options.output_path);
-  spdlog::info("wrote {} ({} {} shape, {}, vocab {} from {})", options.output_path, arch, options.shape,
-               kernels::WeightTypeName(options.type), vocab_size, options.vocab_path);
+  spdlog::info("wrote {} ({} {} shape, {}, vocab {} from {})", options.output_path, arch,
+               options.shape, kernels::WeightTypeName(options.type), vocab_size,
+               options.vocab_path.empty() ? "the built-in vocabulary" : options.vocab_path);
 }
 
 }  // namespace reprise::modelgen

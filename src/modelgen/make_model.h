@@ -1,5 +1,5 @@
-// Writes random-weight llama models of realistic shapes with a real vocabulary, so benchmarks
-// and tests get full-size models without downloads.
+// Writes random-weight llama models of realistic shapes with a real vocabulary (a file's, or the
+// built-in one), so benchmarks and tests get full-size models without downloads.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,7 @@ ModelShape ShapeByName(const std::string& name);
 struct MakeModelOptions {
   std::string shape = "tiny";
   std::string architecture = "llama";  // or "qwen2": NeoX rope and Q/K/V biases
-  std::string vocab_path;  // a GGUF holding tokenizer.* metadata
+  std::string vocab_path;  // a GGUF holding tokenizer.* metadata; empty: the built-in vocabulary
   kernels::WeightType type = kernels::WeightType::kF16;
   std::string output_path;
   uint64_t seed = 1234;

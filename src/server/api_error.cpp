@@ -1,6 +1,10 @@
 #include "server/api_error.h"
 
+#include <fmt/format.h>
+
 #include <utility>
+
+#include "server/http_common.h"
 
 namespace reprise::server {
 
@@ -39,6 +43,27 @@ nlohmann::json ApiError::ToJson() const {
   error["param"] = param_.empty() ? nlohmann::json(nullptr) : nlohmann::json(param_);
   error["code"] = code_.empty() ? nlohmann::json(nullptr) : nlohmann::json(code_);
   return {{"error", std::move(error)}};
+}
+
+ApiError DefaultError(const std::string& method, const std::string& path, int status,
+                      size_t max_body_bytes) {
+  switch (status) {
+    case 404:
+      return ApiError(404, fmt::format("Invalid URL ({} {})", method, path),
+                      "invalid_request_error", "not_found");
+    case 413:
+      return ApiError(
+          413, fmt::format("the request body is larger than the limit of {} bytes", max_body_bytes),
+          "invalid_request_error", "request_too_large");
+    case 400:
+      return ApiError::BadRequest("malformed HTTP request");
+    case 411:
+      return ApiError(411, "a request body needs a Content-Length header",
+                      "invalid_request_error", "length_required");
+    default:
+      return ApiError(status, fmt::format("HTTP error {}", status),
+                      status >= 500 ? "internal_server_error" : "invalid_request_error");
+  }
 }
 
 }  // namespace reprise::server

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/completion_job.h"
+#include "server/http_connection.h"
 #include "server/response_builder.h"
 #include "server/sse.h"
 
@@ -156,14 +157,20 @@ void SubmitAll(CompletionJob& job, const ParsedRequest& parsed,
   }
 }
 
+// Logs a finished request and adds it to its tenant's figures.
 void LogFinished(const std::string& id, const CompletionJob& job,
-                 const std::string& prompt_cache_key) {
+                 const std::string& prompt_cache_key, TenantRegistry& tenants,
+                 const std::string& tenant) {
   UsageCounts usage = job.Usage();
+  tenants.RecordUsage(tenant, TenantUsage{1, static_cast<uint64_t>(usage.prompt_tokens),
+                                          static_cast<uint64_t>(usage.cached_tokens),
+                                          static_cast<uint64_t>(usage.completion_tokens)});
   const ChoiceResult& first = job.result(0);
   spdlog::info(
-      "{}: prompt {} tokens (cached {}), generated {}, ttft {:.1f} ms, total {:.1f} ms, "
-      "{}{}{}",
-      id, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
+      "{}: prompt {} tokens (cached {}: memory {}, disk {}, remote {}), generated {}, "
+      "ttft {:.1f} ms, total {:.1f} ms, {}{}{}",
+      id, usage.prompt_tokens, usage.cached_tokens, usage.cache_sources.memory,
+      usage.cache_sources.disk, usage.cache_sources.remote, usage.completion_tokens,
       first.ttft_seconds * 1e3, first.total_seconds * 1e3, first.finish_reason,
       prompt_cache_key.empty() ? "" : ", prompt_cache_key ",
       // Quoted and escaped, and cut short: it is the client's text.
@@ -190,6 +197,18 @@ void RecordFinish(ServerMetrics& metrics, const CompletionJob& job, size_t index
   }
 }
 
+// Nobody reads it; the status is nginx's for a request its client abandoned.
+ApiError ClientClosedError() {
+  return ApiError(499, "the client closed the connection", "invalid_request_error",
+                  "client_closed_request");
+}
+
+// True when the client of the request this thread answers has closed its connection.
+bool ClientGone() {
+  ConnectionContext* connection = CurrentConnection();
+  return connection != nullptr && connection->stream->PeerGone();
+}
+
 // State of one streamed answer, owned by httplib's content provider.
 struct StreamState {
   std::unique_ptr<CompletionJob> job;
@@ -200,6 +219,7 @@ struct StreamState {
   ServerState* server = nullptr;
   std::vector<std::string> echo_texts;  // per choice, sent first; empty without echo
   std::string prompt_cache_key;
+  std::string tenant;
 };
 
 // One call of the chunked content provider: writes what the engine reported since the last
@@ -257,8 +277,10 @@ bool StreamStep(StreamState& stream, httplib::DataSink& sink) {
       return false;
     }
   }
+  if (!job.AllFinished() && ClientGone()) return false;
   if (job.AllFinished()) {
-    LogFinished(stream.builder.id(), job, stream.prompt_cache_key);
+    LogFinished(stream.builder.id(), job, stream.prompt_cache_key, stream.server->tenants(),
+                stream.tenant);
     if (stream.kind != ApiKind::kRtpGenerate) {
       if (stream.include_usage && !write(SseData(stream.builder.UsageChunk(job.Usage())))) {
         return false;
@@ -290,6 +312,11 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
                          : kind == ApiKind::kCompletion ? ParseCompletionRequest(body)
                                                         : ParseGenerateRequest(body);
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
+  // The tenant's salt is mixed into the client's: no salt a client sends reaches another
+  // tenant's blocks.
+  const Tenant& caller = state_.Caller(http_request.get_header_value("Authorization"));
+  parsed.cache.cache_salt = state_.tenants().EngineSalt(caller, parsed.cache.cache_salt);
+  parsed.cache.owner = caller.cache_salt.empty() ? std::string() : caller.name;
   const std::string& served_name = state_.options().served_model_name;
   if (!parsed.model.empty() && parsed.model != served_name) {
     throw ApiError::NotFound(
@@ -303,6 +330,8 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
   }
   std::vector<PreparedPrompt> prompts =
       PreparePrompts(parsed, *ready, state_.options().chat_template);
+  // A client that left while its request was read gets nothing computed.
+  if (ClientGone()) throw ClientClosedError();
 
   auto job = std::make_unique<CompletionJob>(ready->backend,
                                              prompts.size() * static_cast<size_t>(parsed.n),
@@ -317,7 +346,7 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
   if (parsed.stream) {
     auto stream = std::make_shared<StreamState>(
         StreamState{std::move(job), std::move(builder), kind, parsed.include_usage, false, &state_,
-                    EchoTexts(parsed, *ready->backend), parsed.prompt_cache_key});
+                    EchoTexts(parsed, *ready->backend), parsed.prompt_cache_key, caller.name});
     http_response.set_header("Cache-Control", "no-cache");
     http_response.set_header("X-Accel-Buffering", "no");
     http_response.set_chunked_content_provider(
@@ -346,6 +375,10 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
       job->CancelUnfinished();
       throw ApiError::Unavailable("the server is shutting down", "shutting_down");
     }
+    if (!job->AllFinished() && ClientGone()) {
+      job->CancelUnfinished();
+      throw ClientClosedError();
+    }
   }
   for (size_t i = 0; i < job->size(); ++i) {
     if (job->finish_reason(i) == FinishReason::kError) {
@@ -355,7 +388,7 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
       throw ApiError::Unavailable("the request was cancelled", "cancelled");
     }
   }
-  LogFinished(builder.id(), *job, parsed.prompt_cache_key);
+  LogFinished(builder.id(), *job, parsed.prompt_cache_key, state_.tenants(), caller.name);
   std::vector<ChoiceResult> results = job->Results();
   std::vector<std::string> echo_texts = EchoTexts(parsed, *ready->backend);
   for (size_t i = 0; i < echo_texts.size(); ++i) results[i].text.insert(0, echo_texts[i]);

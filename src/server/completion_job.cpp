@@ -64,6 +64,7 @@ size_t CompletionJob::Apply(const ChannelEvent& event) {
       choice.result.logprobs->insert(choice.result.logprobs->end(), token->logprobs.begin(),
                                      token->logprobs.end());
     }
+    choice.result.cache_sources = token->cache_sources;
   } else {
     const GenerationOutput& output = std::get<GenerationOutput>(event.payload);
     choice.finished = true;
@@ -75,6 +76,7 @@ size_t CompletionJob::Apply(const ChannelEvent& event) {
     choice.result.completion_tokens = output.token_ids.size();
     choice.result.prompt_tokens = output.prompt_tokens;
     choice.result.cached_tokens = output.cached_tokens;
+    choice.result.cache_sources = output.cache_sources;
     choice.result.ttft_seconds = output.ttft_seconds;
     choice.result.total_seconds = output.total_seconds;
     if (choice.result.logprobs) choice.result.logprobs = output.logprobs;
@@ -97,6 +99,9 @@ UsageCounts CompletionJob::Usage() const {
     if (i % static_cast<size_t>(choices_per_prompt_) == 0) {
       usage.prompt_tokens += result.prompt_tokens;
       usage.cached_tokens += result.cached_tokens;
+      usage.cache_sources.memory += result.cache_sources.memory;
+      usage.cache_sources.disk += result.cache_sources.disk;
+      usage.cache_sources.remote += result.cache_sources.remote;
     }
   }
   return usage;

@@ -39,6 +39,9 @@ EngineStats EngineBackend::Stats() const { return engine_->Stats(); }
 
 std::vector<TaskPromptInfo> EngineBackend::TaskPrompts() const { return engine_->TaskPrompts(); }
 
-size_t EngineBackend::ClearCache() { return engine_->ClearCache(); }
+size_t EngineBackend::ClearCache(const std::vector<std::string>& tiers,
+                                 const std::optional<std::string>& owner) {
+  return owner ? engine_->ClearCache(*owner) : engine_->ClearCache(tiers);
+}
 
 }  // namespace reprise::server

@@ -23,7 +23,8 @@ class EngineBackend : public InferenceBackend {
   ModelInfo Info() const override;
   EngineStats Stats() const override;
   std::vector<TaskPromptInfo> TaskPrompts() const override;
-  size_t ClearCache() override;
+  size_t ClearCache(const std::vector<std::string>& tiers,
+                    const std::optional<std::string>& owner) override;
 
  private:
   std::unique_ptr<Engine> engine_;

@@ -1,7 +1,6 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,28 +9,19 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/http_common.h"
+#include "server/http_connection.h"
 #include "server/json_fields.h"
 #include "server/parsed_request.h"
 #include "server/sse.h"
 
 namespace reprise::server {
 namespace {
-
-// httplib 0.11 listens with a backlog of 5: a burst of clients connecting at once overflows it
-// and some connections die. Listening again on the bound socket widens the queue (Linux).
-class WideBacklogServer : public httplib::Server {
- public:
-  void WidenBacklog(int backlog) {
-    socket_t sock = svr_sock_;
-    if (sock != INVALID_SOCKET && ::listen(sock, backlog) != 0) {
-      spdlog::warn("could not widen the listen backlog to {}", backlog);
-    }
-  }
-};
 
 void SetJson(httplib::Response& response, const nlohmann::json& body, int status = 200) {
   response.status = status;
@@ -40,24 +30,21 @@ void SetJson(httplib::Response& response, const nlohmann::json& body, int status
 
 void SetError(httplib::Response& response, const ApiError& error) {
   SetJson(response, error.ToJson(), error.status());
+  // Overload and shutdown are temporary: say when to come back.
+  if (error.status() == 503 || error.status() == 429) response.set_header("Retry-After", "1");
 }
 
-// The body for an error status that httplib produced itself (no route, body too large, ...).
-ApiError DefaultError(const httplib::Request& request, int status, size_t max_body_bytes) {
-  switch (status) {
-    case 404:
-      return ApiError(404, fmt::format("Invalid URL ({} {})", request.method, request.path),
-                      "invalid_request_error", "not_found");
-    case 413:
-      return ApiError(413, fmt::format("the request body is larger than the limit of {} bytes",
-                                       max_body_bytes),
-                      "invalid_request_error", "request_too_large");
-    case 400:
-      return ApiError::BadRequest("malformed HTTP request");
-    default:
-      return ApiError(status, fmt::format("HTTP error {}", status),
-                      status >= 500 ? "internal_server_error" : "invalid_request_error");
+// After this answer the connection closes: the request's body (if any) was not read.
+void CloseAfter(httplib::Response& response) {
+  if (ConnectionContext* connection = CurrentConnection()) {
+    connection->close_after_response = true;
   }
+  if (!response.has_header("Connection")) response.set_header("Connection", "close");
+}
+
+bool ExpectsBody(const httplib::Request& request) {
+  return request.method == "POST" || request.method == "PUT" || request.method == "PATCH" ||
+         request.has_header("Content-Length") || request.has_header("Transfer-Encoding");
 }
 
 int64_t UnixSeconds() {
@@ -69,23 +56,39 @@ int64_t UnixSeconds() {
 void CheckModel(const JsonFields& fields, const std::string& served_name) {
   std::optional<std::string> model = fields.String("model");
   if (model && !model->empty() && *model != served_name) {
-    throw ApiError::NotFound(fmt::format("The model '{}' does not exist; this server serves '{}'",
-                                         *model, served_name),
-                             "model_not_found");
+    throw ApiError::NotFound(
+        fmt::format("The model '{}' does not exist; this server serves '{}'", *model, served_name),
+        "model_not_found");
   }
 }
 
 }  // namespace
 
+namespace {
+
+ConnectionLimits LimitsFor(const HttpServerOptions& options) {
+  ConnectionLimits limits;
+  limits.max_connections = options.max_connections;
+  limits.max_connections_per_client = options.max_connections_per_client;
+  limits.header_timeout = options.read_timeout;
+  limits.body_timeout = options.read_timeout;
+  limits.max_body_bytes = options.max_body_bytes;
+  return limits;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(HttpServerOptions options)
-    : state_(std::move(options)), completions_(state_), http_(std::make_unique<WideBacklogServer>()) {
+    : state_(std::move(options)),
+      completions_(state_),
+      http_(std::make_unique<HardenedHttpServer>(LimitsFor(state_.options()),
+                                                 [this] { return state_.draining(); })) {
   const HttpServerOptions& opts = state_.options();
-  size_t threads = static_cast<size_t>(opts.http_threads < 2 ? 2 : opts.http_threads);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  size_t initial = static_cast<size_t>(opts.http_threads < 2 ? 2 : opts.http_threads);
+  // Room for every admitted connection, plus threads that refuse the ones beyond the bound.
+  size_t most = opts.max_connections + 32;
+  http_->new_task_queue = [initial, most] { return new GrowingThreadPool(initial, most); };
   http_->set_payload_max_length(opts.max_body_bytes);
-  http_->set_keep_alive_timeout(5);
-  http_->set_read_timeout(30, 0);
-  http_->set_write_timeout(10, 0);
   http_->set_tcp_nodelay(true);
   RegisterRoutes();
 }
@@ -104,7 +107,7 @@ int HttpServer::Bind() {
     }
     port_ = opts.port;
   }
-  static_cast<WideBacklogServer&>(*http_).WidenBacklog(1024);
+  http_->WidenBacklog(1024);
   return port_;
 }
 
@@ -120,6 +123,11 @@ void HttpServer::SetBackend(std::shared_ptr<InferenceBackend> backend) {
   state_.SetBackend(std::move(backend));
 }
 
+bool HttpServer::Drain(std::chrono::milliseconds timeout) {
+  state_.SetDraining();
+  return http_->connections().WaitForNoRequests(timeout);
+}
+
 void HttpServer::Stop() {
   state_.SetStopping();
   if (thread_.joinable()) {
@@ -129,10 +137,7 @@ void HttpServer::Stop() {
 }
 
 bool HttpServer::Authorized(const httplib::Request& request) const {
-  const std::string& key = state_.options().api_key;
-  if (key.empty()) return true;
-  std::string header = request.get_header_value("Authorization");
-  return header == "Bearer " + key;
+  return state_.tenants().Authenticate(request.get_header_value("Authorization")) != nullptr;
 }
 
 bool HttpServer::OriginAllowed(const std::string& origin) const {
@@ -189,6 +194,7 @@ void HttpServer::Guard(const httplib::Request& request, httplib::Response& respo
 void HttpServer::RegisterRoutes() {
   using httplib::Request;
   using httplib::Response;
+  // Runs once the header is read, before the body is: refuses what must not be read at all.
   http_->set_pre_routing_handler([this](const Request& request, Response& response) {
     // CORS: every answer to an allowed origin names it (errors too, so that a page can read
     // them); a preflight is answered here, before authentication, as browsers send it without
@@ -202,22 +208,55 @@ void HttpServer::RegisterRoutes() {
       HandlePreflight(request, response);
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (request.path == "/health" || request.path == "/metrics" || Authorized(request)) {
+    std::string message;
+    int status = CheckBodyFraming(request, state_.options().max_body_bytes, message);
+    if (status != 0) {
+      const char* code = status == 411   ? "length_required"
+                         : status == 413 ? "request_too_large"
+                                         : "invalid_content_length";
+      SetError(response, ApiError(status, message, "invalid_request_error", code));
+      CloseAfter(response);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    bool open_route = request.path == "/health" ||
+                      (request.path == "/metrics" && !state_.options().metrics_require_auth);
+    if (open_route || Authorized(request)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     SetError(response, ApiError::Unauthorized());
+    if (ExpectsBody(request)) CloseAfter(response);
     return httplib::Server::HandlerResponse::Handled;
   });
   // Called for every answer with status >= 400: counts it, and gives httplib's own errors
   // (no route, body too large) an OpenAI-style body.
   httplib::Server::HandlerWithResponse on_error = [this](const Request& request,
                                                           Response& response) {
+    if (!response.body.empty()) {
+      state_.metrics().RecordError(response.status);
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    // httplib's own answer: the request or its body could not be read to its end.
+    ConnectionContext* connection = CurrentConnection();
+    if (response.status == 400 && connection && connection->stream->body_limit_hit()) {
+      response.status = 413;
+    }
     state_.metrics().RecordError(response.status);
-    if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    SetError(response, DefaultError(request, response.status, state_.options().max_body_bytes));
+    SetError(response, DefaultError(request.method, request.path, response.status,
+                                    state_.options().max_body_bytes));
+    CloseAfter(response);
     return httplib::Server::HandlerResponse::Handled;
   };
   http_->set_error_handler(std::move(on_error));
+  // httplib adds Keep-Alive to every answer it does not close itself; an answer that closes
+  // says so alone.
+  http_->set_post_routing_handler([](const Request&, Response& response) {
+    if (response.get_header_value("Connection") == "close") {
+      response.headers.erase("Keep-Alive");
+      if (ConnectionContext* connection = CurrentConnection()) {
+        connection->close_after_response = true;
+      }
+    }
+  });
   http_->set_exception_handler([](const Request&, Response& response, std::exception_ptr) {
     SetError(response, ApiError::Internal("internal error"));
   });
@@ -245,17 +284,21 @@ void HttpServer::RegisterRoutes() {
   http_->Get(R"(/v1/models/(.+))",
              route([this](const Request& q, Response& r) { HandleModel(q.matches[1].str(), r); }));
   http_->Get("/metrics", route([this](const Request&, Response& r) { HandleMetrics(r); }));
-  http_->Post("/tokenize",
-              route([this](const Request& q, Response& r) { HandleTokenize(q, r); }));
+  http_->Post("/tokenize", route([this](const Request& q, Response& r) { HandleTokenize(q, r); }));
   http_->Post("/detokenize",
               route([this](const Request& q, Response& r) { HandleDetokenize(q, r); }));
   http_->Get("/v1/tasks", route([this](const Request&, Response& r) { HandleTasks(r); }));
-  http_->Get("/v1/cache/stats", route([this](const Request&, Response& r) { HandleCacheStats(r); }));
+  http_->Get("/v1/cache/stats",
+             route([this](const Request& q, Response& r) { HandleCacheStats(q, r); }));
   http_->Post("/v1/cache/clear",
-              route([this](const Request&, Response& r) { HandleCacheClear(r); }));
+              route([this](const Request& q, Response& r) { HandleCacheClear(q, r); }));
 }
 
 void HttpServer::HandleHealth(httplib::Response& response) {
+  if (state_.draining()) {
+    SetJson(response, {{"status", "draining"}}, 503);
+    return;
+  }
   if (!state_.Ready()) {
     SetJson(response, {{"status", "loading"}}, 503);
     return;
@@ -292,7 +335,12 @@ void HttpServer::HandleModel(const std::string& id, httplib::Response& response)
 void HttpServer::HandleMetrics(httplib::Response& response) {
   std::shared_ptr<const ReadyBackend> ready = state_.Ready();
   EngineStats stats = ready ? ready->backend->Stats() : EngineStats{};
-  response.set_content(state_.metrics().Render(stats, state_.options().served_model_name),
+  const ConnectionCounter& connections = http_->connections();
+  // Not counting this request and its connection: an idle server reads 0.
+  auto others = [](size_t count) { return count > 0 ? count - 1 : 0; };
+  HttpCounters http{others(connections.open()), others(connections.requests_in_flight()),
+                    connections.refused(), ResidentBytes()};
+  response.set_content(state_.metrics().Render(stats, http, state_.options().served_model_name),
                        "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -351,8 +399,61 @@ void HttpServer::HandleTasks(httplib::Response& response) {
   SetJson(response, {{"object", "list"}, {"data", std::move(data)}});
 }
 
-void HttpServer::HandleCacheStats(httplib::Response& response) {
+namespace {
+
+nlohmann::json TiersJson(const EngineStats& stats) {
+  nlohmann::json tiers = nlohmann::json::array();
+  for (const KvTierStats& tier : stats.tiers) {
+    tiers.push_back({{"name", tier.name},
+                     {"available", tier.available},
+                     {"last_error", tier.last_error},
+                     {"blocks", tier.blocks},
+                     {"bytes", tier.bytes},
+                     {"capacity_bytes", tier.capacity_bytes},
+                     {"blocks_written", tier.blocks_written},
+                     {"bytes_written", tier.bytes_written},
+                     {"blocks_read", tier.blocks_read},
+                     {"bytes_read", tier.bytes_read},
+                     {"evictions", tier.evictions},
+                     {"corrupt_blocks", tier.corrupt_blocks},
+                     {"foreign_blocks", tier.foreign_blocks},
+                     {"errors", tier.errors}});
+  }
+  return tiers;
+}
+
+nlohmann::json UsageJson(const std::string& name, const TenantUsage& usage) {
+  double hit_rate = usage.prompt_tokens == 0 ? 0.0
+                                             : static_cast<double>(usage.cached_tokens) /
+                                                   static_cast<double>(usage.prompt_tokens);
+  return {{"name", name},
+          {"requests", usage.requests},
+          {"prompt_tokens", usage.prompt_tokens},
+          {"cached_tokens", usage.cached_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"hit_rate", hit_rate}};
+}
+
+}  // namespace
+
+void HttpServer::HandleCacheStats(const httplib::Request& request, httplib::Response& response) {
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
+  const Tenant& caller = state_.Caller(request.get_header_value("Authorization"));
+  const TenantRegistry& tenants = state_.tenants();
+  nlohmann::json own = UsageJson(caller.name, tenants.Usage(caller.name));
+  if (!caller.admin()) {
+    // A user sees its own figures only: the pool's census and hit counters move with other
+    // tenants' requests, which would tell a user what others have cached.
+    SetJson(response, {{"prefix_caching", ready->info.prefix_caching},
+                       {"block_size", ready->info.block_size},
+                       {"kv_type", ready->info.kv_type},
+                       {"tenant", std::move(own)}});
+    return;
+  }
+  nlohmann::json all = nlohmann::json::array();
+  for (const Tenant& tenant : tenants.tenants()) {
+    all.push_back(UsageJson(tenant.name, tenants.Usage(tenant.name)));
+  }
   EngineStats stats = ready->backend->Stats();
   nlohmann::json tasks = nlohmann::json::array();
   for (const TaskPromptInfo& task : ready->backend->TaskPrompts()) {
@@ -377,14 +478,74 @@ void HttpServer::HandleCacheStats(httplib::Response& response) {
                      {"prefix_cache_hits", stats.prefix_cache_hits},
                      {"hit_rate", hit_rate},
                      {"evictions", stats.evictions},
-                     {"task_prompts", std::move(tasks)}});
+                     {"cache_sources",
+                      {{"memory", stats.prompt_tokens_cached.memory},
+                       {"disk", stats.prompt_tokens_cached.disk},
+                       {"remote", stats.prompt_tokens_cached.remote}}},
+                     {"tiers", TiersJson(stats)},
+                     {"task_prompts", std::move(tasks)},
+                     {"tenant", std::move(own)},
+                     {"tenants", std::move(all)}});
 }
 
-void HttpServer::HandleCacheClear(httplib::Response& response) {
+void HttpServer::HandleCacheClear(const httplib::Request& request, httplib::Response& response) {
   std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
-  size_t cleared = ready->backend->ClearCache();
-  spdlog::info("cache cleared: {} blocks dropped", cleared);
-  SetJson(response, {{"cleared_blocks", cleared}});
+  const Tenant& caller = state_.Caller(request.get_header_value("Authorization"));
+  // {"tiers": ["memory", "disk", "remote"], "tenant": NAME}; no "tiers": memory alone.
+  std::vector<std::string> tiers = {"memory"};
+  std::optional<std::string> named;
+  if (!request.body.empty()) {
+    nlohmann::json body = ParseJsonBody(request.body);
+    for (const auto& [key, value] : body.items()) {
+      if (key != "tiers" && key != "tenant") {
+        throw ApiError::BadRequest(fmt::format("unknown field '{}'", key), key);
+      }
+    }
+    if (body.contains("tiers")) {
+      const nlohmann::json& names = body["tiers"];
+      if (!names.is_array() || names.empty()) {
+        throw ApiError::BadRequest("tiers must be a non-empty list of memory, disk, remote",
+                                   "tiers");
+      }
+      tiers.clear();
+      for (const auto& name : names) {
+        if (!name.is_string() || (name != "memory" && name != "disk" && name != "remote")) {
+          throw ApiError::BadRequest(
+              fmt::format("unknown cache tier {} (memory, disk or remote)", name.dump()), "tiers");
+        }
+        tiers.push_back(name.get<std::string>());
+      }
+    }
+    JsonFields fields(body);
+    named = fields.String("tenant");
+  }
+  // Users clear their own blocks; admins everything, or one tenant's when they name it.
+  std::optional<std::string> owner;
+  if (!caller.admin()) {
+    if (named && *named != caller.name) {
+      throw ApiError(403, "a user key clears its own tenant's cache only", "permission_error",
+                     "forbidden", "tenant");
+    }
+    owner = caller.name;
+  } else if (named) {
+    if (!state_.tenants().Find(*named)) {
+      throw ApiError::BadRequest(fmt::format("unknown tenant '{}'", *named), "tenant",
+                                 "tenant_not_found");
+    }
+    owner = *named;
+  }
+  if (owner && tiers != std::vector<std::string>{"memory"}) {
+    throw ApiError::BadRequest(
+        "the disk and remote tiers keep no owners: a tenant's blocks can be cleared from memory "
+        "only (an admin key clears every tenant's, in any tier)",
+        "tiers");
+  }
+  size_t cleared = ready->backend->ClearCache(tiers, owner);
+  spdlog::info("cache cleared by {} ({}): {} blocks of {} dropped", caller.name,
+               fmt::join(tiers, ", "), cleared, owner ? *owner : std::string("every tenant"));
+  SetJson(response, {{"cleared_blocks", cleared},
+                     {"tiers", tiers},
+                     {"tenant", owner ? nlohmann::json(*owner) : nlohmann::json(nullptr)}});
 }
 
 }  // namespace reprise::server

@@ -3,6 +3,7 @@
 // SetBackend).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +19,8 @@ struct Response;
 
 namespace reprise::server {
 
+class HardenedHttpServer;
+
 class HttpServer {
  public:
   explicit HttpServer(HttpServerOptions options);
@@ -32,6 +35,9 @@ class HttpServer {
   void Start();
   // Makes the routes serve with `backend`; /health turns 200.
   void SetBackend(std::shared_ptr<InferenceBackend> backend);
+  // Refuses new requests (503 with Retry-After; /health says "draining") and waits up to
+  // `timeout` for the requests being answered to finish; true when they all did. Stop() next.
+  bool Drain(std::chrono::milliseconds timeout);
   // Stops listening, ends streams, cancels waiting requests, joins the thread. Idempotent.
   void Stop();
 
@@ -59,12 +65,12 @@ class HttpServer {
   void HandleTokenize(const httplib::Request& request, httplib::Response& response);
   void HandleDetokenize(const httplib::Request& request, httplib::Response& response);
   void HandleTasks(httplib::Response& response);
-  void HandleCacheStats(httplib::Response& response);
-  void HandleCacheClear(httplib::Response& response);
+  void HandleCacheStats(const httplib::Request& request, httplib::Response& response);
+  void HandleCacheClear(const httplib::Request& request, httplib::Response& response);
 
   ServerState state_;
   CompletionHandler completions_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HardenedHttpServer> http_;
   std::thread thread_;
   int port_ = -1;
 };

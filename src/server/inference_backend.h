@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,10 @@ class InferenceBackend {
   virtual ModelInfo Info() const = 0;
   virtual EngineStats Stats() const = 0;
   virtual std::vector<TaskPromptInfo> TaskPrompts() const = 0;
-  virtual size_t ClearCache() = 0;
+  // Clears the named tiers ("memory", "disk", "remote"); with `owner`, only the blocks that
+  // owner's requests added to memory.
+  virtual size_t ClearCache(const std::vector<std::string>& tiers,
+                            const std::optional<std::string>& owner) = 0;
 };
 
 }  // namespace reprise::server

@@ -1,6 +1,9 @@
 #include "server/metrics.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <utility>
 
 #include <fmt/format.h>
@@ -51,6 +54,17 @@ class Exposition {
     Sample(name + "_count", histogram.count());
   }
 
+  // One sample per tier, labelled tier="<name>".
+  template <typename Field>
+  void TierMetric(const std::string& name, const char* type, const char* help,
+                  const std::vector<KvTierStats>& tiers, Field field) {
+    if (tiers.empty()) return;
+    Header(name, type, help);
+    for (const KvTierStats& tier : tiers) {
+      Sample(name, field(tier), fmt::format("tier=\"{}\"", EscapeLabelValue(tier.name)));
+    }
+  }
+
   std::string Take() { return std::move(text_); }
 
  private:
@@ -73,6 +87,13 @@ void Histogram::Observe(double value) {
   sum_ += value;
 }
 
+void Histogram::Set(std::vector<uint64_t> cumulative_counts, uint64_t count, double sum) {
+  counts_ = std::move(cumulative_counts);
+  counts_.resize(upper_bounds_.size(), count);
+  count_ = count;
+  sum_ = sum;
+}
+
 ServerMetrics::ServerMetrics() : ttft_(kTtftBuckets), e2e_latency_(kLatencyBuckets) {}
 
 void ServerMetrics::RecordFinished(FinishReason reason, double ttft_seconds,
@@ -86,6 +107,14 @@ void ServerMetrics::RecordFinished(FinishReason reason, double ttft_seconds,
 void ServerMetrics::RecordError(int status) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++errors_by_status_[status];
+}
+
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t total_pages = 0;
+  uint64_t resident_pages = 0;
+  if (!(statm >> total_pages >> resident_pages)) return 0;
+  return resident_pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
 std::string EscapeLabelValue(const std::string& value) {
@@ -105,8 +134,85 @@ std::string EscapeLabelValue(const std::string& value) {
   return escaped;
 }
 
-std::string ServerMetrics::Render(const EngineStats& stats, const std::string& model_name) const {
+namespace {
+
+// Where prompt tokens came from, and the tiers beyond memory.
+void RenderTiers(Exposition& out, const EngineStats& stats) {
+  const CacheSources& cached = stats.prompt_tokens_cached;
+  const uint64_t reused = cached.memory + cached.disk + cached.remote;
+  out.Header("reprise:prompt_tokens_by_source_total", "counter",
+             "Prompt tokens of finished requests by where their KV came from: computed, or reused "
+             "from memory, the disk tier or a remote tier.");
+  out.Sample("reprise:prompt_tokens_by_source_total",
+             stats.prompt_tokens_total > reused ? stats.prompt_tokens_total - reused : 0,
+             "source=\"compute\"");
+  out.Sample("reprise:prompt_tokens_by_source_total", cached.memory, "source=\"memory\"");
+  out.Sample("reprise:prompt_tokens_by_source_total", cached.disk, "source=\"disk\"");
+  out.Sample("reprise:prompt_tokens_by_source_total", cached.remote, "source=\"remote\"");
+  const auto& tiers = stats.tiers;
+  out.TierMetric("reprise:kv_tier_available", "gauge",
+                 "1 while the tier is usable, 0 after it failed (see the server log).", tiers,
+                 [](const KvTierStats& t) { return t.available ? 1 : 0; });
+  out.TierMetric("reprise:kv_tier_blocks", "gauge", "KV blocks the tier holds.", tiers,
+                 [](const KvTierStats& t) { return t.blocks; });
+  out.TierMetric("reprise:kv_tier_bytes", "gauge", "Bytes the tier holds.", tiers,
+                 [](const KvTierStats& t) { return t.bytes; });
+  out.TierMetric("reprise:kv_tier_capacity_bytes", "gauge", "The tier's size cap (0: none).",
+                 tiers, [](const KvTierStats& t) { return t.capacity_bytes; });
+  out.TierMetric("reprise:kv_tier_read_bytes_total", "counter",
+                 "Bytes of KV blocks loaded from the tier and verified.", tiers,
+                 [](const KvTierStats& t) { return t.bytes_read; });
+  out.TierMetric("reprise:kv_tier_written_bytes_total", "counter",
+                 "Bytes of KV blocks written to the tier.", tiers,
+                 [](const KvTierStats& t) { return t.bytes_written; });
+  out.TierMetric("reprise:kv_tier_evictions_total", "counter",
+                 "Blocks the tier dropped to stay under its size cap.", tiers,
+                 [](const KvTierStats& t) { return t.evictions; });
+  out.TierMetric("reprise:kv_tier_corrupt_blocks_total", "counter",
+                 "Blocks refused (bad checksum, truncated, wrong key) and deleted.", tiers,
+                 [](const KvTierStats& t) { return t.corrupt_blocks; });
+  out.TierMetric("reprise:kv_tier_foreign_blocks_total", "counter",
+                 "Blocks of another model or KV layout, ignored.", tiers,
+                 [](const KvTierStats& t) { return t.foreign_blocks; });
+  out.TierMetric("reprise:kv_tier_errors_total", "counter",
+                 "I/O errors of the tier (disk full, unwritable folder, ...).", tiers,
+                 [](const KvTierStats& t) { return t.errors; });
+  if (tiers.empty()) return;
+  out.Metric("reprise:kv_tier_writes_dropped_total", "counter",
+             "Blocks evicted from memory not written to the tiers because the write queue was "
+             "full.",
+             stats.tier_writes_dropped);
+  // The engine counts loads per bucket; Prometheus buckets are cumulative.
+  Histogram loads(stats.tier_load_bounds);
+  std::vector<uint64_t> cumulative(stats.tier_load_bounds.size(), 0);
+  uint64_t running = 0;
+  for (size_t i = 0; i < cumulative.size() && i < stats.tier_load_buckets.size(); ++i) {
+    running += stats.tier_load_buckets[i];
+    cumulative[i] = running;
+  }
+  uint64_t total = running;
+  if (stats.tier_load_buckets.size() > cumulative.size()) total += stats.tier_load_buckets.back();
+  loads.Set(cumulative, total, stats.tier_load_seconds_sum);
+  out.HistogramMetric("reprise:kv_tier_load_seconds",
+                      "Time to load a request's blocks from the tiers, verification included.",
+                      loads);
+}
+
+}  // namespace
+
+std::string ServerMetrics::Render(const EngineStats& stats, const HttpCounters& http,
+                                  const std::string& model_name) const {
   Exposition out(model_name);
+  out.Metric("reprise:http_connections_open", "gauge", "HTTP connections open (not this one).",
+             http.open_connections);
+  out.Metric("reprise:http_requests_in_flight", "gauge",
+             "HTTP requests read and not yet fully answered (streams included; not this one).",
+             http.requests_in_flight);
+  out.Metric("reprise:http_connections_refused_total", "counter",
+             "HTTP connections refused at a connection bound (answered 503).",
+             http.connections_refused);
+  out.Metric("reprise:process_resident_memory_bytes", "gauge",
+             "Resident memory of the server process (RSS).", http.resident_bytes);
   out.Metric("reprise:prefix_cache_queries_total", "counter",
              "Prompt tokens looked up in the prefix cache.", stats.prefix_cache_queries);
   out.Metric("reprise:prefix_cache_hits_total", "counter",
@@ -151,6 +257,8 @@ std::string ServerMetrics::Render(const EngineStats& stats, const std::string& m
                                         : 0.0;
   out.Metric("reprise:kv_cache_usage_perc", "gauge",
              "Fraction of KV cache blocks in use or pinned (1 = full).", usage);
+
+  RenderTiers(out, stats);
 
   std::lock_guard<std::mutex> lock(mutex_);
   out.Header("reprise:request_success_total", "counter", "Requests finished, by finish reason.");

@@ -18,6 +18,8 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> upper_bounds);
   void Observe(double value);
+  // Replaces the state with counts taken elsewhere (cumulative, one per upper bound).
+  void Set(std::vector<uint64_t> cumulative_counts, uint64_t count, double sum);
   const std::vector<double>& upper_bounds() const { return upper_bounds_; }
   // counts()[i]: observations <= upper_bounds()[i] (cumulative); the +Inf bucket is count().
   const std::vector<uint64_t>& counts() const { return counts_; }
@@ -31,6 +33,18 @@ class Histogram {
   double sum_ = 0;
 };
 
+// The HTTP layer's gauges and counters at one moment.
+// Counted without the request that reads them (so all read 0 on an idle server).
+struct HttpCounters {
+  size_t open_connections = 0;
+  size_t requests_in_flight = 0;  // parsed and not yet fully answered
+  uint64_t connections_refused = 0;
+  uint64_t resident_bytes = 0;    // the process's resident memory (RSS)
+};
+
+// The process's resident set size from /proc/self/statm; 0 where it cannot be read.
+uint64_t ResidentBytes();
+
 class ServerMetrics {
  public:
   ServerMetrics();
@@ -41,7 +55,8 @@ class ServerMetrics {
   void RecordError(int status);
 
   // The whole exposition text; every sample carries model_name="<model_name>".
-  std::string Render(const EngineStats& stats, const std::string& model_name) const;
+  std::string Render(const EngineStats& stats, const HttpCounters& http,
+                     const std::string& model_name) const;
 
  private:
   mutable std::mutex mutex_;

@@ -18,7 +18,11 @@ nlohmann::json UsageJson(const UsageCounts& usage) {
   return {{"prompt_tokens", usage.prompt_tokens},
           {"completion_tokens", usage.completion_tokens},
           {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}},
+          {"cache_sources",
+           {{"memory", usage.cache_sources.memory},
+            {"disk", usage.cache_sources.disk},
+            {"remote", usage.cache_sources.remote}}}};
 }
 
 size_t LogprobsTextBytes(const std::vector<SampledLogprobs>& entries) {

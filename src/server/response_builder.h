@@ -20,6 +20,7 @@ struct UsageCounts {
   size_t prompt_tokens = 0;
   size_t completion_tokens = 0;
   size_t cached_tokens = 0;
+  CacheSources cache_sources;  // cached_tokens by where the KV came from
 };
 
 // The wire value of a finish reason: "stop", "length", "cancelled" or "error". (Ours, not the
@@ -27,7 +28,7 @@ struct UsageCounts {
 const char* FinishReasonText(FinishReason reason);
 
 // {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details":
-// {"cached_tokens"}}
+// {"cached_tokens"}, "cache_sources": {"memory", "disk", "remote"}}
 nlohmann::json UsageJson(const UsageCounts& usage);
 
 // One finished choice.
@@ -37,6 +38,7 @@ struct ChoiceResult {
   std::string finish_reason;     // "stop" or "length"
   size_t prompt_tokens = 0;
   size_t cached_tokens = 0;
+  CacheSources cache_sources;
   size_t completion_tokens = 0;
   double ttft_seconds = 0;
   double total_seconds = 0;

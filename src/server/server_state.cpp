@@ -9,7 +9,12 @@
 
 namespace reprise::server {
 
-ServerState::ServerState(HttpServerOptions options) : options_(std::move(options)) {
+ServerState::ServerState(HttpServerOptions options)
+    : options_(std::move(options)),
+      tenants_(options_.api_keys,
+               options_.cache_secret.empty() && !options_.api_keys.empty() ? GenerateCacheSecret()
+                                                                           : options_.cache_secret,
+               options_.share_cache_across_tenants) {
   std::random_device random;
   nonce_ = fmt::format("{:08x}", random());
 }
@@ -31,6 +36,12 @@ std::shared_ptr<const ReadyBackend> ServerState::RequireReady() const {
   std::shared_ptr<const ReadyBackend> ready = Ready();
   if (!ready) throw ApiError::Unavailable("the model is still loading; retry shortly", "loading");
   return ready;
+}
+
+const Tenant& ServerState::Caller(const std::string& authorization) const {
+  const Tenant* tenant = tenants_.Authenticate(authorization);
+  if (!tenant) throw ApiError::Unauthorized();
+  return *tenant;
 }
 
 std::string ServerState::NextId(const char* prefix) {

@@ -1,5 +1,8 @@
 #include "server/settings.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -11,32 +14,64 @@
 #include <sstream>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "core/error.h"
 #include "core/text.h"
 
 namespace reprise::server {
 namespace {
 
-int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min,
-                     int64_t max) {
+int64_t ParseIntText(const std::string& text, const std::string& source, int64_t min, int64_t max) {
   std::string trimmed = TrimAsciiSpace(text);
   char* end = nullptr;
   errno = 0;
   long long value = std::strtoll(trimmed.c_str(), &end, 10);
   if (trimmed.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
-    throw Error(fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max,
-                            text));
+    throw Error(
+        fmt::format("{} must be an integer between {} and {}, got '{}'", source, min, max, text));
   }
   return value;
 }
 
+// "90", "90s", "15m", "24h", "7d" -> seconds; Error naming `flag` otherwise.
+int64_t ParseDurationSeconds(const std::string& text, const std::string& flag) {
+  if (text.empty()) throw Error(fmt::format("{} must not be empty", flag));
+  int64_t unit = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 's':
+      unit = 1;
+      number.pop_back();
+      break;
+    case 'm':
+      unit = 60;
+      number.pop_back();
+      break;
+    case 'h':
+      unit = 3600;
+      number.pop_back();
+      break;
+    case 'd':
+      unit = 86400;
+      number.pop_back();
+      break;
+    default:
+      break;
+  }
+  int64_t value = ParseIntText(number, flag, 1, int64_t{1} << 40);
+  return value * unit;
+}
+
+// A Redis URL without its password, for the log.
+std::string RedactUrl(const std::string& url) {
+  size_t at = url.rfind('@');
+  if (at == std::string::npos) return url;
+  return "redis://***@" + url.substr(at + 1);
+}
+
 void CheckBlockSize(int block_size, const std::string& source) {
   if (block_size < 1 || block_size > 256 || (block_size & (block_size - 1)) != 0) {
-    throw Error(fmt::format("{} must be a power of two between 1 and 256, got {}", source,
-                            block_size));
+    throw Error(
+        fmt::format("{} must be a power of two between 1 and 256, got {}", source, block_size));
   }
 }
 
@@ -56,15 +91,17 @@ std::optional<bool> ReuseFromEnvironment(const EnvLookup& env) {
     if (!text) continue;
     std::optional<bool> value = ParseBoolText(*text);
     if (!value) {
-      throw Error(fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
-                              "false)",
-                              name, *text));
+      throw Error(
+          fmt::format("environment variable {}='{}' is not a boolean (use 1, 0, true or "
+                      "false)",
+                      name, *text));
     }
     if (result && *result != *value) {
-      throw Error(fmt::format("environment variables {} and {} disagree about prefix caching; "
-                              "set one, or pass --enable-prefix-caching / "
-                              "--no-enable-prefix-caching",
-                              decided_by, name));
+      throw Error(
+          fmt::format("environment variables {} and {} disagree about prefix caching; "
+                      "set one, or pass --enable-prefix-caching / "
+                      "--no-enable-prefix-caching",
+                      decided_by, name));
     }
     result = value;
     decided_by = name;
@@ -130,7 +167,34 @@ std::vector<std::string> SplitOrigins(const std::string& list) {
 
 }  // namespace
 
-ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
+std::span<const EnvironmentVariable> EnvironmentVariables() {
+  static constexpr EnvironmentVariable kVariables[] = {
+      {"NIM_ENABLE_KV_CACHE_REUSE",
+       "Prefix caching on or off (1/0, true/false, yes/no, on/off), as NVIDIA NIM names it; "
+       "--enable-prefix-caching / --no-enable-prefix-caching win"},
+      {"REUSE_CACHE", "The same switch, as rtp-llm names it"},
+      {"ENABLE_PREFIX_CACHING", "The same switch, as vLLM's flag reads; set switches must agree"},
+      {"SEQ_SIZE_PER_BLOCK", "Token positions per KV block (rtp-llm's name); --block-size wins"},
+      {"MULTI_TASK_PROMPT",
+       "File of static task prompts (rtp-llm's name); --multi-task-prompt wins"},
+      {"MULTI_TASK_PROMPT_STR",
+       "The task prompts' JSON itself (rtp-llm's name), when no file is given"},
+      {"REPRISE_API_KEY", "Require 'Authorization: Bearer KEY'; --api-key wins"},
+      {"REDIS_PASSWORD",
+       "Password of the Redis tier (--kv-redis-url); --kv-redis-password-file wins, and it wins "
+       "over a password in the URL"},
+  };
+  return kVariables;
+}
+
+ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup) {
+  // Only listed variables are read: one missing from EnvironmentVariables() is a bug here.
+  const EnvLookup env = [&lookup](const std::string& name) {
+    for (const EnvironmentVariable& variable : EnvironmentVariables()) {
+      if (name == variable.name) return lookup(name);
+    }
+    throw InternalError("environment variable " + name + " is read but not listed");
+  };
   ServerSettings settings;
   if (flags.model.empty()) throw Error("--model is required");
   settings.model = flags.model;
@@ -145,10 +209,20 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
       flags.served_model_name ? *flags.served_model_name : ModelStem(flags.model);
   if (settings.served_model_name.empty()) throw Error("--served-model-name must not be empty");
 
-  if (flags.api_key) {
-    settings.api_key = *flags.api_key;
-  } else if (auto key = env("REPRISE_API_KEY")) {
-    settings.api_key = *key;
+  if (!flags.api_keys.empty()) {
+    settings.api_keys = flags.api_keys;
+  } else if (auto key = env("REPRISE_API_KEY"); key && !key->empty()) {
+    settings.api_keys = {*key};
+  }
+  if (flags.api_keys_file) settings.api_keys_file = *flags.api_keys_file;
+  if (flags.cache_secret_file) settings.cache_secret_file = *flags.cache_secret_file;
+  if (flags.share_cache_across_tenants) {
+    settings.share_cache_across_tenants = *flags.share_cache_across_tenants;
+  }
+  if (flags.metrics_require_auth) settings.metrics_require_auth = *flags.metrics_require_auth;
+  if (settings.metrics_require_auth && settings.api_keys.empty() &&
+      settings.api_keys_file.empty()) {
+    throw Error("--metrics-require-auth needs --api-key or --api-keys-file");
   }
 
   // Prefix caching: flag, else the environment switches, else on.
@@ -169,6 +243,42 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   if (flags.kv_cache_memory) {
     settings.kv_cache_memory_bytes = ParseByteSize(*flags.kv_cache_memory);
     if (settings.kv_cache_memory_bytes == 0) throw Error("--kv-cache-memory must not be zero");
+  }
+  if (flags.kv_disk_path) {
+    if (flags.kv_disk_path->empty()) throw Error("--kv-disk-path must not be empty");
+    settings.kv_disk_path = *flags.kv_disk_path;
+  }
+  if (flags.kv_disk_size) {
+    if (!flags.kv_disk_path) throw Error("--kv-disk-size needs --kv-disk-path");
+    settings.kv_disk_size_bytes = ParseByteSize(*flags.kv_disk_size);
+    if (settings.kv_disk_size_bytes == 0) throw Error("--kv-disk-size must not be zero");
+  }
+  if (flags.kv_redis_url) {
+    if (flags.kv_redis_url->rfind("redis://", 0) != 0) {
+      throw Error("--kv-redis-url must look like redis://HOST:PORT[/DB]");
+    }
+    settings.kv_redis_url = *flags.kv_redis_url;
+    if (!settings.enable_prefix_caching)
+      throw Error("--kv-redis-url needs prefix caching, which is off");
+  }
+  auto needs_url = [&](const char* flag) {
+    if (!flags.kv_redis_url) throw Error(fmt::format("{} needs --kv-redis-url", flag));
+  };
+  if (flags.kv_redis_password_file) {
+    needs_url("--kv-redis-password-file");
+    settings.kv_redis_password_file = *flags.kv_redis_password_file;
+  }
+  if (flags.kv_redis_ttl) {
+    needs_url("--kv-redis-ttl");
+    settings.kv_redis_ttl_seconds = ParseDurationSeconds(*flags.kv_redis_ttl, "--kv-redis-ttl");
+  }
+  if (flags.kv_redis_size) {
+    needs_url("--kv-redis-size");
+    settings.kv_redis_size_bytes = ParseByteSize(*flags.kv_redis_size);
+    if (settings.kv_redis_size_bytes == 0) throw Error("--kv-redis-size must not be zero");
+  }
+  if (settings.kv_disk_path.size() > 0 && !settings.enable_prefix_caching) {
+    throw Error("--kv-disk-path needs prefix caching, which is off");
   }
   if (flags.kv_type) {
     if (*flags.kv_type != "f16" && *flags.kv_type != "f32") {
@@ -214,14 +324,31 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& env) {
   }
   if (flags.http_threads) {
     if (*flags.http_threads < 2 || *flags.http_threads > 4096) {
-      throw Error(fmt::format("--http-threads must be between 2 and 4096, got {}",
-                              *flags.http_threads));
+      throw Error(
+          fmt::format("--http-threads must be between 2 and 4096, got {}", *flags.http_threads));
     }
     settings.http_threads = *flags.http_threads;
   }
+  if (flags.max_connections) {
+    CheckPositive(*flags.max_connections, "--max-connections");
+    settings.max_connections = static_cast<size_t>(*flags.max_connections);
+  }
+  if (flags.max_connections_per_client) {
+    CheckPositive(*flags.max_connections_per_client, "--max-connections-per-client");
+    settings.max_connections_per_client = static_cast<size_t>(*flags.max_connections_per_client);
+  }
+  if (flags.shutdown_timeout) {
+    if (!std::isfinite(*flags.shutdown_timeout) || *flags.shutdown_timeout < 0 ||
+        *flags.shutdown_timeout > 86400) {
+      throw Error(fmt::format("--shutdown-timeout must be between 0 and 86400 seconds, got {}",
+                              *flags.shutdown_timeout));
+    }
+    settings.shutdown_timeout_seconds = *flags.shutdown_timeout;
+  }
 
   for (const std::string& list : flags.allowed_origins) {
-    for (std::string origin : SplitOrigins(list)) settings.allowed_origins.push_back(origin);
+    std::vector<std::string> origins = SplitOrigins(list);
+    settings.allowed_origins.insert(settings.allowed_origins.end(), origins.begin(), origins.end());
   }
 
   // Task prompts: the flag, else MULTI_TASK_PROMPT (a file), else MULTI_TASK_PROMPT_STR.
@@ -245,29 +372,70 @@ std::string DescribeSettings(const ServerSettings& settings) {
   if (!settings.task_prompts_file.empty()) {
     task_prompts = "file " + settings.task_prompts_file;
   } else if (!settings.task_prompts_json.empty()) {
-    task_prompts = fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
+    task_prompts =
+        fmt::format("MULTI_TASK_PROMPT_STR ({} bytes)", settings.task_prompts_json.size());
   }
   return fmt::format(
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
-      "kv_cache_memory: {}, kv_type: {}, max_batch_tokens: {}, max_running_requests: {}, "
+      "kv_cache_memory: {}, kv_disk: {}, kv_redis: {}, kv_type: {}, max_batch_tokens: {}, "
+      "max_running_requests: {}, "
       "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
-      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, api_key: "
-      "{}, "
-      "allowed_origins: {}",
+      "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
+      "max_connections: {} ({} per client), shutdown_timeout: {} s, api_keys: {}{}, "
+      "share_cache_across_tenants: {}, metrics_require_auth: {}, allowed_origins: {}",
       settings.model, settings.served_model_name, settings.host, settings.port,
       settings.enable_prefix_caching, settings.block_size,
       settings.kv_cache_memory_bytes == 0 ? std::string("auto")
                                           : FormatByteSize(settings.kv_cache_memory_bytes),
+      settings.kv_disk_path.empty()
+          ? std::string("none")
+          : fmt::format("{} ({})", settings.kv_disk_path,
+                        settings.kv_disk_size_bytes == 0
+                            ? std::string("no cap")
+                            : FormatByteSize(settings.kv_disk_size_bytes)),
+      settings.kv_redis_url.empty()
+          ? std::string("none")
+          : fmt::format("{} (ttl {} s, {})", RedactUrl(settings.kv_redis_url),
+                        settings.kv_redis_ttl_seconds,
+                        settings.kv_redis_size_bytes == 0
+                            ? std::string("no bound")
+                            : FormatByteSize(settings.kv_redis_size_bytes)),
       settings.kv_type, settings.max_batch_tokens, settings.max_running_requests,
       settings.schedule_policy, settings.eviction_policy,
       settings.threads == 0 ? std::string("all cores") : std::to_string(settings.threads),
       settings.max_context == 0 ? std::string("model's") : std::to_string(settings.max_context),
       settings.chat_template.empty() ? std::string("model's") : settings.chat_template,
       task_prompts, settings.max_queued_requests, FormatByteSize(settings.max_body_bytes),
-      settings.http_threads, settings.api_key.empty() ? "none" : "set",
+      settings.http_threads, settings.max_connections, settings.max_connections_per_client,
+      settings.shutdown_timeout_seconds,
+      settings.api_keys.empty() ? std::string("none") : fmt::format("{} given", settings.api_keys.size()),
+      settings.api_keys_file.empty() ? std::string() : ", file " + settings.api_keys_file,
+      settings.share_cache_across_tenants, settings.metrics_require_auth,
       settings.allowed_origins.empty()
           ? "none"
           : fmt::format("{}", fmt::join(settings.allowed_origins, ",")));
+}
+
+TenantSetup MakeTenantSetup(const ServerSettings& settings) {
+  TenantSetup setup;
+  if (!settings.api_keys_file.empty()) {
+    setup.keys = ParseApiKeys(ReadTextFile(settings.api_keys_file, "API keys file"),
+                              settings.api_keys_file);
+    if (setup.keys.empty()) {
+      throw Error(fmt::format("the API keys file '{}' holds no key", settings.api_keys_file));
+    }
+  }
+  for (const std::string& key : settings.api_keys) {
+    ApiKeyEntry entry = KeyOfItsOwn(key);
+    for (const ApiKeyEntry& other : setup.keys) {
+      if (other.key == key) throw Error("an --api-key is also in the API keys file");
+    }
+    setup.keys.push_back(std::move(entry));
+  }
+  if (!settings.cache_secret_file.empty()) {
+    setup.cache_secret = ReadCacheSecret(settings.cache_secret_file);
+  }
+  return setup;
 }
 
 EngineConfig MakeEngineConfig(const ServerSettings& settings) {
@@ -277,6 +445,12 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.block_size = settings.block_size;
   config.kv_cache_memory_bytes = settings.kv_cache_memory_bytes;
   config.kv_type = settings.kv_type;
+  config.kv_disk_path = settings.kv_disk_path;
+  config.kv_disk_size_bytes = settings.kv_disk_size_bytes;
+  config.kv_redis_url = settings.kv_redis_url;
+  config.kv_redis_password_file = settings.kv_redis_password_file;
+  config.kv_redis_ttl_seconds = settings.kv_redis_ttl_seconds;
+  config.kv_redis_size_bytes = settings.kv_redis_size_bytes;
   config.max_batch_tokens = settings.max_batch_tokens;
   config.max_running_requests = settings.max_running_requests;
   config.schedule_policy = settings.schedule_policy;

@@ -6,10 +6,13 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/byte_size.h"
+#include "server/tenants.h"
+
 #include "reprise/engine.h"
 
 namespace reprise::server {
@@ -20,10 +23,20 @@ struct ServeFlags {
   std::optional<std::string> host;
   std::optional<int> port;
   std::optional<std::string> served_model_name;
-  std::optional<std::string> api_key;
+  std::vector<std::string> api_keys;  // --api-key, repeatable
+  std::optional<std::string> api_keys_file;
+  std::optional<std::string> cache_secret_file;
+  std::optional<bool> share_cache_across_tenants;
+  std::optional<bool> metrics_require_auth;
   std::optional<int> block_size;
   std::optional<std::string> kv_cache_memory;  // "2GiB", "512MiB", "1000000"
   std::optional<std::string> kv_type;
+  std::optional<std::string> kv_disk_path;
+  std::optional<std::string> kv_disk_size;  // "20GiB"
+  std::optional<std::string> kv_redis_url;
+  std::optional<std::string> kv_redis_password_file;
+  std::optional<std::string> kv_redis_ttl;   // "24h", "90m", "3600" (seconds)
+  std::optional<std::string> kv_redis_size;  // "8GiB"
   std::optional<int> max_batch_tokens;
   std::optional<int> max_running_requests;
   std::optional<std::string> schedule_policy;
@@ -36,6 +49,9 @@ struct ServeFlags {
   std::optional<int64_t> max_queued_requests;
   std::optional<std::string> max_body_size;
   std::optional<int> http_threads;
+  std::optional<int64_t> max_connections;
+  std::optional<int64_t> max_connections_per_client;
+  std::optional<double> shutdown_timeout;  // seconds
   std::vector<std::string> allowed_origins;  // --allowed-origins, each a comma list
 };
 
@@ -45,23 +61,36 @@ struct ServerSettings {
   std::string host = "127.0.0.1";
   int port = 8000;                     // 0: any free port
   std::string served_model_name;       // default: the model file's stem
-  std::string api_key;                 // empty: no authentication
+  std::vector<std::string> api_keys;   // each its own tenant; none (and no file): no auth
+  std::string api_keys_file;           // `KEY TENANT user|admin` lines (see tenants.h)
+  std::string cache_secret_file;       // empty: a random secret per start
+  bool share_cache_across_tenants = false;
+  bool metrics_require_auth = false;
   int block_size = 16;
-  size_t kv_cache_memory_bytes = 0;    // 0: the engine's default share of memory
+  size_t kv_cache_memory_bytes = 0;  // 0: the engine's default share of memory
   std::string kv_type = "f16";
+  std::string kv_disk_path;            // empty: no disk tier
+  size_t kv_disk_size_bytes = 0;       // 0: no cap
+  std::string kv_redis_url;            // empty: no shared tier
+  std::string kv_redis_password_file;
+  int64_t kv_redis_ttl_seconds = 24 * 3600;
+  size_t kv_redis_size_bytes = 0;  // 0: no bound
   int max_batch_tokens = 512;
   int max_running_requests = 64;
-  std::string schedule_policy = "cache-aware";  // or "lpm" (the same), "fcfs"
+  std::string schedule_policy = "cache-aware";     // or "lpm" (the same), "fcfs"
   std::string eviction_policy = "scan-resistant";  // or "lru"
-  int threads = 0;                     // 0: every core
-  int64_t max_context = 0;             // 0: the model's
+  int threads = 0;                                 // 0: every core
+  int64_t max_context = 0;                         // 0: the model's
   bool enable_prefix_caching = true;
-  std::string chat_template;           // empty: the model's own
-  std::string task_prompts_file;       // --multi-task-prompt / MULTI_TASK_PROMPT
-  std::string task_prompts_json;       // MULTI_TASK_PROMPT_STR (when no file is given)
+  std::string chat_template;      // empty: the model's own
+  std::string task_prompts_file;  // --multi-task-prompt / MULTI_TASK_PROMPT
+  std::string task_prompts_json;  // MULTI_TASK_PROMPT_STR (when no file is given)
   size_t max_queued_requests = 1024;
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;
+  size_t max_connections = 1024;
+  size_t max_connections_per_client = 128;
+  double shutdown_timeout_seconds = 30;  // SIGTERM: how long running requests may finish
   std::vector<std::string> allowed_origins;  // CORS: origins allowed ("*": any); empty: none
 };
 
@@ -69,6 +98,15 @@ struct ServerSettings {
 // process environment.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 EnvLookup ProcessEnvironment();
+
+// An environment variable `reprise serve` reads, and what it sets (for the configuration docs).
+struct EnvironmentVariable {
+  const char* name;
+  const char* meaning;
+};
+// Every variable ResolveSettings reads; it refuses to read any other (an InternalError), so this
+// list cannot fall behind the code.
+std::span<const EnvironmentVariable> EnvironmentVariables();
 
 // Merges flags over environment over defaults. Environment variables read:
 //   NIM_ENABLE_KV_CACHE_REUSE, REUSE_CACHE, ENABLE_PREFIX_CACHING  (1/0/true/false/yes/no/on/off)
@@ -83,6 +121,14 @@ std::optional<bool> ParseBoolText(const std::string& text);
 
 // One line for the start-up log: "reuse_cache: true, block_size: 16, ...".
 std::string DescribeSettings(const ServerSettings& settings);
+
+// Who may call, and the secret behind tenants' cache salts: reads --api-keys-file (refusing a
+// malformed line by its number) and --cache-secret-file. Throws reprise::Error when it cannot.
+struct TenantSetup {
+  std::vector<ApiKeyEntry> keys;
+  std::string cache_secret;  // empty: the server makes one
+};
+TenantSetup MakeTenantSetup(const ServerSettings& settings);
 
 // The engine's configuration; reads the task prompt file. Throws reprise::Error when it cannot.
 EngineConfig MakeEngineConfig(const ServerSettings& settings);

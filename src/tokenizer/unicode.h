@@ -8,17 +8,15 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"  // Utf8SequenceLength, AppendUtf8
+
 namespace reprise::unicode {
 
 inline constexpr uint32_t kReplacementChar = 0xFFFD;
 
-// Length in bytes of the UTF-8 sequence that starts with `lead` (1 for a stray continuation byte).
-size_t Utf8SequenceLength(uint8_t lead);
-
 // Decodes UTF-8; an invalid or truncated sequence costs one byte and yields U+FFFD.
 std::vector<uint32_t> DecodeUtf8(std::string_view text);
 
-void AppendUtf8(uint32_t codepoint, std::string& out);
 std::string EncodeUtf8(uint32_t codepoint);
 
 // Number of bytes at the end of `text` that form an incomplete (not yet invalid) UTF-8 sequence:

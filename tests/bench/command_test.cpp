@@ -73,8 +73,8 @@ TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
   const auto dir = testing::ScratchDir() / "bench";
   std::filesystem::create_directories(dir);
   const std::string vocab = testing::Fixture("vocab/ggml-vocab-llama-bpe.gguf");
-  const std::set<std::string> workloads = {"prefill", "decode", "doc", "chat", "multidoc", "unique",
-                                           "concurrent"};
+  const std::set<std::string> workloads = {"prefill", "decode", "doc",        "chat",
+                                           "multidoc", "unique", "concurrent", "sched"};
   for (const auto& workload : workloads) {
     const auto json_path = dir / (workload + ".json");
     const auto svg_path = dir / (workload + ".svg");
@@ -117,10 +117,25 @@ TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
   EXPECT_TRUE(figures("unique").contains("cache_cost_ci_high_percent"));
   EXPECT_TRUE(figures("unique").contains("cache_bookkeeping_us"));
   EXPECT_TRUE(figures("concurrent").contains("ttft_p99_ms"));
+  EXPECT_TRUE(figures("sched").contains("sched_share_percent"));
   // The doc's warm questions reuse the document.
   auto doc = nlohmann::json::parse(Slurp(dir / "doc.json"))["workloads"][0]["tables"][0]["rows"];
   EXPECT_GT(doc[1][2].get<double>(), 0.8 * doc[1][1].get<double>());
   std::filesystem::remove_all(dir);
+}
+
+// The small real models have 512-token contexts: the document shrinks to fit, and a workload
+// that cannot fit at all says so.
+TEST(BenchCommandTest, DocFitsASmallContext) {
+  REPRISE_REQUIRE_FIXTURES();
+  const auto json_path = testing::ScratchDir() / "doc512.json";
+  BenchRun run = RunBench("doc -m '" + testing::Fixture("models/TinyStories-656K-f32.gguf") +
+                          "' --quick --repeat 1 -t 2 --json '" + json_path.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("to fit the model's context of 512 tokens"), std::string::npos) << run.err;
+  auto rows = nlohmann::json::parse(Slurp(json_path))["workloads"][0]["tables"][0]["rows"];
+  for (const auto& row : rows) EXPECT_LT(row[1].get<double>(), 512);
+  std::filesystem::remove(json_path);
 }
 
 }  // namespace

@@ -24,7 +24,20 @@ void ExpectRejected(const BenchOptions& options, const std::string& fragment) {
 }
 
 TEST(BenchOptionsTest, AcceptsEveryWorkloadWithAModel) {
-  for (const auto& name : BenchWorkloadNames()) EXPECT_NO_THROW(ValidateBenchOptions(WithModel(name)));
+  for (const auto& name : BenchWorkloadNames()) {
+    if (name == "side-channel" || name == "soak") continue;  // server benchmarks: below
+    EXPECT_NO_THROW(ValidateBenchOptions(WithModel(name)));
+  }
+}
+
+TEST(BenchOptionsTest, SecurityBenchmarksNeedAServer) {
+  for (const char* name : {"side-channel", "soak"}) {
+    EXPECT_THROW(ValidateBenchOptions(WithModel(name)), Error) << name;
+    BenchOptions options;
+    options.workload = name;
+    options.url = "http://127.0.0.1:8080";
+    EXPECT_NO_THROW(ValidateBenchOptions(options)) << name;
+  }
 }
 
 TEST(BenchOptionsTest, KernelsNeedNoModel) {
@@ -74,6 +87,8 @@ TEST(BenchOptionsTest, UrlModeNeedsNoModelButNotKernels) {
   options.workload = "all";
   EXPECT_NO_THROW(ValidateBenchOptions(options));
   options.workload = "kernels";
+  ExpectRejected(options, "in process only");
+  options.workload = "sched";
   ExpectRejected(options, "in process only");
   options.workload = "doc";
   options.url = "https://127.0.0.1:8080";

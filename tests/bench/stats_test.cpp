@@ -21,6 +21,15 @@ TEST(BenchStatsTest, PercentileInterpolatesBetweenClosestRanks) {
   EXPECT_DOUBLE_EQ(Percentile({1, 2}, 150), 2);  // clamped
 }
 
+TEST(BenchStatsTest, RocAucCountsOrderedPairsWithTiesAsHalf) {
+  EXPECT_DOUBLE_EQ(RocAuc({3, 4}, {1, 2}), 1.0);
+  EXPECT_DOUBLE_EQ(RocAuc({1, 2}, {3, 4}), 0.0);
+  EXPECT_DOUBLE_EQ(RocAuc({1, 1}, {1, 1}), 0.5);
+  // 3 beats 1 and 2, 1 ties 1 and loses to 2: (2 + 0.5) / 4.
+  EXPECT_DOUBLE_EQ(RocAuc({3, 1}, {1, 2}), 0.625);
+  EXPECT_TRUE(std::isnan(RocAuc({}, {1})));
+}
+
 TEST(BenchStatsTest, EmptySamplesGiveNan) {
   EXPECT_TRUE(std::isnan(Percentile({}, 50)));
   EXPECT_TRUE(std::isnan(Median({})));

@@ -74,5 +74,57 @@ TEST(BenchSvgTest, LineChartBreaksAtMissingValuesAndStacksPanels) {
   EXPECT_NE(svg.find("height=\"760\""), std::string::npos);  // two 380-pixel panels
 }
 
+TEST(BenchSvgTest, LogTicksAreOneTwoFiveStepsAroundTheRange) {
+  EXPECT_EQ(LogTicks(3, 70), (std::vector<double>{2, 5, 10, 20, 50, 100}));
+  EXPECT_EQ(LogTicks(10, 100), (std::vector<double>{10, 20, 50, 100}));
+  EXPECT_EQ(LogTicks(0.5, 20000), (std::vector<double>{0.1, 1, 10, 100, 1000, 10000, 100000}));
+  EXPECT_EQ(LogTicks(0, 5), (std::vector<double>{1, 10}));  // not positive: a placeholder
+}
+
+// The height of the bar whose tooltip is `title` (e.g. "warm: 12").
+double BarHeight(const std::string& svg, const std::string& title) {
+  size_t at = svg.find("<title>" + title + "</title>");
+  if (at == std::string::npos) return -1;
+  size_t rect = svg.rfind("<rect", at);
+  size_t height = svg.find("height=\"", rect) + 8;
+  return std::stod(svg.substr(height, svg.find('"', height) - height));
+}
+
+TEST(BenchSvgTest, WideRangesGetALogAxisSoSmallBarsStayVisibleAndLabelled) {
+  ChartSpec chart;
+  chart.kind = ChartKind::kBar;
+  chart.y_label = "TTFT (ms)";
+  chart.categories = {"cold", "warm"};
+  chart.series = {{"TTFT", {2400, 12}}};
+  ASSERT_TRUE(UsesLogScale(chart));
+  std::string svg = RenderSvg({chart});
+  EXPECT_NE(svg.find(">TTFT (ms) (log scale)<"), std::string::npos);
+  // On a linear axis the warm bar would be 12/2400 of the cold one: about 1 pixel.
+  EXPECT_GT(BarHeight(svg, "TTFT: 12"), 0.2 * BarHeight(svg, "TTFT: 2400"));
+  // Every bar carries its value.
+  EXPECT_EQ(Count(svg, "class=\"value\""), 2u);
+  EXPECT_NE(svg.find(">2400</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">12</text>"), std::string::npos);
+
+  chart.scale = ChartScale::kLinear;
+  EXPECT_FALSE(UsesLogScale(chart));
+  std::string linear = RenderSvg({chart});
+  EXPECT_LT(BarHeight(linear, "TTFT: 12"), 3);
+}
+
+TEST(BenchSvgTest, NarrowOrSignedRangesStayLinear) {
+  ChartSpec chart;
+  chart.categories = {"a", "b"};
+  chart.series = {{"s", {50, 90}}};
+  EXPECT_FALSE(UsesLogScale(chart));
+  chart.series = {{"s", {-5, 900}}};
+  EXPECT_FALSE(UsesLogScale(chart));
+  chart.series = {{"s", {5, 900}}};
+  EXPECT_TRUE(UsesLogScale(chart));
+  chart.kind = ChartKind::kLine;
+  std::string svg = RenderSvg({chart});
+  EXPECT_EQ(Count(svg, "class=\"value\""), 2u);  // points are labelled too
+}
+
 }  // namespace
 }  // namespace reprise::bench

@@ -25,7 +25,8 @@ TEST(CliOptionsTest, LogLevelIsAcceptedBeforeAndAfterTheSubcommand) {
   }
   // A valid level after the subcommand is parsed, not refused: the run goes on to the (missing)
   // model file.
-  ProcessResult after = Reprise({"tokenize", "-m", "/nonexistent/x.gguf", "t", "--log-level", "off"});
+  ProcessResult after =
+      Reprise({"tokenize", "-m", "/nonexistent/x.gguf", "t", "--log-level", "off"});
   EXPECT_EQ(after.exit_code, 1) << after.output;
   EXPECT_NE(after.output.find("/nonexistent/x.gguf"), std::string::npos) << after.output;
 }
@@ -33,9 +34,9 @@ TEST(CliOptionsTest, LogLevelIsAcceptedBeforeAndAfterTheSubcommand) {
 TEST(CliOptionsTest, HelpShowsDefaults) {
   ProcessResult serve = Reprise({"serve", "--help"});
   EXPECT_EQ(serve.exit_code, 0) << serve.output;
-  for (const char* shown : {"--port INT=8000", "--host TEXT=127.0.0.1", "--block-size INT=16",
-                            "-t,--threads INT=0", "--eviction-policy TEXT=scan-resistant",
-                            "--max-body-size TEXT=16MiB"}) {
+  for (const char* shown :
+       {"--port INT=8000", "--host TEXT=127.0.0.1", "--block-size INT=16", "-t,--threads INT=0",
+        "--eviction-policy TEXT=scan-resistant", "--max-body-size TEXT=16MiB"}) {
     EXPECT_NE(serve.output.find(shown), std::string::npos) << shown << "\n" << serve.output;
   }
   ProcessResult generate = Reprise({"generate", "--help"});

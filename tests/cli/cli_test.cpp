@@ -96,6 +96,44 @@ TEST(CliTest, TokenizePrintsIds) {
   EXPECT_EQ(result.out.rfind("1 ", 0), 0u) << result.out;  // BOS first
 }
 
+TEST(CliTest, TemplatePrintsTheRenderedPrompt) {
+  REPRISE_REQUIRE_FIXTURES();
+  std::string messages = testing::ScratchPath("messages.json");
+  std::ofstream(messages) << R"([{"role": "user", "content": "Hi"}])";
+  const std::string llama3 = "template -m " +
+                             Quote(testing::Fixture("vocab/ggml-vocab-llama-bpe.gguf")) +
+                             " --messages " + Quote(messages);
+  CommandResult with_prompt = RunReprise(llama3);
+  ASSERT_EQ(with_prompt.exit_code, 0);
+  EXPECT_EQ(with_prompt.out,
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  // (This model's own template always ends with the assistant header; the built-in one obeys.)
+  CommandResult without_prompt = RunReprise(llama3 + " --chat-template llama3 --no-generation-prompt");
+  EXPECT_EQ(without_prompt.out,
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
+
+  // A model without a template: chatml, with the warning on stderr.
+  std::string err;
+  const std::string tiny = "template -m " +
+                           Quote(testing::Fixture("models/TinyStories-656K-f32.gguf")) +
+                           " --messages " + Quote(messages);
+  CommandResult fallback = RunReprise(tiny, &err);
+  EXPECT_EQ(fallback.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_NE(err.find("--chat-template"), std::string::npos) << err;
+
+  // --chat-template as text, and a template refusing the conversation.
+  CommandResult text =
+      RunReprise(tiny + " --chat-template '{% for m in messages %}[{{ m.content }}]{% endfor %}'");
+  EXPECT_EQ(text.out, "[Hi]");
+  std::ofstream(messages)
+      << R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]})";
+  CommandResult refused = RunReprise(tiny + " --chat-template llama2", &err);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(err.find("roles must alternate"), std::string::npos) << err;
+  std::filesystem::remove(messages);
+}
+
 TEST(CliTest, MissingAndMalformedModelsGiveAOneLineErrorAndExitCode1) {
   std::string err;
   CommandResult missing = RunReprise("generate -m /nonexistent/model.gguf -p hi", &err);

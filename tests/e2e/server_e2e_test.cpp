@@ -204,6 +204,61 @@ TEST_F(ServerE2eTest, SameGreedyAnswerWithReuseOnAndOff) {
   EXPECT_EQ(reused.json["usage"]["completion_tokens"], fresh.json["usage"]["completion_tokens"]);
 }
 
+TEST_F(ServerE2eTest, DiskTierKeepsTheCacheAcrossARestart) {
+  const std::string dir = ScratchPath("e2e-kv-disk");
+  std::filesystem::remove_all(dir);
+  json body = {{"model", kModel},  {"prompt", LongStory() + "Then"},
+               {"max_tokens", 16}, {"temperature", 0},
+               {"stream", true},   {"stream_options", {{"include_usage", true}}}};
+  // The usage chunk of a streamed answer, and the text.
+  auto ask = [&](int server_port) {
+    SseResult stream = PostSse(server_port, "/v1/completions", body);
+    EXPECT_EQ(stream.status, 200) << stream.raw;
+    std::string text;
+    json usage;
+    for (const std::string& event : stream.events) {
+      if (event == "[DONE]") continue;
+      json chunk = json::parse(event);
+      if (!chunk["choices"].empty()) text += chunk["choices"][0]["text"].get<std::string>();
+      if (chunk.contains("usage") && chunk["usage"].is_object()) usage = chunk["usage"];
+    }
+    return std::make_pair(text, usage);
+  };
+  auto reference = ask(port());  // the shared server; its own answer computed or from memory
+  {
+    ServerProcess first(ServeArgs({"--kv-disk-path", dir}));
+    auto cold = ask(first.port());
+    EXPECT_EQ(cold.first, reference.first);
+    EXPECT_EQ(cold.second["cache_sources"]["disk"], 0);
+    EXPECT_EQ(first.Stop(), 0) << first.Log();
+  }
+  ServerProcess restarted(ServeArgs({"--kv-disk-path", dir}));
+  auto warm = ask(restarted.port());
+  EXPECT_EQ(warm.first, reference.first);
+  const size_t prompt_tokens = warm.second["prompt_tokens"];
+  const size_t from_disk = warm.second["cache_sources"]["disk"];
+  EXPECT_GT(from_disk, prompt_tokens - 32) << warm.second.dump();
+  EXPECT_EQ(warm.second["prompt_tokens_details"]["cached_tokens"], from_disk);
+  auto stats = Get(restarted.port(), "/v1/cache/stats");
+  EXPECT_EQ(stats.json["tiers"][0]["name"], "disk");
+  EXPECT_GT(stats.json["tiers"][0]["blocks_read"].get<int>(), 0);
+  // The engine publishes its counters after the step that finished the request.
+  const std::string line = "reprise:prompt_tokens_by_source_total{model_name=\"" +
+                           std::string(kModel) + "\",source=\"disk\"} " +
+                           std::to_string(from_disk);
+  HttpResult metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics = Get(restarted.port(), "/metrics");
+    if (metrics.body.find(line) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(metrics.body.find(line), std::string::npos) << metrics.body;
+  auto cleared = PostJson(restarted.port(), "/v1/cache/clear", {{"tiers", {"memory", "disk"}}});
+  EXPECT_EQ(cleared.status, 200) << cleared.body;
+  auto refused = PostJson(restarted.port(), "/v1/cache/clear", {{"tiers", {"tape"}}});
+  EXPECT_EQ(refused.status, 400) << refused.body;
+}
+
 void ExpectError(const HttpResult& result, int status, const std::string& code) {
   EXPECT_EQ(result.status, status) << result.body;
   ASSERT_TRUE(result.json.is_object() && result.json.contains("error")) << result.body;

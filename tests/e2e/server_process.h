@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "http_test_client.h"
+#include "server/settings.h"
 #include "test_support.h"
 
 extern char** environ;
@@ -46,10 +47,8 @@ inline std::vector<std::string> ChildEnvironment(const std::map<std::string, std
 // that the caller's shell cannot change a test's meaning.
 inline std::map<std::string, std::string> CleanServeEnvironment(
     std::map<std::string, std::string> env) {
-  for (const char* name : {"NIM_ENABLE_KV_CACHE_REUSE", "REUSE_CACHE", "ENABLE_PREFIX_CACHING",
-                           "SEQ_SIZE_PER_BLOCK", "MULTI_TASK_PROMPT", "MULTI_TASK_PROMPT_STR",
-                           "REPRISE_API_KEY"}) {
-    env.emplace(name, "");
+  for (const server::EnvironmentVariable& variable : server::EnvironmentVariables()) {
+    env.emplace(variable.name, "");
   }
   return env;
 }

@@ -203,11 +203,11 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
   std::filesystem::remove(file);
 }
 
-// SIGTERM ends the server with status 0, also while a stream is open (and, in a sanitizer build,
-// with no leak or error reported at exit).
+// SIGTERM ends the server with status 0, also while a stream is open past --shutdown-timeout
+// (and, in a sanitizer build, with no leak or error reported at exit).
 TEST(StartupE2eTest, StopsCleanlyOnSigterm) {
   REPRISE_REQUIRE_FIXTURES();
-  ServerProcess server(ServeArgs());
+  ServerProcess server(ServeArgs({"--shutdown-timeout", "0.2"}));
   ASSERT_EQ(PostJson(server.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}})
                 .status,
             200);
@@ -220,6 +220,23 @@ TEST(StartupE2eTest, StopsCleanlyOnSigterm) {
   int status = server.Stop();
   client.join();
   EXPECT_EQ(status, 0) << log_before_stop;
+}
+
+// SIGTERM drains: a request running when it comes is answered in full, then the server exits 0.
+TEST(StartupE2eTest, SigtermDrainsRunningRequests) {
+  REPRISE_REQUIRE_FIXTURES();
+  ServerProcess server(ServeArgs({"--shutdown-timeout", "30"}));
+  HttpResult running;
+  std::thread client([&] {
+    running = PostJson(server.port(), "/v1/completions",
+                       {{"prompt", "Once"}, {"max_tokens", 200}, {"ignore_eos", true}});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int status = server.Stop();
+  client.join();
+  EXPECT_EQ(status, 0) << server.Log();
+  ASSERT_EQ(running.status, 200) << running.body << server.Log();
+  EXPECT_EQ(running.json["usage"]["completion_tokens"], 200);
 }
 
 // ../shared/seeds/000_*.txt, unchanged but for the URL, the model name and the row count (the

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,18 @@ inline std::string PythonWithJinja2() {
     if (std::system(command.c_str()) == 0) return candidate;
   }
   return "";
+}
+
+// 26 July 2024, 10:30 local time: strftime_now's date on both sides (the request's "now").
+inline std::time_t FixedDate() {
+  std::tm date{};
+  date.tm_year = 2024 - 1900;
+  date.tm_mon = 6;
+  date.tm_mday = 26;
+  date.tm_hour = 10;
+  date.tm_min = 30;
+  date.tm_isdst = -1;
+  return std::mktime(&date);
 }
 
 // Renders `request` ({"now": ..., "cases": [...]}) with render_reference.py; one result per case.

@@ -1,7 +1,7 @@
 // Every fixture chat template (../shared/fixtures/templates/*.jinja and the tokenizer.chat_template
-// of each fixture GGUF) rendered over a set of conversations must give, byte for byte, what
-// python3-jinja2 renders as Hugging Face does (render_reference.py, run at test time), and must
-// raise where Python raises.
+// of each fixture GGUF) and each built-in one rendered over a set of conversations must give, byte
+// for byte, what python3-jinja2 renders as Hugging Face does (render_reference.py, run at test
+// time), and must raise where Python raises.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,6 +15,7 @@
 #include "jinja/template.h"
 #include "jinja_test_support.h"
 #include "test_support.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise::testing {
@@ -41,6 +42,10 @@ std::vector<TemplateSource> FixtureTemplates() {
     std::stringstream text;
     text << file.rdbuf();
     sources.push_back({path.filename().string(), text.str(), "<s>", "</s>"});
+  }
+  for (std::string_view name : {"chatml", "llama2", "llama3", "mistral"}) {
+    sources.push_back(
+        {"built-in " + std::string(name), std::string(*BuiltinChatTemplate(name)), "<s>", "</s>"});
   }
   std::vector<std::filesystem::path> ggufs;
   for (const char* folder : {"vocab", "models"}) {
@@ -113,15 +118,7 @@ TEST(JinjaReferenceTest, FixtureTemplatesRenderAsPythonJinja2) {
   if (python.empty())
     GTEST_SKIP() << "no python3 that can import jinja2 (apt-get install python3-jinja2)";
 
-  // 26 July 2024, 10:30 local time, for strftime_now on both sides.
-  std::tm date{};
-  date.tm_year = 2024 - 1900;
-  date.tm_mon = 6;
-  date.tm_mday = 26;
-  date.tm_hour = 10;
-  date.tm_min = 30;
-  date.tm_isdst = -1;
-  const std::time_t now = std::mktime(&date);
+  const std::time_t now = FixedDate();
 
   std::vector<TemplateSource> sources = FixtureTemplates();
   ASSERT_GE(sources.size(), 17u);

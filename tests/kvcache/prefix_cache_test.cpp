@@ -265,6 +265,39 @@ TEST(PrefixCacheTest, IdenticalCommitKeepsTheIndexedBlock) {
   ExpectNoLeak(cache);
 }
 
+// ClearOwned drops one owner's cached blocks (whole chains, leaves first) and nothing else: not
+// another owner's, not a block in use, not a pinned one.
+TEST(PrefixCacheTest, ClearOwnedDropsOnlyThatOwnersBlocks) {
+  PrefixCache cache(SmallConfig(16));
+  CacheKeyExtras tenant_a{"salt-a", ""};
+  CacheKeyExtras tenant_b{"salt-b", ""};
+  RetentionPolicy owned_a;
+  owned_a.owner = OwnerTag("a");
+  RetentionPolicy owned_b;
+  owned_b.owner = OwnerTag("b");
+  ASSERT_NE(owned_a.owner, owned_b.owner);
+  EXPECT_EQ(OwnerTag(""), 0u);
+  Cache(cache, Range(0, 12), tenant_a, owned_a);     // 3 blocks of a
+  Cache(cache, Range(100, 108), tenant_b, owned_b);  // 2 blocks of b
+  // A request of a still running holds its blocks.
+  std::optional<testing::Request> running = RunPrompt(cache, Range(200, 208), tenant_a, owned_a);
+  ASSERT_TRUE(running.has_value());
+  EXPECT_EQ(cache.Stats().blocks_cached, 5);
+
+  EXPECT_EQ(cache.ClearOwned(owned_a.owner), 3u);
+  EXPECT_EQ(cache.Stats().blocks_cached, 2);
+  EXPECT_EQ(cache.Match(Range(0, 12), 11, tenant_a).cached_tokens, 0u);
+  PrefixMatch b = cache.Match(Range(100, 108), 8, tenant_b);
+  EXPECT_EQ(b.cached_tokens, 8u);
+  cache.Release(b.blocks);
+  cache.Release(running->table);
+  EXPECT_EQ(cache.ClearOwned(owned_a.owner), 2u);  // released now, so cleared
+  EXPECT_EQ(cache.ClearOwned(owned_b.owner), 2u);
+  EXPECT_EQ(cache.Stats().blocks_cached, 0);
+  cache.CheckInvariants();
+  ExpectNoLeak(cache);
+}
+
 TEST(PrefixCacheTest, CommitUnderAnEvictedParentStaysPrivate) {
   PrefixCache cache(SmallConfig(2));
   const std::vector<int32_t> prompt = Range(0, 8);

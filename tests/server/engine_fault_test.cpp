@@ -3,6 +3,7 @@
 // served as usual with no block left in use.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <memory>
 #include <stdexcept>
@@ -19,18 +20,18 @@ using nlohmann::json;
 using reprise::testing::PostJson;
 using reprise::testing::PostSse;
 
-constexpr const char* kFaultSalt = "inject-a-fault";
-
 class EngineFaultServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     REPRISE_REQUIRE_FIXTURES();
     std::signal(SIGPIPE, SIG_IGN);
     EngineConfig config = reprise::testing::TestConfig(reprise::testing::TinyModelPath(), true);
-    // Every request with the fault's cache salt fails in its sampling step (the server hands
-    // the engine token ids, so the salt is what marks a request from outside).
+    // Every request with the stop string "FAULT" fails in its sampling step (the server hands
+    // the engine tokens, not text, so the prompt cannot carry the mark).
     config.fault_hook = [](EngineFaultSite site, const GenerationRequest& request) {
-      if (site == EngineFaultSite::kSample && request.cache.cache_salt == kFaultSalt) {
+      const auto& stop = request.sampling.stop;
+      if (site == EngineFaultSite::kSample &&
+          std::find(stop.begin(), stop.end(), "FAULT") != stop.end()) {
         throw std::runtime_error("injected fault");
       }
     };
@@ -49,13 +50,13 @@ class EngineFaultServerTest : public ::testing::Test {
     if (server_) server_->Stop();
   }
 
-  static json Completion(const std::string& prompt, bool fault, bool stream = false) {
+  static json Completion(const std::string& prompt, bool stream = false) {
     json body = {{"model", "tiny"},
                  {"prompt", prompt},
                  {"max_tokens", 4},
                  {"temperature", 0},
                  {"stream", stream}};
-    if (fault) body["cache_salt"] = kFaultSalt;
+    if (prompt.find("FAULT") != std::string::npos) body["stop"] = {"FAULT"};
     return body;
   }
 
@@ -65,7 +66,7 @@ class EngineFaultServerTest : public ::testing::Test {
 };
 
 TEST_F(EngineFaultServerTest, AFaultIsA500AndTheNextRequestSucceeds) {
-  auto failed = PostJson(port_, "/v1/completions", Completion("a request that faults", true));
+  auto failed = PostJson(port_, "/v1/completions", Completion("FAULT in this request"));
   EXPECT_EQ(failed.status, 500) << failed.body;
   ASSERT_TRUE(failed.json.contains("error")) << failed.body;
   EXPECT_TRUE(failed.json["error"]["type"].is_string()) << failed.body;
@@ -73,8 +74,7 @@ TEST_F(EngineFaultServerTest, AFaultIsA500AndTheNextRequestSucceeds) {
             std::string::npos)
       << failed.body;
 
-  auto streamed =
-      PostSse(port_, "/v1/completions", Completion("a streamed request that faults", true, true));
+  auto streamed = PostSse(port_, "/v1/completions", Completion("FAULT when streamed", true));
   EXPECT_EQ(streamed.status, 200);
   bool saw_error = false;
   for (const std::string& event : streamed.events) {
@@ -83,7 +83,7 @@ TEST_F(EngineFaultServerTest, AFaultIsA500AndTheNextRequestSucceeds) {
   }
   EXPECT_TRUE(saw_error) << streamed.raw;
 
-  auto next = PostJson(port_, "/v1/completions", Completion("a healthy request", false));
+  auto next = PostJson(port_, "/v1/completions", Completion("a healthy request"));
   EXPECT_EQ(next.status, 200) << next.body;
   EXPECT_EQ(next.json["choices"][0]["finish_reason"], "length") << next.body;
 

@@ -146,16 +146,35 @@ class FakeBackend : public InferenceBackend {
     stats.requests_finished = finished_;
     stats.prefix_cache_queries = queries_;
     stats.prefix_cache_hits = hits_;
+    stats.prompt_tokens_cached = Sources(hits_);
+    KvTierStats disk;
+    disk.name = "disk";
+    disk.blocks = 3;
+    disk.bytes = 3000;
+    disk.corrupt_blocks = 1;
+    stats.tiers.push_back(disk);
+    stats.tier_load_bounds = {0.01, 0.1};
+    stats.tier_load_buckets = {2, 1, 1};
+    stats.tier_load_seconds_sum = 0.5;
     return stats;
   }
 
   std::vector<TaskPromptInfo> TaskPrompts() const override { return {{"1", 8, 1}}; }
 
-  size_t ClearCache() override {
+  // Forgets every prompt (the fake keeps no owners) and remembers which tiers and whose clear.
+  size_t ClearCache(const std::vector<std::string>& tiers,
+                    const std::optional<std::string>& owner) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    cleared_tiers_ = tiers;
+    cleared_owners_.push_back(owner);
     size_t cleared = history_.size();
     history_.clear();
     return cleared;
+  }
+
+  std::vector<std::string> cleared_tiers() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cleared_tiers_;
   }
 
   size_t active() const {
@@ -167,6 +186,10 @@ class FakeBackend : public InferenceBackend {
     return cancelled_;
   }
   uint64_t submitted() const { return submitted_.load(); }
+  std::vector<std::optional<std::string>> cleared_owners() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cleared_owners_;
+  }
   uint64_t encoded() const { return encoded_.load(); }  // EncodePrompt calls
   GenerationRequest last_request() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -225,6 +248,14 @@ class FakeBackend : public InferenceBackend {
     return result;
   }
 
+  // The fake's reuse by source: the first block's worth from memory, the rest from "disk".
+  static CacheSources Sources(size_t cached) {
+    CacheSources sources;
+    sources.memory = std::min<size_t>(cached, 16);
+    sources.disk = cached - sources.memory;
+    return sources;
+  }
+
   // Caller holds mutex_.
   size_t CachedPrefix(const std::vector<int32_t>& prompt) {
     size_t best = 0;
@@ -257,7 +288,8 @@ class FakeBackend : public InferenceBackend {
                            std::string(1, static_cast<char>(token - 3)),
                            active.prompt.size(),
                            active.cached,
-                           {}};
+                           {},
+                           Sources(active.cached)};
           if (active.top_logprobs) {
             event.logprobs.push_back(FakeLogprobs(token, *active.top_logprobs));
             active.logprobs.push_back(event.logprobs.back());
@@ -278,6 +310,7 @@ class FakeBackend : public InferenceBackend {
         output.logprobs = active.logprobs;
         output.prompt_tokens = active.prompt.size();
         output.cached_tokens = active.cached;
+        output.cache_sources = Sources(active.cached);
         output.finish_reason = active.cancelled ? FinishReason::kCancelled : FinishReason::kLength;
         output.ttft_seconds = active.ttft;
         output.total_seconds =
@@ -309,6 +342,8 @@ class FakeBackend : public InferenceBackend {
   std::condition_variable wake_;
   std::list<Active> active_;
   std::vector<std::vector<int32_t>> history_;
+  std::vector<std::string> cleared_tiers_;
+  std::vector<std::optional<std::string>> cleared_owners_;
   uint64_t next_id_ = 1;
   uint64_t cancelled_ = 0;
   uint64_t finished_ = 0;

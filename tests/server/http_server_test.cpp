@@ -12,6 +12,7 @@
 
 #include "http_test_client.h"
 #include "server/fake_backend.h"
+#include "server/server_fixture.h"
 
 namespace reprise::server {
 namespace {
@@ -22,49 +23,6 @@ using reprise::testing::PostJson;
 using reprise::testing::PostSse;
 using reprise::testing::PostText;
 using testing::FakeBackend;
-
-json ChatBody(const std::string& content, json extra = json::object()) {
-  json body = {{"model", "tiny"}, {"messages", {{{"role", "user"}, {"content", content}}}}};
-  body.update(extra);
-  return body;
-}
-
-class HttpServerTest : public ::testing::Test {
- protected:
-  void SetUp() override { std::signal(SIGPIPE, SIG_IGN); }
-
-  void Start(HttpServerOptions options = {}, FakeBackend::Options backend_options = {},
-             bool ready = true) {
-    options.host = "127.0.0.1";
-    options.port = 0;
-    options.served_model_name = "tiny";
-    if (options.http_threads == 64) options.http_threads = 32;
-    server_ = std::make_unique<HttpServer>(options);
-    port_ = server_->Bind();
-    server_->Start();
-    backend_ = std::make_shared<FakeBackend>(backend_options);
-    if (ready) server_->SetBackend(backend_);
-  }
-
-  void TearDown() override {
-    if (server_) server_->Stop();
-  }
-
-  std::unique_ptr<HttpServer> server_;
-  std::shared_ptr<FakeBackend> backend_;
-  int port_ = 0;
-};
-
-void ExpectError(const reprise::testing::HttpResult& result, int status, const std::string& code) {
-  EXPECT_EQ(result.status, status) << result.body;
-  ASSERT_TRUE(result.json.is_object()) << result.body;
-  ASSERT_TRUE(result.json.contains("error")) << result.body;
-  EXPECT_TRUE(result.json["error"]["message"].is_string()) << result.body;
-  EXPECT_TRUE(result.json["error"]["type"].is_string()) << result.body;
-  if (!code.empty()) {
-    EXPECT_EQ(result.json["error"]["code"], code) << result.body;
-  }
-}
 
 TEST_F(HttpServerTest, HealthIs503UntilTheBackendIsSet) {
   Start({}, {}, /*ready=*/false);
@@ -107,6 +65,53 @@ TEST_F(HttpServerTest, ChatCompletion) {
   auto again = PostJson(port_, "/v1/chat/completions", ChatBody("hello", {{"max_tokens", 5}}));
   EXPECT_EQ(again.json["usage"]["prompt_tokens_details"]["cached_tokens"], prompt_tokens - 1);
   EXPECT_EQ(again.json["reuse_len"], prompt_tokens - 1);
+  // ... and where it came from (the fake: one block from memory, the rest from disk).
+  EXPECT_EQ(again.json["usage"]["cache_sources"]["memory"], 16);
+  EXPECT_EQ(again.json["usage"]["cache_sources"]["disk"], prompt_tokens - 1 - 16);
+  EXPECT_EQ(again.json["usage"]["cache_sources"]["remote"], 0);
+  EXPECT_EQ(body["usage"]["cache_sources"]["memory"], 0);
+}
+
+TEST_F(HttpServerTest, StreamedUsageCarriesCacheSources) {
+  Start();
+  PostJson(port_, "/v1/completions", {{"prompt", std::string(40, 'q')}, {"max_tokens", 2}});
+  auto events = PostSse(port_, "/v1/completions",
+                        {{"prompt", std::string(40, 'q')},
+                         {"max_tokens", 2},
+                         {"stream", true},
+                         {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(events.status, 200);
+  ASSERT_GE(events.events.size(), 2u);
+  json usage = json::parse(events.events[events.events.size() - 2])["usage"];
+  const size_t cached = usage["prompt_tokens"].get<size_t>() - 1;
+  EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], cached);
+  EXPECT_EQ(usage["cache_sources"]["memory"], 16);
+  EXPECT_EQ(usage["cache_sources"]["disk"], cached - 16);
+  EXPECT_EQ(usage["cache_sources"]["remote"], 0);
+}
+
+TEST_F(HttpServerTest, CacheClearTakesTiersAndRefusesOthers) {
+  Start();
+  auto memory = PostJson(port_, "/v1/cache/clear", json::object());
+  ASSERT_EQ(memory.status, 200);
+  EXPECT_EQ(backend_->cleared_tiers(), std::vector<std::string>{"memory"});
+  auto both = PostJson(port_, "/v1/cache/clear", {{"tiers", {"memory", "disk"}}});
+  ASSERT_EQ(both.status, 200);
+  EXPECT_EQ(backend_->cleared_tiers(), (std::vector<std::string>{"memory", "disk"}));
+  EXPECT_EQ(both.json["tiers"], json({"memory", "disk"}));
+  for (const json& bad :
+       {json{{"tiers", {"ssd"}}}, json{{"tiers", "disk"}}, json{{"tiers", json::array()}},
+        json{{"tier", {"disk"}}}, json{{"tiers", {1}}}}) {
+    auto refused = PostJson(port_, "/v1/cache/clear", bad);
+    EXPECT_EQ(refused.status, 400) << bad.dump();
+    EXPECT_TRUE(refused.json["error"]["message"].is_string()) << bad.dump();
+  }
+  EXPECT_EQ(backend_->cleared_tiers(), (std::vector<std::string>{"memory", "disk"}));
+  auto stats = Get(port_, "/v1/cache/stats");
+  ASSERT_EQ(stats.status, 200);
+  EXPECT_EQ(stats.json["tiers"][0]["name"], "disk");
+  EXPECT_EQ(stats.json["tiers"][0]["corrupt_blocks"], 1);
+  EXPECT_TRUE(stats.json["cache_sources"]["disk"].is_number());
 }
 
 TEST_F(HttpServerTest, ChatWithoutModelNameAndDefaultMaxTokensToContextEnd) {
@@ -325,7 +330,7 @@ TEST_F(HttpServerTest, FullQueueIs503) {
 
 TEST_F(HttpServerTest, ApiKey) {
   HttpServerOptions options;
-  options.api_key = "secret";
+  options.api_keys = {KeyOfItsOwn("secret")};
   Start(options);
   ExpectError(PostJson(port_, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}), 401,
               "invalid_api_key");
@@ -390,6 +395,14 @@ TEST_F(HttpServerTest, MetricsAfterRequests) {
   auto metrics = Get(port_, "/metrics");
   ASSERT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.content_type.find("text/plain"), std::string::npos);
+  for (const char* line :
+       {"reprise:prompt_tokens_by_source_total{model_name=\"tiny\",source=\"compute\"}",
+        "reprise:kv_tier_blocks{model_name=\"tiny\",tier=\"disk\"} 3",
+        "reprise:kv_tier_corrupt_blocks_total{model_name=\"tiny\",tier=\"disk\"} 1",
+        "reprise:kv_tier_load_seconds_bucket{model_name=\"tiny\",le=\"0.1\"} 3",
+        "reprise:kv_tier_load_seconds_count{model_name=\"tiny\"} 4"}) {
+    EXPECT_NE(metrics.body.find(line), std::string::npos) << line;
+  }
   EXPECT_NE(metrics.body.find(
                 "reprise:request_success_total{model_name=\"tiny\",finished_reason=\"length\"} 1"),
             std::string::npos)
@@ -573,7 +586,7 @@ TEST_F(HttpServerTest, ModelById) {
 TEST_F(HttpServerTest, CorsOnlyForAllowedOrigins) {
   HttpServerOptions options;
   options.allowed_origins = {"http://app.example:3000"};
-  options.api_key = "k";
+  options.api_keys = {KeyOfItsOwn("k")};
   Start(options);
   httplib::Client client = reprise::testing::MakeClient(port_);
   const std::string allowed = "http://app.example:3000";

@@ -52,7 +52,7 @@ TEST(MetricsTest, RendersEngineStatsAndServerCounters) {
   metrics.RecordFinished(FinishReason::kLength, 0.3, 2.0);
   metrics.RecordFinished(FinishReason::kLength, 0.3, 2.0);
   metrics.RecordError(404);
-  std::string text = metrics.Render(stats, "tiny\"model");
+  std::string text = metrics.Render(stats, {}, "tiny\"model");
   const std::string label = "{model_name=\"tiny\\\"model\"";
 
   EXPECT_NE(text.find("# TYPE reprise:prefix_cache_queries_total counter"), std::string::npos);
@@ -98,7 +98,7 @@ TEST(MetricsTest, RendersEngineStatsAndServerCounters) {
 
 TEST(MetricsTest, EmptyPoolGivesZeroUsage) {
   ServerMetrics metrics;
-  std::string text = metrics.Render(EngineStats{}, "m");
+  std::string text = metrics.Render(EngineStats{}, {}, "m");
   EXPECT_EQ(Sample(text, "reprise:kv_cache_usage_perc{model_name=\"m\"}"), 0);
   EXPECT_EQ(Sample(text, "reprise:request_success_total{model_name=\"m\",finished_reason=\"stop\"}"),
             0);

@@ -25,7 +25,7 @@ ChoiceResult Choice(size_t index, std::string text) {
 }
 
 TEST(ResponseBuilderTest, UsageAlwaysHasCachedTokens) {
-  json usage = UsageJson({10, 3, 0});
+  json usage = UsageJson({10, 3, 0, {}});
   EXPECT_EQ(usage["prompt_tokens"], 10);
   EXPECT_EQ(usage["completion_tokens"], 3);
   EXPECT_EQ(usage["total_tokens"], 13);
@@ -35,7 +35,7 @@ TEST(ResponseBuilderTest, UsageAlwaysHasCachedTokens) {
 
 TEST(ResponseBuilderTest, ChatCompletion) {
   ResponseBuilder builder(ApiKind::kChat, "chatcmpl-1", 1700000000, "tiny");
-  json body = builder.Full({Choice(0, "Hello")}, {100, 5, 64});
+  json body = builder.Full({Choice(0, "Hello")}, {100, 5, 64, {}});
   EXPECT_EQ(body["id"], "chatcmpl-1");
   EXPECT_EQ(body["object"], "chat.completion");
   EXPECT_EQ(body["created"], 1700000000);
@@ -51,7 +51,7 @@ TEST(ResponseBuilderTest, ChatCompletion) {
 
 TEST(ResponseBuilderTest, TextCompletion) {
   ResponseBuilder builder(ApiKind::kCompletion, "cmpl-1", 1, "tiny");
-  json body = builder.Full({Choice(0, "a"), Choice(1, "b")}, {100, 10, 64});
+  json body = builder.Full({Choice(0, "a"), Choice(1, "b")}, {100, 10, 64, {}});
   EXPECT_EQ(body["object"], "text_completion");
   ASSERT_EQ(body["choices"].size(), 2u);
   EXPECT_EQ(body["choices"][1]["text"], "b");
@@ -70,7 +70,7 @@ TEST(ResponseBuilderTest, ChatChunks) {
   EXPECT_EQ(delta["choices"][0]["delta"]["content"], "Hel");
   EXPECT_FALSE(delta.contains("usage"));
 
-  UsageCounts usage{100, 5, 64};
+  UsageCounts usage{100, 5, 64, {}};
   json last = builder.FinishChunk(0, "stop", &usage);
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
   EXPECT_TRUE(last["choices"][0]["delta"].empty());
@@ -96,7 +96,7 @@ TEST(ResponseBuilderTest, CompletionChunks) {
 
 TEST(ResponseBuilderTest, RtpGenerate) {
   ResponseBuilder builder(ApiKind::kRtpGenerate, "gen-1", 1, "tiny");
-  json body = builder.Full({Choice(0, "I am Reprise")}, {100, 5, 64});
+  json body = builder.Full({Choice(0, "I am Reprise")}, {100, 5, 64, {}});
   EXPECT_EQ(body["response"], "I am Reprise");
   EXPECT_EQ(body["finished"], true);
   EXPECT_EQ(body["aux_info"]["input_len"], 100);
@@ -106,7 +106,7 @@ TEST(ResponseBuilderTest, RtpGenerate) {
   EXPECT_DOUBLE_EQ(body["aux_info"]["first_token_cost_time_ms"].get<double>(), 10.0);
   EXPECT_EQ(body["aux_info"]["finish_reason"], "length");
 
-  json batch = builder.Full({Choice(0, "a"), Choice(1, "b")}, {200, 10, 128});
+  json batch = builder.Full({Choice(0, "a"), Choice(1, "b")}, {200, 10, 128, {}});
   ASSERT_TRUE(batch["response"].is_array());
   EXPECT_EQ(batch["response"][1], "b");
   EXPECT_EQ(batch["aux_info"][1]["reuse_len"], 64);
@@ -154,7 +154,7 @@ TEST(ResponseBuilderTest, ChatLogprobs) {
   ResponseBuilder builder(ApiKind::kChat, "chatcmpl-1", 1, "tiny");
   ChoiceResult choice = Choice(0, "H\xC3\xA9");
   choice.logprobs = TwoTokens();
-  json body = builder.Full({choice, Choice(1, "x")}, {100, 5, 64});
+  json body = builder.Full({choice, Choice(1, "x")}, {100, 5, 64, {}});
   const json& logprobs = body["choices"][0]["logprobs"];
   ASSERT_TRUE(logprobs["content"].is_array()) << body.dump();
   ASSERT_EQ(logprobs["content"].size(), 2u);
@@ -179,7 +179,7 @@ TEST(ResponseBuilderTest, CompletionLogprobs) {
   ResponseBuilder builder(ApiKind::kCompletion, "cmpl-1", 1, "tiny");
   ChoiceResult choice = Choice(0, "H\xC3\xA9");
   choice.logprobs = TwoTokens();
-  json logprobs = builder.Full({choice}, {100, 5, 64})["choices"][0]["logprobs"];
+  json logprobs = builder.Full({choice}, {100, 5, 64, {}})["choices"][0]["logprobs"];
   EXPECT_EQ(logprobs["tokens"], json::array({"H", "\xC3\xA9"}));
   EXPECT_FLOAT_EQ(logprobs["token_logprobs"][0].get<float>(), -0.5f);
   EXPECT_EQ(logprobs["text_offset"], json::array({0, 1}));

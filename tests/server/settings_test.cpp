@@ -1,18 +1,18 @@
 // Settings: flags over environment over defaults, every environment switch, bad values.
 #include "server/settings.h"
-#include "test_support.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/error.h"
+#include "test_support.h"
 
 namespace reprise::server {
 namespace {
@@ -46,7 +46,21 @@ TEST(SettingsTest, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_EQ(settings.eviction_policy, "scan-resistant");
   EXPECT_TRUE(settings.task_prompts_file.empty());
   EXPECT_TRUE(settings.task_prompts_json.empty());
-  EXPECT_TRUE(settings.api_key.empty());
+  EXPECT_TRUE(settings.api_keys.empty());
+}
+
+// The list behind docs/configuration.md is the list the code reads: every listed variable is
+// looked up (and ResolveSettings refuses to look up one that is not listed).
+TEST(SettingsTest, EveryListedEnvironmentVariableIsRead) {
+  std::set<std::string> read;
+  EnvLookup recording = [&read](const std::string& name) -> std::optional<std::string> {
+    read.insert(name);
+    return std::nullopt;
+  };
+  ResolveSettings(Flags(), recording);
+  std::set<std::string> listed;
+  for (const EnvironmentVariable& variable : EnvironmentVariables()) listed.insert(variable.name);
+  EXPECT_EQ(read, listed);
 }
 
 TEST(SettingsTest, ModelIsRequired) {
@@ -79,12 +93,12 @@ TEST(SettingsTest, InvalidReuseValueNamesTheVariable) {
 }
 
 TEST(SettingsTest, ContradictingReuseVariablesAreAnError) {
-  EXPECT_THROW(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "1"},
-                                                 {"ENABLE_PREFIX_CACHING", "0"}})),
-               Error);
+  EXPECT_THROW(
+      ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "1"}, {"ENABLE_PREFIX_CACHING", "0"}})),
+      Error);
   // Agreeing ones are fine.
-  EXPECT_FALSE(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"},
-                                                  {"NIM_ENABLE_KV_CACHE_REUSE", "false"}}))
+  EXPECT_FALSE(ResolveSettings(
+                   Flags(), FakeEnv({{"REUSE_CACHE", "0"}, {"NIM_ENABLE_KV_CACHE_REUSE", "false"}}))
                    .enable_prefix_caching);
 }
 
@@ -113,9 +127,9 @@ TEST(SettingsTest, BlockSizeFromEnvironment) {
 
 TEST(SettingsTest, TaskPromptsFromFlagFileEnvOrText) {
   ServeFlags flags = Flags();
-  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/tasks.json"}}))
-                .task_prompts_file,
-            "/tmp/tasks.json");
+  EXPECT_EQ(
+      ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/tasks.json"}})).task_prompts_file,
+      "/tmp/tasks.json");
   ServerSettings from_text =
       ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT_STR", R"([{"task_id": 1}])"}}));
   EXPECT_EQ(from_text.task_prompts_json, R"([{"task_id": 1}])");
@@ -126,17 +140,19 @@ TEST(SettingsTest, TaskPromptsFromFlagFileEnvOrText) {
                Error);
   // The flag wins over both.
   flags.multi_task_prompt = "/tmp/flag.json";
-  ServerSettings from_flag = ResolveSettings(flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/a.json"},
-                                                             {"MULTI_TASK_PROMPT_STR", "[]"}}));
+  ServerSettings from_flag = ResolveSettings(
+      flags, FakeEnv({{"MULTI_TASK_PROMPT", "/tmp/a.json"}, {"MULTI_TASK_PROMPT_STR", "[]"}}));
   EXPECT_EQ(from_flag.task_prompts_file, "/tmp/flag.json");
   EXPECT_TRUE(from_flag.task_prompts_json.empty());
 }
 
 TEST(SettingsTest, ApiKeyFromFlagOrEnvironment) {
   ServeFlags flags = Flags();
-  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_key, "k1");
-  flags.api_key = "k2";
-  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_key, "k2");
+  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_keys,
+            std::vector<std::string>{"k1"});
+  flags.api_keys = {"k2", "k3"};
+  EXPECT_EQ(ResolveSettings(flags, FakeEnv({{"REPRISE_API_KEY", "k1"}})).api_keys,
+            (std::vector<std::string>{"k2", "k3"}));
 }
 
 TEST(SettingsTest, AllowedOriginsFromCommaListsAndRepeats) {
@@ -197,12 +213,11 @@ TEST(SettingsTest, BoolText) {
 }
 
 TEST(SettingsTest, DescribePrintsEffectiveSettings) {
-  std::string line = DescribeSettings(ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"},
-                                                                        {"SEQ_SIZE_PER_BLOCK",
-                                                                         "32"}})));
+  std::string line = DescribeSettings(
+      ResolveSettings(Flags(), FakeEnv({{"REUSE_CACHE", "0"}, {"SEQ_SIZE_PER_BLOCK", "32"}})));
   EXPECT_NE(line.find("reuse_cache: false"), std::string::npos) << line;
   EXPECT_NE(line.find("block_size: 32"), std::string::npos) << line;
-  EXPECT_NE(line.find("api_key: none"), std::string::npos) << line;
+  EXPECT_NE(line.find("api_keys: none"), std::string::npos) << line;
 }
 
 TEST(SettingsTest, EngineConfigCarriesSettingsAndReadsTaskFile) {
@@ -225,9 +240,50 @@ TEST(SettingsTest, EngineConfigCarriesSettingsAndReadsTaskFile) {
   std::filesystem::remove(path);
   EXPECT_THROW(MakeEngineConfig(settings), Error);  // the file is gone
 
-  ServerSettings from_text =
-      ResolveSettings(Flags(), FakeEnv({{"MULTI_TASK_PROMPT_STR", "[]"}}));
+  ServerSettings from_text = ResolveSettings(Flags(), FakeEnv({{"MULTI_TASK_PROMPT_STR", "[]"}}));
   EXPECT_EQ(MakeEngineConfig(from_text).task_prompts_json, "[]");
+}
+
+}  // namespace
+}  // namespace reprise::server
+
+namespace reprise::server {
+namespace {
+
+TEST(SettingsTest, RedisTierFlags) {
+  ServeFlags flags;
+  flags.model = "/models/tiny-model.gguf";
+  flags.kv_redis_url = "redis://:hunter2@127.0.0.1:6390/1";
+  flags.kv_redis_ttl = "90m";
+  flags.kv_redis_size = "2GiB";
+  ServerSettings settings =
+      ResolveSettings(flags, [](const std::string&) { return std::optional<std::string>(); });
+  EXPECT_EQ(settings.kv_redis_ttl_seconds, 5400);
+  EXPECT_EQ(settings.kv_redis_size_bytes, size_t{2} << 30);
+  std::string described = DescribeSettings(settings);
+  EXPECT_EQ(described.find("hunter2"), std::string::npos) << described;
+  EXPECT_NE(described.find("127.0.0.1:6390/1"), std::string::npos) << described;
+  EngineConfig config = MakeEngineConfig(settings);
+  EXPECT_EQ(config.kv_redis_url, *flags.kv_redis_url);
+  EXPECT_EQ(config.kv_redis_ttl_seconds, 5400);
+
+  auto refused = [&](ServeFlags bad) {
+    EXPECT_THROW(
+        ResolveSettings(bad, [](const std::string&) { return std::optional<std::string>(); }),
+        Error);
+  };
+  ServeFlags bad = flags;
+  bad.kv_redis_ttl = "soon";
+  refused(bad);
+  bad = flags;
+  bad.kv_redis_url = "http://127.0.0.1:6379";
+  refused(bad);
+  bad = flags;
+  bad.kv_redis_url.reset();  // the other flags need the URL
+  refused(bad);
+  bad = flags;
+  bad.enable_prefix_caching = false;
+  refused(bad);
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
-// Chat templates: detection from real Jinja templates, and output equal to what those
-// templates render for simple conversations.
+// Chat templates: the models' own Jinja templates and the built-in ones rendered for simple
+// conversations, the BOS contract, and how --chat-template's NAME|FILE|TEXT is resolved and
+// checked. (Equality with python3-jinja2 over many conversations is tests/jinja's job.)
 #include "tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -22,26 +25,33 @@ const std::vector<ChatMessage> kTwoTurns = {{"system", "You are helpful."},
                                             {"assistant", "Hello! How can I help?"},
                                             {"user", "Tell me a joke."}};
 
-TEST(TokenizerChatTemplate, Llama3MatchesTheModelTemplate) {
+std::string ErrorOf(const std::string& spec, const Tokenizer& tokenizer) {
+  try {
+    ChatTemplate::Resolve(spec, tokenizer);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(TokenizerChatTemplate, Llama3ModelTemplateAndBuiltin) {
   REPRISE_REQUIRE_FIXTURES();
   const Tokenizer& tokenizer = VocabTokenizer("llama-bpe");
-  const auto kind = DetectChatTemplate(tokenizer.chat_template());
-  ASSERT_EQ(kind, ChatTemplateKind::kLlama3);
-  // What the GGUF's Jinja template renders (it always ends with the assistant header).
-  EXPECT_EQ(ApplyChatTemplate(*kind, kSystemUser, true, tokenizer),
-            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are helpful."
-            "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>"
-            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  const std::string expected =
+      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are helpful."
+      "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi!<|eot_id|>"
+      "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  EXPECT_EQ(ChatTemplate::Resolve("", tokenizer).Render(kSystemUser, true), expected);
+  EXPECT_EQ(ChatTemplate::Resolve("llama3", tokenizer).Render(kSystemUser, true), expected);
   // Contents are trimmed, as `| trim` does.
-  EXPECT_EQ(ApplyChatTemplate(*kind, {{"user", "  spaced \n"}}, false, tokenizer),
+  EXPECT_EQ(ChatTemplate::Resolve("llama3", tokenizer).Render({{"user", "  spaced \n"}}, false),
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nspaced<|eot_id|>");
 }
 
 TEST(TokenizerChatTemplate, Llama3PromptHasOneBos) {
   REPRISE_REQUIRE_FIXTURES();
   const Tokenizer& tokenizer = VocabTokenizer("llama-bpe");
-  const std::string prompt =
-      ApplyChatTemplate(ChatTemplateKind::kLlama3, kSystemUser, true, tokenizer);
+  const std::string prompt = ChatTemplate::Resolve("", tokenizer).Render(kSystemUser, true);
   const std::vector<int32_t> ids = EncodeChatPrompt(tokenizer, prompt);
   ASSERT_GE(ids.size(), 3u);
   EXPECT_EQ(ids[0], 128000);
@@ -53,66 +63,54 @@ TEST(TokenizerChatTemplate, Llama3PromptHasOneBos) {
   EXPECT_EQ(no_bos, ids);
 }
 
-TEST(TokenizerChatTemplate, QwenChatMLMatchesTheModelTemplate) {
+TEST(TokenizerChatTemplate, QwenModelTemplateIsChatml) {
   REPRISE_REQUIRE_FIXTURES();
   const Tokenizer& tokenizer = VocabTokenizer("qwen2");
-  const auto kind = DetectChatTemplate(tokenizer.chat_template());
-  ASSERT_EQ(kind, ChatTemplateKind::kChatML);
-  EXPECT_EQ(ApplyChatTemplate(*kind, kTwoTurns, true, tokenizer),
-            "<|im_start|>system\nYou are helpful.<|im_end|>\n"
-            "<|im_start|>user\nHi!<|im_end|>\n"
-            "<|im_start|>assistant\nHello! How can I help?<|im_end|>\n"
-            "<|im_start|>user\nTell me a joke.<|im_end|>\n"
-            "<|im_start|>assistant\n");
-  EXPECT_EQ(ApplyChatTemplate(*kind, {{"user", "Hi!"}}, false, tokenizer),
-            "<|im_start|>user\nHi!<|im_end|>\n");
+  const ChatTemplate chat = ChatTemplate::Resolve("", tokenizer);
+  const std::string expected =
+      "<|im_start|>system\nYou are helpful.<|im_end|>\n"
+      "<|im_start|>user\nHi!<|im_end|>\n"
+      "<|im_start|>assistant\nHello! How can I help?<|im_end|>\n"
+      "<|im_start|>user\nTell me a joke.<|im_end|>\n"
+      "<|im_start|>assistant\n";
+  EXPECT_EQ(chat.Render(kTwoTurns, true), expected);
+  EXPECT_EQ(ChatTemplate::Resolve("chatml", tokenizer).Render(kTwoTurns, true), expected);
   // Qwen adds no BOS: the prompt starts with <|im_start|>.
-  const std::vector<int32_t> ids =
-      EncodeChatPrompt(tokenizer, ApplyChatTemplate(*kind, kSystemUser, true, tokenizer));
+  const std::string prompt = chat.Render(kSystemUser, true);
+  const std::vector<int32_t> ids = EncodeChatPrompt(tokenizer, prompt);
   EXPECT_EQ(ids.front(), *tokenizer.FindToken("<|im_start|>"));
-  EXPECT_EQ(tokenizer.Decode(ids, {.unparse_special = true}),
-            ApplyChatTemplate(*kind, kSystemUser, true, tokenizer));
+  EXPECT_EQ(tokenizer.Decode(ids, {.unparse_special = true}), prompt);
 }
 
-TEST(TokenizerChatTemplate, Phi3MatchesTheModelTemplate) {
+TEST(TokenizerChatTemplate, Phi3ModelTemplate) {
   REPRISE_REQUIRE_FIXTURES();
   const Tokenizer& tokenizer = VocabTokenizer("phi-3");
-  const auto kind = DetectChatTemplate(tokenizer.chat_template());
-  ASSERT_EQ(kind, ChatTemplateKind::kPhi3);
-  EXPECT_EQ(ApplyChatTemplate(*kind, {{"user", "Hi!"}}, true, tokenizer),
-            "<s><|user|>\nHi!<|end|>\n<|assistant|>\n");
-  const std::vector<int32_t> ids =
-      EncodeChatPrompt(tokenizer, "<s><|user|>\nHi!<|end|>\n<|assistant|>\n");
+  const std::string prompt = ChatTemplate::Resolve("", tokenizer).Render({{"user", "Hi!"}}, true);
+  EXPECT_NE(prompt.find("<|user|>\nHi!<|end|>\n<|assistant|>\n"), std::string::npos) << prompt;
+  const std::vector<int32_t> ids = EncodeChatPrompt(tokenizer, prompt);
   EXPECT_EQ(ids.front(), 1);
-  EXPECT_EQ(ids[1], *tokenizer.FindToken("<|user|>"));
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 1);
 }
 
-TEST(TokenizerChatTemplate, Llama2AndMistralFormats) {
+TEST(TokenizerChatTemplate, Llama2AndMistralBuiltins) {
   REPRISE_REQUIRE_FIXTURES();
   const Tokenizer& tokenizer = VocabTokenizer("llama-spm");  // bos "<s>", eos "</s>"
   const std::vector<ChatMessage> chat = {
       {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello"}, {"user", "Bye"}};
-  EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kLlama2Sys, chat, true, tokenizer),
-            "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]Hello</s>[INST] Bye [/INST]");
-  EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kLlama2SysBos, chat, true, tokenizer),
-            "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]Hello</s><s>[INST] Bye [/INST]");
-  EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kMistralV1, chat, true, tokenizer),
-            "<s> [INST] Be brief.\n\nHi [/INST] Hello</s> [INST] Bye [/INST]");
-  EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kMistralV3, chat, true, tokenizer),
+  EXPECT_EQ(ChatTemplate::Resolve("llama2", tokenizer).Render(chat, true),
+            "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello </s><s>[INST] Bye [/INST]");
+  EXPECT_EQ(ChatTemplate::Resolve("mistral", tokenizer).Render(chat, true),
             "<s>[INST] Be brief.\n\nHi[/INST] Hello</s>[INST] Bye[/INST]");
-  EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kMistralV3Tekken, chat, true, tokenizer),
-            "<s>[INST]Be brief.\n\nHi[/INST]Hello</s>[INST]Bye[/INST]");
-  EXPECT_EQ(
-      ApplyChatTemplate(ChatTemplateKind::kMistralV7, chat, true, tokenizer),
-      "<s>[SYSTEM_PROMPT] Be brief.[/SYSTEM_PROMPT][INST] Hi[/INST] Hello</s>[INST] Bye[/INST]");
-  EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kGemma, chat, true, tokenizer),
-            "<s><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello"
-            "<end_of_turn>\n<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
-  EXPECT_EQ(ApplyChatTemplate(ChatTemplateKind::kZephyr, {{"user", "Hi"}}, true, tokenizer),
-            "<|user|>\nHi<|endoftext|>\n<|assistant|>\n");
+  // Both refuse roles that do not alternate.
+  for (const char* name : {"llama2", "mistral"}) {
+    EXPECT_THROW(
+        ChatTemplate::Resolve(name, tokenizer).Render({{"user", "a"}, {"user", "b"}}, true),
+        jinja::Error)
+        << name;
+  }
   // One BOS token, not two, and "[INST]" follows it as SPM text after a special token.
-  const std::vector<int32_t> ids = EncodeChatPrompt(
-      tokenizer, ApplyChatTemplate(ChatTemplateKind::kLlama2Sys, chat, true, tokenizer));
+  const std::vector<int32_t> ids =
+      EncodeChatPrompt(tokenizer, ChatTemplate::Resolve("llama2", tokenizer).Render(chat, true));
   EXPECT_EQ(ids[0], 1);
   EXPECT_NE(ids[1], 1);
   const std::vector<int32_t> inst = tokenizer.Encode("[INST]", false, false);  // "▁[INST]"
@@ -120,38 +118,42 @@ TEST(TokenizerChatTemplate, Llama2AndMistralFormats) {
             inst);
 }
 
-TEST(TokenizerChatTemplate, DetectsFamiliesBySubstrings) {
-  EXPECT_EQ(DetectChatTemplate(""), std::nullopt);
-  EXPECT_EQ(DetectChatTemplate("{{ messages }}"), std::nullopt);
-  EXPECT_EQ(DetectChatTemplate("{{ '<|im_start|>' + role }}"), ChatTemplateKind::kChatML);
-  EXPECT_EQ(DetectChatTemplate("{{ bos_token }}[INST] {{ content }} [/INST]"),
-            ChatTemplateKind::kLlama2);
-  EXPECT_EQ(DetectChatTemplate("[INST] <<SYS>>\n{{ system }}\n<</SYS>>"),
-            ChatTemplateKind::kLlama2Sys);
-  EXPECT_EQ(DetectChatTemplate("{{ bos_token + '[INST] ' + content.strip() }} <<SYS>>"),
-            ChatTemplateKind::kLlama2SysStrip);
-  EXPECT_EQ(DetectChatTemplate("[SYSTEM_PROMPT][INST]"), ChatTemplateKind::kMistralV7);
-  EXPECT_EQ(DetectChatTemplate("[AVAILABLE_TOOLS] '[INST]' "), ChatTemplateKind::kMistralV3);
-  EXPECT_EQ(DetectChatTemplate("[AVAILABLE_TOOLS] \"[INST]\""), ChatTemplateKind::kMistralV3Tekken);
-  EXPECT_EQ(DetectChatTemplate("' [INST] ' + system_message"), ChatTemplateKind::kMistralV1);
-  EXPECT_EQ(DetectChatTemplate("<|user|>{{ content }}<|end|><|assistant|>"),
-            ChatTemplateKind::kPhi3);
-  EXPECT_EQ(DetectChatTemplate("<|user|>\n{{ content }}<|endoftext|>"), ChatTemplateKind::kZephyr);
-  EXPECT_EQ(DetectChatTemplate("<start_of_turn>user"), ChatTemplateKind::kGemma);
-  EXPECT_EQ(DetectChatTemplate("<|start_header_id|>user<|end_header_id|>"),
-            ChatTemplateKind::kLlama3);
+TEST(TokenizerChatTemplate, ModelWithoutTemplateGetsChatml) {
+  REPRISE_REQUIRE_FIXTURES();
+  const Tokenizer& tokenizer = VocabTokenizer("gpt-2");
+  ASSERT_EQ(tokenizer.chat_template(), "");
+  const ChatTemplate chat = ChatTemplate::Resolve("", tokenizer);
+  EXPECT_NE(chat.description().find("chatml"), std::string::npos);
+  EXPECT_EQ(chat.Render({{"user", "Hi"}}, true),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
 
-TEST(TokenizerChatTemplate, Names) {
-  for (const char* name :
-       {"chatml", "llama2", "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "mistral-v1",
-        "mistral-v3", "mistral-v3-tekken", "mistral-v7", "llama3", "phi3", "zephyr", "gemma"}) {
-    const auto kind = ParseChatTemplateName(name);
-    ASSERT_TRUE(kind.has_value()) << name;
-    EXPECT_EQ(ChatTemplateName(*kind), name);
-  }
-  EXPECT_EQ(ParseChatTemplateName("mistral"), ChatTemplateKind::kMistralV3);
-  EXPECT_EQ(ParseChatTemplateName("vicuna"), std::nullopt);
+TEST(TokenizerChatTemplate, SpecIsANameAFileOrText) {
+  REPRISE_REQUIRE_FIXTURES();
+  const Tokenizer& tokenizer = VocabTokenizer("llama-spm");
+  const std::string text = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
+  EXPECT_EQ(ChatTemplate::Resolve(text, tokenizer).Render({{"user", "Hi"}}, true), "<user>Hi");
+
+  const auto path = testing::ScratchDir() / "template.jinja";
+  std::ofstream(path) << text << "{% if add_generation_prompt %}<assistant>{% endif %}\n";
+  const ChatTemplate from_file = ChatTemplate::Resolve(path.string(), tokenizer);
+  EXPECT_EQ(from_file.Render({{"user", "Hi"}}, true), "<user>Hi<assistant>");
+  EXPECT_NE(from_file.description().find(path.string()), std::string::npos);
+
+  // Each failure names the problem and --chat-template.
+  std::string unknown = ErrorOf("vicuna", tokenizer);
+  EXPECT_NE(unknown.find("unknown chat template 'vicuna'"), std::string::npos) << unknown;
+  std::string syntax = ErrorOf("{% for m in messages %}", tokenizer);
+  EXPECT_NE(syntax.find("cannot be parsed"), std::string::npos) << syntax;
+  EXPECT_NE(syntax.find("endfor"), std::string::npos) << syntax;
+  EXPECT_NE(syntax.find("--chat-template"), std::string::npos) << syntax;
+  std::string raises = ErrorOf("{{ raise_exception('no users here') }}", tokenizer);
+  EXPECT_NE(raises.find("no users here"), std::string::npos) << raises;
+  std::string ignores =
+      ErrorOf("{{ bos_token }}{% if false %}{{ messages }}{% endif %}", tokenizer);
+  EXPECT_NE(ignores.find("leaves the user's message out"), std::string::npos) << ignores;
+  std::string undefined = ErrorOf("{{ messages[0].content.nothing.deeper }}", tokenizer);
+  EXPECT_NE(undefined.find("undefined"), std::string::npos) << undefined;
 }
 
 }  // namespace

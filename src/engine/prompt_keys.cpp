@@ -1,0 +1,16 @@
+#include "engine/prompt_keys.h"
+
+
+namespace reprise {
+
+Digest KvRootFingerprint(const Digest& weights_fingerprint, kernels::KvType kv_type,
+                         int block_size) {
+  Sha256 fingerprint;
+  fingerprint.Update("reprise-kv-v1");
+  fingerprint.Update(weights_fingerprint.data(), weights_fingerprint.size());
+  fingerprint.UpdateValue(static_cast<uint32_t>(kv_type));
+  fingerprint.UpdateValue(static_cast<uint32_t>(block_size));
+  return fingerprint.Finish();
+}
+
+}  // namespace reprise

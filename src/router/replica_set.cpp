@@ -1,0 +1,134 @@
+#include "router/replica_set.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace reprise::router {
+namespace {
+
+// The value of an unlabelled or labelled sample `name` in Prometheus text; 0 when absent.
+double Sample(const std::string& text, const std::string& name) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name, 0) != 0) continue;
+    char next = line.size() > name.size() ? line[name.size()] : '\0';
+    if (next != ' ' && next != '{') continue;
+    size_t space = line.rfind(' ');
+    try {
+      return std::stod(line.substr(space + 1));
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+ReplicaAddress ParseReplicaUrl(const std::string& url) {
+  const std::string scheme = "http://";
+  if (url.rfind(scheme, 0) != 0) {
+    throw Error(fmt::format("a replica URL is http://HOST:PORT (got '{}')", url));
+  }
+  std::string rest = url.substr(scheme.size());
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || rest.find('/') != std::string::npos) {
+    throw Error(fmt::format("a replica URL is http://HOST:PORT (got '{}')", url));
+  }
+  ReplicaAddress address{url, rest.substr(0, colon), 0};
+  try {
+    address.port = std::stoi(rest.substr(colon + 1));
+  } catch (const std::exception&) {
+    address.port = 0;
+  }
+  if (address.host.empty() || address.port < 1 || address.port > 65535) {
+    throw Error(fmt::format("bad host or port in replica URL '{}'", url));
+  }
+  return address;
+}
+
+ReplicaSet::ReplicaSet(const std::vector<std::string>& urls) {
+  for (const std::string& url : urls) {
+    replicas_.push_back(std::make_unique<Replica>());
+    replicas_.back()->address = ParseReplicaUrl(url);
+  }
+}
+
+ReplicaSet::~ReplicaSet() { Stop(); }
+
+void ReplicaSet::Start(std::chrono::milliseconds interval,
+                       std::function<void(size_t, const ReplicaKvSettings&)> on_up) {
+  on_up_ = std::move(on_up);
+  CheckAll();
+  thread_ = std::thread([this, interval] {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
+      lock.unlock();
+      CheckAll();
+      lock.lock();
+    }
+  });
+}
+
+void ReplicaSet::Stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ReplicaSet::MarkDown(size_t i) {
+  if (replicas_[i]->healthy.exchange(false)) {
+    spdlog::warn("replica {} is unreachable; skipped until a health check passes",
+                 replicas_[i]->address.url);
+  }
+}
+
+void ReplicaSet::CheckAll() {
+  for (size_t i = 0; i < replicas_.size(); ++i) Check(i);
+}
+
+void ReplicaSet::Check(size_t i) {
+  Replica& replica = *replicas_[i];
+  httplib::Client client(replica.address.host, replica.address.port);
+  client.set_connection_timeout(0, 500000);
+  client.set_read_timeout(1, 0);
+  client.set_write_timeout(1, 0);
+  auto health = client.Get("/health");
+  bool up = health && health->status == 200;
+  if (!up) {
+    if (replica.healthy.exchange(false)) {
+      spdlog::warn("replica {} failed its health check", replica.address.url);
+    }
+    return;
+  }
+  if (auto metrics = client.Get("/metrics"); metrics && metrics->status == 200) {
+    replica.reported_load = static_cast<int>(Sample(metrics->body, "reprise:num_requests_running") +
+                                             Sample(metrics->body, "reprise:num_requests_waiting"));
+  }
+  if (replica.healthy.load()) return;
+  ReplicaKvSettings settings;
+  if (auto stats = client.Get("/v1/cache/stats"); stats && stats->status == 200) {
+    nlohmann::json body = nlohmann::json::parse(stats->body, nullptr, false);
+    if (body.is_object()) {
+      settings.kv_type = body.value("kv_type", "");
+      settings.block_size = body.value("block_size", 0);
+    }
+  }
+  spdlog::info("replica {} is up (block size {}, KV {})", replica.address.url, settings.block_size,
+               settings.kv_type);
+  if (on_up_) on_up_(i, settings);
+  replica.healthy = true;
+}
+
+}  // namespace reprise::router

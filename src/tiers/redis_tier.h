@@ -1,0 +1,77 @@
+// RedisTier: KV blocks in Redis or a Redis Cluster, shared by every replica that uses the same
+// store, so one replica loads what another computed. A block is one value under
+// NAMESPACE:ROOT-FINGERPRINT:BLOCK-KEY (hex), in the shared block format (header, checksum) and
+// with a TTL; a prompt's chain is fetched with one pipelined GET per block (one round trip per
+// node, not per block) and every loaded block is verified as the disk tier's are. The size bound
+// covers what this process wrote: past it, its oldest blocks are deleted (Redis's own maxmemory
+// and the TTL bound the rest). Redis down, slow or restarted: counted, logged once, the tier
+// answers "not held" and the client reconnects with backoff; a request never fails for it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "redis/redis_client.h"
+#include "tiers/block_format.h"
+#include "tiers/kv_tier.h"
+
+namespace reprise {
+
+struct RedisTierConfig {
+  std::string name_space = "reprise";
+  std::chrono::seconds ttl{24 * 3600};
+  uint64_t capacity_bytes = 0;  // of blocks this process wrote; 0: no bound
+  // A key found missing is not looked up again for this long (ProbablyHeld must not block, so
+  // it answers from what the tier saw).
+  std::chrono::milliseconds miss_memory{2000};
+};
+
+class RedisTier : public KvTier {
+ public:
+  RedisTier(const TierIdentity& identity, const RedisTierConfig& config,
+            std::shared_ptr<redis::RedisClient> client);
+
+  const char* name() const override { return "remote"; }
+  size_t ProbablyHeld(std::span<const Digest> keys) const override;
+  bool ShouldStore(const Digest& key) const override;
+  bool Store(const BlockMeta& meta, std::span<const uint8_t> payload) override;
+  size_t LoadPrefix(std::span<const BlockMeta> blocks, std::span<uint8_t* const> dests) override;
+  bool Remove(const Digest& key) override;
+  size_t Clear() override;
+  TierStats Stats() const override;
+
+  // The Redis key of a block.
+  std::string RedisKey(const Digest& key) const;
+
+ private:
+  // Runs commands; on failure counts it, logs the first failure of an outage, and returns
+  // false. Logs when the store answers again.
+  bool Run(const std::vector<redis::RedisCommand>& commands, std::vector<redis::RedisReply>& out);
+  void NoteWritten(const Digest& key, uint64_t bytes);  // caller holds mutex_
+  std::vector<redis::RedisCommand> TrimLocked();        // DELs to get under the bound
+
+  TierIdentity identity_;
+  RedisTierConfig config_;
+  std::shared_ptr<redis::RedisClient> client_;
+  std::string prefix_;  // NAMESPACE:ROOT:
+
+  mutable std::mutex mutex_;  // guards everything below
+  struct Written {
+    uint64_t bytes = 0;
+    std::list<Digest>::iterator age;
+  };
+  std::unordered_map<Digest, Written, DigestHash> written_;  // by this process, still counted
+  std::list<Digest> written_order_;                          // oldest first
+  mutable std::unordered_map<Digest, std::chrono::steady_clock::time_point, DigestHash> missing_;
+  TierStats stats_;
+  bool down_ = false;
+  std::chrono::steady_clock::time_point last_failure_{};
+};
+
+}  // namespace reprise

@@ -1,0 +1,218 @@
+// The disk tier in the engine: blocks evicted or cleared from memory come back from disk (after a
+// restart too) bit for bit, so answers equal those with reuse off; bad files are never used; an
+// unusable folder leaves the engine answering from memory alone.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "engine_test_support.h"
+
+namespace reprise {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ExpectBitIdentical;
+using testing::Greedy;
+using testing::TestConfig;
+using testing::TinyModelPath;
+
+class DiskTierEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REPRISE_REQUIRE_FIXTURES();
+    model_ = TinyModelPath();
+    dir_ = testing::ScratchPath(std::string("kv-") +
+                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    table_ = testing::ReadTestData("long_table_prompt.txt");
+  }
+
+  EngineConfig DiskConfig(size_t memory = size_t{64} << 20) {
+    EngineConfig config = TestConfig(model_, /*reuse=*/true);
+    config.kv_disk_path = dir_;
+    config.kv_cache_memory_bytes = memory;
+    return config;
+  }
+
+  static GenerationOutput Run(Engine& engine, const std::string& prompt) {
+    std::vector<GenerationRequest> requests;
+    requests.push_back(Greedy(prompt));
+    return engine.Generate(std::move(requests))[0];
+  }
+
+  GenerationOutput Reference(const std::string& prompt) {
+    Engine engine(TestConfig(model_, /*reuse=*/false));
+    return Run(engine, prompt);
+  }
+
+  // Every .kvb file under the folder.
+  std::vector<fs::path> BlockFiles() const {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(dir_)) {
+      if (entry.path().extension() == ".kvb") files.push_back(entry.path());
+    }
+    return files;
+  }
+
+  std::string model_;
+  std::string dir_;
+  std::string table_;
+};
+
+TEST_F(DiskTierEngineTest, ClearedMemoryAndARestartLoadFromDiskBitForBit) {
+  const std::string first = table_ + "Question: what is the age of John Doe? Answer: ";
+  const std::string second = table_ + "Question: what is the age of Zack Blue? Answer: ";
+  GenerationOutput reference = Reference(second);
+  size_t memory_hit = 0;
+  {
+    Engine engine(DiskConfig());
+    GenerationOutput cold = Run(engine, first);
+    EXPECT_EQ(cold.cached_tokens, 0u);
+    GenerationOutput warm = Run(engine, second);
+    ExpectBitIdentical(reference, warm, "warm from memory");
+    EXPECT_EQ(warm.cache_sources.memory, warm.cached_tokens);
+    EXPECT_EQ(warm.cache_sources.disk, 0u);
+    memory_hit = warm.cached_tokens;
+    ASSERT_GT(memory_hit, 256u);
+
+    EXPECT_GT(engine.ClearCache(), 0u);  // written back, then dropped from memory
+    GenerationOutput from_disk = Run(engine, second);
+    ExpectBitIdentical(reference, from_disk, "memory cleared, loaded from disk");
+    EXPECT_EQ(from_disk.cache_sources.memory, 0u);
+    // Full blocks come from disk; the tail block of the shared prefix is recomputed.
+    EXPECT_GE(from_disk.cache_sources.disk, memory_hit / 16 * 16 - 16);
+    EXPECT_EQ(from_disk.cached_tokens, from_disk.cache_sources.disk);
+    EngineStats stats = testing::WaitForIdle(engine);
+    ASSERT_EQ(stats.tiers.size(), 1u);
+    EXPECT_EQ(stats.tiers[0].name, "disk");
+    EXPECT_GT(stats.tiers[0].blocks_read, 0u);
+    EXPECT_EQ(stats.tiers[0].corrupt_blocks, 0u);
+    EXPECT_EQ(stats.prompt_tokens_cached.disk, from_disk.cache_sources.disk);
+  }
+  Engine restarted(DiskConfig());
+  GenerationOutput after_restart = Run(restarted, second);
+  ExpectBitIdentical(reference, after_restart, "after a restart on the same folder");
+  EXPECT_GE(after_restart.cache_sources.disk, memory_hit / 16 * 16 - 16);
+  EXPECT_EQ(after_restart.cache_sources.memory, 0u);
+}
+
+TEST_F(DiskTierEngineTest, ACleanStopKeepsWhatMemoryHeld) {
+  const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
+  GenerationOutput reference = Reference(prompt);
+  {
+    Engine engine(DiskConfig());
+    Run(engine, prompt);  // nothing evicted: the blocks are in memory only
+  }
+  Engine restarted(DiskConfig());
+  GenerationOutput output = Run(restarted, prompt);
+  ExpectBitIdentical(reference, output, "after a clean stop");
+  EXPECT_GT(output.cache_sources.disk, output.prompt_tokens - 32);
+}
+
+TEST_F(DiskTierEngineTest, AWorkingSetLargerThanMemoryIsServedFromDisk) {
+  // Memory for about one table's blocks; four different tables cycle through it.
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 4; ++i) {
+    prompts.push_back("Table " + std::to_string(i) + ".\n" + table_ + "Question " +
+                      std::to_string(i) + ": who is oldest? Answer: ");
+  }
+  EngineConfig probe = TestConfig(model_, true);
+  Engine sizing(probe);
+  const size_t block_bytes = sizing.Info().kv_cache_bytes / sizing.Info().kv_cache_blocks;
+  const size_t table_blocks = sizing.Tokenize(prompts[0], true).size() / 16 + 2;
+  Engine engine(DiskConfig(block_bytes * table_blocks * 3 / 2));
+  std::vector<GenerationOutput> references;
+  for (const auto& prompt : prompts) references.push_back(Reference(prompt));
+  size_t disk_tokens = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      GenerationOutput output = Run(engine, prompts[i]);
+      ExpectBitIdentical(references[i], output, fmt::format("round {} prompt {}", round, i));
+      if (round == 1) {
+        // Whatever memory no longer holds comes from disk.
+        EXPECT_GT(output.cached_tokens, output.prompt_tokens / 2) << "prompt " << i;
+        EXPECT_EQ(output.cache_sources.memory + output.cache_sources.disk, output.cached_tokens);
+        disk_tokens += output.cache_sources.disk;
+      }
+    }
+  }
+  EXPECT_GT(disk_tokens, prompts.size() * 100);
+  EngineStats stats = testing::WaitForIdle(engine);
+  EXPECT_GT(stats.tiers[0].blocks_written, 0u);
+  EXPECT_EQ(stats.blocks_in_use, 0);
+}
+
+TEST_F(DiskTierEngineTest, BadFilesAreNeverUsedAndTheAnswerIsTheSame) {
+  const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
+  GenerationOutput reference = Reference(prompt);
+  {
+    Engine engine(DiskConfig());
+    Run(engine, prompt);
+    engine.ClearCache();
+  }
+  std::vector<fs::path> files = BlockFiles();
+  ASSERT_GE(files.size(), 6u);
+  // A flipped byte, a truncated file, and another block's file under this one's name.
+  {
+    std::fstream file(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-20, std::ios::end);
+    file.put('\x5a');
+  }
+  fs::resize_file(files[1], fs::file_size(files[1]) - 100);
+  fs::copy_file(files[3], files[2], fs::copy_options::overwrite_existing);
+  Engine engine(DiskConfig());
+  GenerationOutput output = Run(engine, prompt);
+  ExpectBitIdentical(reference, output, "with bad block files");
+  EngineStats stats = testing::WaitForIdle(engine);
+  EXPECT_GE(stats.tiers[0].corrupt_blocks, 1u);
+  EXPECT_FALSE(fs::exists(files[0]) && fs::exists(files[1]) && fs::exists(files[2]));
+  // Recomputed blocks are written again: a later run finds every block.
+  engine.ClearCache();
+  GenerationOutput again = Run(engine, prompt);
+  ExpectBitIdentical(reference, again, "after the bad blocks were recomputed");
+  EXPECT_GT(again.cache_sources.disk, output.cache_sources.disk);
+}
+
+TEST_F(DiskTierEngineTest, AnUnusableFolderLeavesTheEngineAnswering) {
+  fs::create_directories(fs::path(dir_).parent_path());
+  std::ofstream(dir_) << "a file where the folder should be";
+  const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
+  GenerationOutput reference = Reference(prompt);
+  Engine engine(DiskConfig());
+  ExpectBitIdentical(reference, Run(engine, prompt), "first");
+  engine.ClearCache();
+  GenerationOutput output = Run(engine, prompt);
+  ExpectBitIdentical(reference, output, "after clearing memory");
+  EXPECT_EQ(output.cached_tokens, 0u);
+  EngineStats stats = testing::WaitForIdle(engine);
+  ASSERT_EQ(stats.tiers.size(), 1u);
+  EXPECT_FALSE(stats.tiers[0].available);
+  EXPECT_GE(stats.tiers[0].errors, 1u);
+}
+
+TEST_F(DiskTierEngineTest, TaskPromptsFoundOnDiskAreLoadedNotRecomputed) {
+  EngineConfig config = DiskConfig();
+  config.task_prompts_json =
+      nlohmann::json::array({{{"task_id", "table"}, {"prompt", table_}}}).dump();
+  GenerationRequest request = Greedy("Question: who is oldest? Answer: ");
+  request.add_special_tokens = false;
+  request.cache.task_id = "table";
+  GenerationOutput first;
+  {
+    Engine engine(config);
+    first = engine.Generate({request})[0];
+    EXPECT_EQ(testing::WaitForIdle(engine).tiers[0].blocks_read, 0u);
+  }
+  Engine restarted(config);
+  EngineStats stats = restarted.Stats();
+  EXPECT_GT(stats.tiers[0].blocks_read, 0u);
+  EXPECT_EQ(stats.blocks_pinned, static_cast<int64_t>(restarted.TaskPrompts()[0].blocks));
+  GenerationOutput second = restarted.Generate({request})[0];
+  ExpectBitIdentical(first, second, "task prompt loaded from disk");
+}
+
+}  // namespace
+}  // namespace reprise

@@ -1,0 +1,63 @@
+// Blocks for tier tests: a small identity, chains of real block keys and recognisable payloads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/sha256.h"
+#include "kvcache/block_key.h"
+#include "tiers/block_format.h"
+
+namespace reprise::testing {
+
+inline Digest TestDigest(const char* text) {
+  Sha256 hasher;
+  hasher.Update(text);
+  return hasher.Finish();
+}
+
+inline TierIdentity TestIdentity(uint64_t block_bytes = 4096, uint32_t block_size = 4,
+                                 const char* model = "model-a") {
+  TierIdentity identity;
+  identity.root_fingerprint = TestDigest(model);
+  identity.layout_digest = TestDigest("layout-f16-2x2x8");
+  identity.block_size = block_size;
+  identity.block_bytes = block_bytes;
+  return identity;
+}
+
+// A chain of `count` full blocks whose tokens start at `first_token`, keyed as the cache keys them.
+inline std::vector<BlockMeta> TestChain(const TierIdentity& identity, size_t count,
+                                        int32_t first_token = 1, const char* salt = "") {
+  std::vector<BlockMeta> chain;
+  const Digest extras = ExtrasDigest(CacheKeyExtras{salt, ""});
+  Digest parent = identity.root_fingerprint;
+  int32_t token = first_token;
+  for (size_t i = 0; i < count; ++i) {
+    BlockMeta meta;
+    meta.parent_key = parent;
+    meta.extras_digest = extras;
+    for (uint32_t t = 0; t < identity.block_size; ++t) meta.tokens.push_back(token++);
+    meta.key = BlockKey(parent, extras, meta.tokens, true);
+    parent = meta.key;
+    chain.push_back(meta);
+  }
+  return chain;
+}
+
+// Payload bytes that differ per block and per position.
+inline std::vector<uint8_t> TestPayload(const TierIdentity& identity, const BlockMeta& meta) {
+  std::vector<uint8_t> payload(identity.block_bytes);
+  for (size_t i = 0; i < payload.size(); ++i) {
+    payload[i] = static_cast<uint8_t>(meta.key[i % meta.key.size()] + i * 7);
+  }
+  return payload;
+}
+
+inline std::vector<Digest> Keys(const std::vector<BlockMeta>& chain) {
+  std::vector<Digest> keys;
+  for (const auto& meta : chain) keys.push_back(meta.key);
+  return keys;
+}
+
+}  // namespace reprise::testing
