@@ -1,7 +1,6 @@
-// Fuzz target: the chat template renderer (src/tokenizer/chat_template): template detection on
-// arbitrary Jinja text, and rendering arbitrary conversations in every known format, then
-// encoding them as the engine does. Written against the hand-written renderer's API; a Jinja
-// interpreter would get its own target beside this one.
+// Fuzz target: the hand-written chat formats (src/tokenizer/chat_template): template detection
+// on arbitrary Jinja text, and rendering arbitrary conversations in every known format, then
+// encoding them as the engine does. The Jinja interpreter has its own target (jinja_fuzz.cpp).
 #include <cstdint>
 #include <memory>
 #include <string>

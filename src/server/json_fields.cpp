@@ -157,8 +157,9 @@ void JsonFields::RefuseUnknown(std::span<const std::string_view> known,
                                std::span<const std::string_view> more_known) const {
   for (const auto& [name, value] : object_.items()) {
     if (value.is_null()) continue;
-    auto listed = [&name](std::span<const std::string_view> list) {
-      return std::find(list.begin(), list.end(), name) != list.end();
+    // An init-capture: clang before 16 cannot capture a structured binding.
+    auto listed = [&key = name](std::span<const std::string_view> list) {
+      return std::find(list.begin(), list.end(), key) != list.end();
     };
     if (!listed(known) && !listed(more_known)) {
       throw ApiError::BadRequest(fmt::format("'{}' is not supported by this server", Param(name)),
