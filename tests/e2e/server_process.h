@@ -31,7 +31,8 @@ namespace reprise::testing {
 
 // The test's environment with `overrides` applied (an empty value removes the variable), as
 // "NAME=value" strings.
-inline std::vector<std::string> ChildEnvironment(const std::map<std::string, std::string>& overrides) {
+inline std::vector<std::string> ChildEnvironment(
+    const std::map<std::string, std::string>& overrides) {
   std::vector<std::string> result;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string item = *entry;
@@ -106,14 +107,15 @@ inline ProcessResult RunToExit(std::vector<std::string> argv,
 
 class ServerProcess {
  public:
-  // `args` follow `reprise serve`; `env` adds to (or, with an empty value, removes from) the
-  // test's environment. Throws std::runtime_error with the server's log when it does not become
-  // healthy within `timeout`.
+  // `args` follow `reprise serve` (or `reprise <command>`, e.g. route); `env` adds to (or, with
+  // an empty value, removes from) the test's environment. Throws std::runtime_error with the
+  // server's log when it does not become healthy within `timeout`.
   ServerProcess(std::vector<std::string> args, std::map<std::string, std::string> env = {},
-                std::chrono::seconds timeout = std::chrono::seconds(60)) {
+                std::chrono::seconds timeout = std::chrono::seconds(60),
+                const std::string& command = "serve") {
     static int counter = 0;
     log_path_ = testing::ScratchDir() / ("server_" + std::to_string(counter++) + ".log");
-    std::vector<std::string> argv = {REPRISE_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"};
+    std::vector<std::string> argv = {REPRISE_BINARY, command, "--host", "127.0.0.1", "--port", "0"};
     argv.insert(argv.end(), args.begin(), args.end());
 
     std::vector<std::string> env_strings = ChildEnvironment(CleanServeEnvironment(std::move(env)));
@@ -162,6 +164,12 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   int port() const { return port_; }
+
+  // SIGKILL at once, as in a crash.
+  void Kill() {
+    if (pid_ > 0) ::kill(pid_, SIGKILL);
+    Stop();
+  }
 
   // Sends SIGTERM, waits up to 10 s, then SIGKILL. Returns the exit status (-1 if killed).
   int Stop() {
