@@ -47,9 +47,11 @@ struct EngineConfig {
   size_t kv_disk_size_bytes = 0;  // the disk tier's size cap; 0: none
   // The shared (remote) tier: KV blocks in Redis or a Redis Cluster at redis://HOST:PORT[/DB],
   // shared by every replica using it. Empty: none. The password comes from the first line of
-  // kv_redis_password_file, else REDIS_PASSWORD, else the URL; it is never logged.
+  // kv_redis_password_file, else kv_redis_password (`serve` fills it from REDIS_PASSWORD), else
+  // the URL; it is never logged.
   std::string kv_redis_url;
   std::string kv_redis_password_file;
+  std::string kv_redis_password;
   int64_t kv_redis_ttl_seconds = 24 * 3600;
   size_t kv_redis_size_bytes = 0;  // bound on what this process keeps there; 0: none
   // Blocks committed with at least this cache priority (and pinned task prompts) are written to

@@ -197,7 +197,7 @@ void EngineImpl::OpenTiers(const ModelConfig& model_config) {
   }
   if (!config_.kv_redis_url.empty()) {
     redis::RedisEndpoint endpoint = redis::ParseRedisUrl(config_.kv_redis_url);
-    redis::ResolvePassword(endpoint, config_.kv_redis_password_file);
+    redis::ResolvePassword(endpoint, config_.kv_redis_password_file, config_.kv_redis_password);
     RedisTierConfig redis_config;
     redis_config.ttl = std::chrono::seconds(config_.kv_redis_ttl_seconds);
     redis_config.capacity_bytes = config_.kv_redis_size_bytes;

@@ -1,6 +1,5 @@
 #include "engine/prompt_keys.h"
 
-
 namespace reprise {
 
 Digest KvRootFingerprint(const Digest& weights_fingerprint, kernels::KvType kv_type,

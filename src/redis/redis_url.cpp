@@ -76,7 +76,8 @@ RedisEndpoint ParseRedisUrl(const std::string& url) {
   return endpoint;
 }
 
-void ResolvePassword(RedisEndpoint& endpoint, const std::string& password_file) {
+void ResolvePassword(RedisEndpoint& endpoint, const std::string& password_file,
+                     const std::string& password) {
   if (!password_file.empty()) {
     std::ifstream file(password_file);
     std::string line;
@@ -87,9 +88,7 @@ void ResolvePassword(RedisEndpoint& endpoint, const std::string& password_file) 
     endpoint.password = line;
     return;
   }
-  if (const char* env = std::getenv("REDIS_PASSWORD"); env != nullptr && *env != '\0') {
-    endpoint.password = env;
-  }
+  if (!password.empty()) endpoint.password = password;
 }
 
 }  // namespace reprise::redis

@@ -17,11 +17,12 @@ struct RedisEndpoint {
 };
 
 // Throws reprise::Error naming what is wrong (scheme, port, db). A password in the URL is taken,
-// but one from a file or REDIS_PASSWORD (see ResolvePassword) is preferred by callers.
+// but one from a file or the environment (see ResolvePassword) is preferred by callers.
 RedisEndpoint ParseRedisUrl(const std::string& url);
 
 // The password to use: the first line of `password_file` when given (Error if unreadable), else
-// the REDIS_PASSWORD environment variable when set, else the one in the URL.
-void ResolvePassword(RedisEndpoint& endpoint, const std::string& password_file);
+// `password` when not empty (the server reads it from REDIS_PASSWORD), else the one in the URL.
+void ResolvePassword(RedisEndpoint& endpoint, const std::string& password_file,
+                     const std::string& password);
 
 }  // namespace reprise::redis

@@ -264,6 +264,9 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
   auto needs_url = [&](const char* flag) {
     if (!flags.kv_redis_url) throw Error(fmt::format("{} needs --kv-redis-url", flag));
   };
+  if (auto password = env("REDIS_PASSWORD"); password && !password->empty()) {
+    settings.kv_redis_password = *password;
+  }
   if (flags.kv_redis_password_file) {
     needs_url("--kv-redis-password-file");
     settings.kv_redis_password_file = *flags.kv_redis_password_file;
@@ -408,7 +411,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
       task_prompts, settings.max_queued_requests, FormatByteSize(settings.max_body_bytes),
       settings.http_threads, settings.max_connections, settings.max_connections_per_client,
       settings.shutdown_timeout_seconds,
-      settings.api_keys.empty() ? std::string("none") : fmt::format("{} given", settings.api_keys.size()),
+      settings.api_keys.empty() ? std::string("none")
+                                : fmt::format("{} given", settings.api_keys.size()),
       settings.api_keys_file.empty() ? std::string() : ", file " + settings.api_keys_file,
       settings.share_cache_across_tenants, settings.metrics_require_auth,
       settings.allowed_origins.empty()
@@ -419,8 +423,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
 TenantSetup MakeTenantSetup(const ServerSettings& settings) {
   TenantSetup setup;
   if (!settings.api_keys_file.empty()) {
-    setup.keys = ParseApiKeys(ReadTextFile(settings.api_keys_file, "API keys file"),
-                              settings.api_keys_file);
+    setup.keys =
+        ParseApiKeys(ReadTextFile(settings.api_keys_file, "API keys file"), settings.api_keys_file);
     if (setup.keys.empty()) {
       throw Error(fmt::format("the API keys file '{}' holds no key", settings.api_keys_file));
     }
@@ -453,6 +457,7 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.kv_disk_size_bytes = settings.kv_disk_size_bytes;
   config.kv_redis_url = settings.kv_redis_url;
   config.kv_redis_password_file = settings.kv_redis_password_file;
+  config.kv_redis_password = settings.kv_redis_password;
   config.kv_redis_ttl_seconds = settings.kv_redis_ttl_seconds;
   config.kv_redis_size_bytes = settings.kv_redis_size_bytes;
   config.max_batch_tokens = settings.max_batch_tokens;

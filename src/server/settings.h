@@ -73,6 +73,7 @@ struct ServerSettings {
   size_t kv_disk_size_bytes = 0;       // 0: no cap
   std::string kv_redis_url;            // empty: no shared tier
   std::string kv_redis_password_file;
+  std::string kv_redis_password;  // REDIS_PASSWORD; never logged
   int64_t kv_redis_ttl_seconds = 24 * 3600;
   size_t kv_redis_size_bytes = 0;  // 0: no bound
   int max_batch_tokens = 512;

@@ -40,13 +40,11 @@ TEST(RedisUrl, PasswordFileWinsOverTheEnvironment) {
   std::string path = testing::ScratchPath("redis_password");
   std::ofstream(path) << "from-file\n";
   RedisEndpoint e = ParseRedisUrl("redis://h:1");
-  ::setenv("REDIS_PASSWORD", "from-env", 1);
-  ResolvePassword(e, "");
+  ResolvePassword(e, "", "from-env");
   EXPECT_EQ(e.password, "from-env");
-  ResolvePassword(e, path);
+  ResolvePassword(e, path, "from-env");
   EXPECT_EQ(e.password, "from-file");
-  ::unsetenv("REDIS_PASSWORD");
-  EXPECT_THROW(ResolvePassword(e, path + ".missing"), Error);
+  EXPECT_THROW(ResolvePassword(e, path + ".missing", ""), Error);
 }
 
 TEST(RedisClient, PipelinesCommandsOnAStandaloneServer) {

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "test_support.h"
 #include "tier_test_util.h"
@@ -42,7 +45,9 @@ TEST_F(TierSetTest, OfferedBlocksAreWrittenAndLoadedBack) {
   std::vector<std::vector<uint8_t>> buffers(40, std::vector<uint8_t>(identity_.block_bytes));
   std::vector<uint8_t*> dests;
   for (auto& buffer : buffers) dests.push_back(buffer.data());
-  int woken = 0;
+  // The wakeup runs on the loader thread after the load is published, so it may come a moment
+  // after WaitForLoad returns.
+  std::atomic<int> woken{0};
   set.SetWakeup([&] { ++woken; });
   set.StartLoad(7, chain, dests);
   EXPECT_EQ(set.LoadsInFlight(), 1u);
@@ -52,7 +57,10 @@ TEST_F(TierSetTest, OfferedBlocksAreWrittenAndLoadedBack) {
   EXPECT_EQ(done[0].ticket, 7u);
   EXPECT_EQ(done[0].loaded, 40u);
   EXPECT_EQ(done[0].bytes, 40 * identity_.block_bytes);
-  EXPECT_EQ(woken, 1);
+  for (int waited_ms = 0; woken.load() == 0 && waited_ms < 5000; ++waited_ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(woken.load(), 1);
   EXPECT_EQ(set.LoadsInFlight(), 0u);
   for (size_t i = 0; i < 40; ++i) EXPECT_EQ(buffers[i], TestPayload(identity_, chain[i]));
   TierSetStats stats = set.Stats();
