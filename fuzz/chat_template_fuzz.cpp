@@ -1,8 +1,10 @@
-// Fuzz target: the hand-written chat formats (src/tokenizer/chat_template): template detection
-// on arbitrary Jinja text, and rendering arbitrary conversations in every known format, then
-// encoding them as the engine does. The Jinja interpreter has its own target (jinja_fuzz.cpp).
+// Fuzz target: chat templates (src/tokenizer/chat_template): the built-in templates rendering
+// arbitrary conversations, and arbitrary template text (as a model file or --chat-template may
+// carry) rendering one, then encoding the prompt as the engine does. The Jinja interpreter's
+// parser has its own target (jinja_fuzz.cpp).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,35 +25,41 @@ const reprise::Tokenizer& Vocabulary() {
   return *tokenizer;
 }
 
-constexpr reprise::ChatTemplateKind kKinds[] = {
-    reprise::ChatTemplateKind::kChatML,         reprise::ChatTemplateKind::kLlama2,
-    reprise::ChatTemplateKind::kLlama2Sys,      reprise::ChatTemplateKind::kLlama2SysBos,
-    reprise::ChatTemplateKind::kLlama2SysStrip, reprise::ChatTemplateKind::kMistralV1,
-    reprise::ChatTemplateKind::kMistralV3,      reprise::ChatTemplateKind::kMistralV3Tekken,
-    reprise::ChatTemplateKind::kMistralV7,      reprise::ChatTemplateKind::kLlama3,
-    reprise::ChatTemplateKind::kPhi3,           reprise::ChatTemplateKind::kZephyr,
-    reprise::ChatTemplateKind::kGemma,
-};
+// The built-in templates, resolved once as --chat-template NAME resolves them.
+const std::vector<reprise::ChatTemplate>& Builtins() {
+  static const auto templates = [] {
+    std::vector<reprise::ChatTemplate> result;
+    for (const char* name : {"chatml", "llama2", "llama3", "mistral"}) {
+      result.push_back(reprise::ChatTemplate::Resolve(name, Vocabulary()));
+    }
+    return result;
+  }();
+  return templates;
+}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   reprise::fuzz::QuietLogging();
-  Vocabulary();
+  Builtins();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   reprise::fuzz::InputReader input(data, size);
   const uint8_t choice = input.Byte();
-  if (choice & 0x80) {
-    // The input is a model's template text.
-    std::string jinja(input.Rest());
-    if (auto kind = reprise::DetectChatTemplate(jinja)) reprise::ChatTemplateName(*kind);
-    return 0;
-  }
-  const reprise::ChatTemplateKind kind = kKinds[choice % std::size(kKinds)];
   const bool add_generation_prompt = choice & 0x40;
+  std::optional<reprise::ChatTemplate> own;
+  if (choice & 0x80) {
+    // The first field is a model's template text (not a name or a path: no file is read).
+    std::string text(input.Field('\x03'));
+    try {
+      own.emplace(text, "<s>", "</s>", "fuzzed template");
+    } catch (const reprise::Error&) {
+      return 0;  // a template that does not parse is refused
+    }
+  }
+  const reprise::ChatTemplate& chat = own ? *own : Builtins()[choice % Builtins().size()];
   std::vector<reprise::ChatMessage> messages;
   while (!input.empty() && messages.size() < 64) {
     std::string role(input.Field('\x02'));
@@ -59,11 +67,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     messages.push_back({std::move(role), std::move(content)});
   }
   try {
-    std::string prompt =
-        reprise::ApplyChatTemplate(kind, messages, add_generation_prompt, Vocabulary());
+    std::string prompt = chat.Render(messages, add_generation_prompt);
     reprise::EncodeChatPrompt(Vocabulary(), prompt);
   } catch (const reprise::Error&) {
-    // A conversation the format cannot express (e.g. roles out of order) is refused.
+    // A conversation the template refuses (raise_exception, roles out of order) or a template
+    // that fails or exceeds its limits while rendering: an error, never a crash.
   }
   return 0;
 }
