@@ -57,9 +57,6 @@ void ValidateBenchOptions(const BenchOptions& options) {
   if (!options.kv_disk_size.empty() && options.kv_disk_path.empty()) {
     throw Error("--kv-disk-size needs --kv-disk-path");
   }
-  if (options.workload == "tiers" && !options.url.empty()) {
-    throw Error("bench tiers restarts the engine, so it runs in process only (drop --url)");
-  }
   if (!options.kv_disk_path.empty() && !options.url.empty()) {
     throw Error("--kv-disk-path configures the in-process engine; with --url, start the server "
                 "with it instead");
