@@ -1,0 +1,118 @@
+// How the AVX-512 quantized tiles read weights in their stored blocks: shared by the general
+// tiles (matmul_avx512.cpp) and the one-token decode tiles (decode_avx512.cpp). Include only from
+// files compiled for AVX-512; internal to kernels/.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/reduce_avx512.h"
+#include "kernels/simd.h"
+
+namespace reprise::kernels {
+
+// Asks for bytes [first_byte, first_byte + bytes) of matrix row `row` (nothing from
+// raw.prefetch_end on): a decode tile reads its rows side by side, so "ahead" is the same stretch
+// of later tiles' rows (RawRows::prefetch_rows), not further along the row being read. Into L2,
+// not L1: prefetches from DRAM into L1 hold the L1 miss buffers that the tile's own loads then
+// queue behind (T0 here made Q8_0 decode 1.5x slower).
+inline void PrefetchRowStretch(const RawRows& raw, int64_t row, int64_t first_byte, int64_t bytes) {
+  // A zero-trip loop rather than an early return: with the return, GCC 12 at -O3 emitted no
+  // prefetch at all in the inlined tiles (checked with objdump).
+  const int64_t n = row < raw.prefetch_end ? bytes : 0;
+  const uint8_t* start = raw.data + static_cast<size_t>(row) * raw.row_bytes + first_byte;
+  for (int64_t line = 0; line < n; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T1);
+  }
+}
+
+// The 16 group scales of a Q4_K / Q5_K super-block, [d sc0, d sc0, d sc1, d sc1, ...], and its 8
+// mins -(dmin m_j) written to `mins`: the arithmetic of UnpackBlocks, so the same values.
+inline __m512 KGroupScales(const uint8_t* packed, uint16_t d_bits, uint16_t dmin_bits,
+                           float* mins) {
+  uint32_t words[4];  // bytes 0-7 the scales, bytes 8-15 the mins
+  SpreadKScales(packed, words);
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
+  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
+  const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d_bits)), sc);
+  const __m256 offsets = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin_bits)), mn);
+  _mm256_storeu_ps(mins, _mm256_xor_ps(offsets, _mm256_set1_ps(-0.0f)));
+  const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(scaled));
+}
+
+// The 32 codes of one Q4_0, Q5_0 or Q8_0 block as UnpackBlocks writes them (Q8_0: q + 128; Q4_0:
+// the low nibbles, then the high ones; Q5_0: those plus the fifth bits from qh).
+template <typename Block>
+inline __m256i LegacyBlockCodes(const Block& block) {
+  if constexpr (std::is_same_v<Block, BlockQ8_0>) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs));
+    return _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80)));  // q + 128
+  } else {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
+    const __m128i low_mask = _mm_set1_epi8(0x0F);
+    const __m256i nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low_mask),
+                                             _mm_and_si128(packed, low_mask));
+    if constexpr (std::is_same_v<Block, BlockQ5_0>) {  // bit j of qh is element j's bit 4
+      uint32_t high;
+      std::memcpy(&high, block.qh, sizeof(high));
+      return _mm256_mask_add_epi8(nibbles, high, nibbles, _mm256_set1_epi8(0x10));
+    }
+    return nibbles;
+  }
+}
+// The 64 codes of two whole blocks.
+template <typename Block>
+inline __m512i LegacyPairCodes(const Block* first) {
+  if constexpr (std::is_same_v<Block, BlockQ8_0>) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(LegacyBlockCodes(first[0])),
+                              LegacyBlockCodes(first[1]), 1);
+  } else {
+    // Both blocks' packed bytes in every other 128-bit lane, [qs0 qs0 qs1 qs1]; shifting the
+    // odd lanes by 4 brings the high nibbles down: [low0 high0 low1 high1] after the mask.
+    const __m256i packed = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first[0].qs))),
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(first[1].qs)), 1);
+    const __m512i spread = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
+                                                    _mm512_castsi256_si512(packed));
+    const __m512i shifted = _mm512_srlv_epi64(spread, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
+    const __m512i nibbles = _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+    if constexpr (std::is_same_v<Block, BlockQ5_0>) {  // bit j of qh is element j's bit 4
+      uint32_t high[2];
+      std::memcpy(&high[0], first[0].qh, sizeof(uint32_t));
+      std::memcpy(&high[1], first[1].qh, sizeof(uint32_t));
+      const __mmask64 bits = high[0] | static_cast<uint64_t>(high[1]) << 32;
+      return _mm512_mask_add_epi8(nibbles, bits, nibbles, _mm512_set1_epi8(0x10));
+    }
+    return nibbles;
+  }
+}
+
+// sum over blocks b of w_min[b] * x_sum[b], in lanes b % 16 then HorizontalSum: the min term of
+// types with a min.
+inline float MinsDot(const float* wm, const float* xs, int64_t blocks) {
+  __m512 min_acc = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 16 <= blocks; b += 16) {
+    min_acc = _mm512_fmadd_ps(_mm512_loadu_ps(wm + b), _mm512_loadu_ps(xs + b), min_acc);
+  }
+  if (b < blocks) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (blocks - b)) - 1);
+    min_acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, wm + b),
+                              _mm512_maskz_loadu_ps(mask, xs + b), min_acc);
+  }
+  return HorizontalSum(min_acc);
+}
+
+using QuantTileRawFn = void (*)(const QuantizedRows&, int64_t, const RawRows&, int64_t, float*,
+                                int64_t);
+
+// The one-token tile of `nr` rows (1 .. 4) for `type`, or null where the general tile serves
+// (decode_avx512.cpp). Same bits as the general tiles.
+QuantTileRawFn DecodeTileAvx512(WeightType type, int nr);
+
+}  // namespace reprise::kernels
