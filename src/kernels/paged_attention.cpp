@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/paged_attention_internal.h"
@@ -74,9 +75,11 @@ float Dot(const float* a, const float* b, int n) {
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-// One query's `group` heads over positions [0, num_positions). q, out: [group][head_dim]
+// One query's `group` heads over positions [0, num_positions), blocks as AttentionBlocks says
+// (max and sum, when given, point at this query's `group` entries). q, out: [group][head_dim]
 void QueryScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                 std::span<const int32_t> block_table, int num_positions, float scale, float* out) {
+                 std::span<const int32_t> block_table, int num_positions, float scale, float* out,
+                 const AttentionBlocks& blocks) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   std::fill(out, out + static_cast<int64_t>(group) * head_dim, 0.0f);  // acc: [group][head_dim]
@@ -91,7 +94,8 @@ void QueryScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int 
   const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kv.type);
 
   const int num_blocks = (num_positions + block_size - 1) / block_size;
-  for (int b = 0; b < num_blocks; ++b) {
+  const int end_block = std::min(num_blocks, blocks.end_block);
+  for (int b = blocks.first_block; b < end_block; ++b) {
     const int filled = std::min(block_size, num_positions - b * block_size);
     const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
     const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
@@ -117,6 +121,11 @@ void QueryScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int 
       running_max[g] = new_max;
       running_sum[g] = sum;
     }
+  }
+  if (blocks.max != nullptr) {  // a split's partial state, merged later
+    std::copy(running_max, running_max + group, blocks.max);
+    std::copy(running_sum, running_sum + group, blocks.sum);
+    return;
   }
   for (int g = 0; g < group; ++g) {
     const float inverse = 1.0f / running_sum[g];
@@ -177,10 +186,13 @@ void PagedAttentionTokens(const PagedKv& kv, int layer, int kv_head, const float
                                first_position, num_tokens, scale, out, out_stride);
 }
 
-void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
-                                  const float* q, int64_t q_stride, int group,
-                                  std::span<const int32_t> block_table, int first_position,
-                                  int num_tokens, float scale, float* out, int64_t out_stride) {
+namespace {
+
+// The kernel of `target`, after checking a run's arguments (see PagedAttentionTokens).
+PagedAttentionKernel CheckedKernel(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                                   int64_t q_stride, int group,
+                                   std::span<const int32_t> block_table, int first_position,
+                                   int num_tokens, int64_t out_stride) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
@@ -207,10 +219,128 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
 #if defined(REPRISE_KERNELS_AVX2)
   if (target == CpuTarget::kAvx2) kernel = PagedAttentionAvx2;
 #endif
+  return kernel;
+}
+
+// Runs `kernel` over the run in calls of at most kMaxAttentionRows query rows.
+void RunInCalls(PagedAttentionKernel kernel, const PagedKv& kv, int layer, int kv_head,
+                const float* q, int64_t q_stride, int group, std::span<const int32_t> block_table,
+                int first_position, int num_tokens, float scale, float* out, int64_t out_stride,
+                const AttentionBlocks& blocks) {
   const int tokens_per_call = std::max(1, kMaxAttentionRows / group);
   for (int t = 0; t < num_tokens; t += tokens_per_call) {
+    AttentionBlocks call = blocks;
+    if (blocks.max != nullptr) {
+      call.max = blocks.max + t * group;
+      call.sum = blocks.sum + t * group;
+    }
     kernel(kv, layer, kv_head, q + t * q_stride, q_stride, group, block_table, first_position + t,
-           std::min(tokens_per_call, num_tokens - t), scale, out + t * out_stride, out_stride);
+           std::min(tokens_per_call, num_tokens - t), scale, out + t * out_stride, out_stride,
+           call);
+  }
+}
+
+}  // namespace
+
+int AttentionSplitBlocks(int block_size) {
+  return std::max(1, kAttentionSplitPositions / std::max(1, block_size));
+}
+
+int AttentionSplits(int block_size, int num_positions) {
+  const int blocks = (num_positions + block_size - 1) / block_size;
+  const int per_split = AttentionSplitBlocks(block_size);
+  return std::max(1, (blocks + per_split - 1) / per_split);
+}
+
+void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                                  const float* q, int64_t q_stride, int group,
+                                  std::span<const int32_t> block_table, int first_position,
+                                  int num_tokens, float scale, float* out, int64_t out_stride) {
+  const PagedAttentionKernel kernel =
+      CheckedKernel(target, kv, layer, kv_head, q_stride, group, block_table, first_position,
+                    num_tokens, out_stride);
+  const int splits = AttentionSplits(kv.block_size, first_position + num_tokens);
+  if (splits == 1) {
+    RunInCalls(kernel, kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+               num_tokens, scale, out, out_stride, AttentionBlocks{});
+    return;
+  }
+  // One split after another into partials, then the merge: the arithmetic the threads of
+  // PagedAttentionPartial + MergeAttentionPartials do.
+  const int64_t row = static_cast<int64_t>(group) * kv.head_dim;
+  const size_t rows = static_cast<size_t>(num_tokens) * group;
+  std::vector<float> acc(static_cast<size_t>(splits) * num_tokens * row);
+  std::vector<float> stats(static_cast<size_t>(splits) * 2 * rows);
+  std::vector<AttentionPartial> partials(static_cast<size_t>(splits));
+  for (int s = 0; s < splits; ++s) {
+    partials[s] = {.acc = acc.data() + static_cast<size_t>(s) * num_tokens * row,
+                   .acc_stride = row,
+                   .max = stats.data() + static_cast<size_t>(s) * 2 * rows,
+                   .sum = stats.data() + static_cast<size_t>(s) * 2 * rows + rows};
+    PagedAttentionPartialOnTarget(target, kv, layer, kv_head, q, q_stride, group, block_table,
+                                  first_position, num_tokens, scale, s, partials[s]);
+  }
+  MergeAttentionPartials(kv, group, first_position, num_tokens, partials, out, out_stride);
+}
+
+void PagedAttentionPartial(const PagedKv& kv, int layer, int kv_head, const float* q,
+                           int64_t q_stride, int group, std::span<const int32_t> block_table,
+                           int first_position, int num_tokens, float scale, int split,
+                           const AttentionPartial& partial) {
+  PagedAttentionPartialOnTarget(BestCpuTarget(), kv, layer, kv_head, q, q_stride, group,
+                                block_table, first_position, num_tokens, scale, split, partial);
+}
+
+void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                                   const float* q, int64_t q_stride, int group,
+                                   std::span<const int32_t> block_table, int first_position,
+                                   int num_tokens, float scale, int split,
+                                   const AttentionPartial& partial) {
+  const PagedAttentionKernel kernel =
+      CheckedKernel(target, kv, layer, kv_head, q_stride, group, block_table, first_position,
+                    num_tokens, partial.acc_stride);
+  REPRISE_CHECK(split >= 0, "split {}", split);
+  const int per_split = AttentionSplitBlocks(kv.block_size);
+  const AttentionBlocks blocks{.first_block = split * per_split,
+                               .end_block = (split + 1) * per_split,
+                               .max = partial.max,
+                               .sum = partial.sum};
+  RunInCalls(kernel, kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+             num_tokens, scale, partial.acc, partial.acc_stride, blocks);
+}
+
+// Per row, in split order: m = max(M, m_s); L = L e^(M - m) + l_s e^(m_s - m);
+// acc = acc e^(M - m) + acc_s e^(m_s - m); then acc * (1 / L), as a one-pass kernel normalizes.
+// Plain float operations in a fixed order (the file is built without FMA contraction).
+void MergeAttentionPartials(const PagedKv& kv, int group, int first_position, int num_tokens,
+                            std::span<const AttentionPartial> partials, float* out,
+                            int64_t out_stride) {
+  const int head_dim = kv.head_dim;
+  for (int t = 0; t < num_tokens; ++t) {
+    const int splits = AttentionSplits(kv.block_size, first_position + t + 1);
+    REPRISE_CHECK(static_cast<size_t>(splits) <= partials.size(), "{} partials for {} splits",
+                  partials.size(), splits);
+    for (int g = 0; g < group; ++g) {
+      const size_t row = static_cast<size_t>(t) * group + g;
+      const int64_t offset = static_cast<int64_t>(g) * head_dim;
+      float* dst = out + t * out_stride + offset;
+      const AttentionPartial& first = partials[0];
+      std::copy_n(first.acc + t * first.acc_stride + offset, head_dim, dst);
+      float max = first.max[row];
+      float sum = first.sum[row];
+      for (int s = 1; s < splits; ++s) {
+        const AttentionPartial& p = partials[static_cast<size_t>(s)];
+        const float merged = std::max(max, p.max[row]);
+        const float keep = std::exp(max - merged);
+        const float add = std::exp(p.max[row] - merged);
+        sum = sum * keep + p.sum[row] * add;
+        const float* src = p.acc + t * p.acc_stride + offset;
+        for (int d = 0; d < head_dim; ++d) dst[d] = dst[d] * keep + src[d] * add;
+        max = merged;
+      }
+      const float inverse = 1.0f / sum;
+      for (int d = 0; d < head_dim; ++d) dst[d] *= inverse;
+    }
   }
 }
 
@@ -218,10 +348,15 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
 void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride) {
+                          int64_t out_stride, const AttentionBlocks& blocks) {
   for (int t = 0; t < num_tokens; ++t) {
+    AttentionBlocks query = blocks;
+    if (blocks.max != nullptr) {
+      query.max = blocks.max + t * group;
+      query.sum = blocks.sum + t * group;
+    }
     QueryScalar(kv, layer, kv_head, q + t * q_stride, group, block_table, first_position + t + 1,
-                scale, out + t * out_stride);
+                scale, out + t * out_stride, query);
   }
 }
 

@@ -75,4 +75,42 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
                                   std::span<const int32_t> block_table, int first_position,
                                   int num_tokens, float scale, float* out, int64_t out_stride);
 
+// Long contexts. A query over more than kAttentionSplitPositions positions is attended in splits
+// of that many (a fixed partition of positions, in whole blocks): each split's partial softmax
+// state is computed on its own, so the splits of one sequence can run on different threads, and
+// the partials are merged in split order. The partition depends only on the query's positions and
+// the block size, never on the threads or the batch, and so do the bits.
+inline constexpr int kAttentionSplitPositions = 1024;
+// Blocks per split, and the splits a query over `num_positions` positions uses (1 for short ones,
+// which are attended in one pass as before).
+int AttentionSplitBlocks(int block_size);
+int AttentionSplits(int block_size, int num_positions);
+
+// One split's partial state for the query rows of a run (as PagedAttentionTokens): acc rows not
+// normalized (token t's at acc + t * acc_stride, [group][head_dim]), and each row's running max
+// and sum at index t * group + g. A row whose query does not reach the split keeps acc 0,
+// max -inf and sum 0.
+struct AttentionPartial {
+  float* acc = nullptr;
+  int64_t acc_stride = 0;
+  float* max = nullptr;  // [num_tokens * group]
+  float* sum = nullptr;  // [num_tokens * group]
+};
+void PagedAttentionPartial(const PagedKv& kv, int layer, int kv_head, const float* q,
+                           int64_t q_stride, int group, std::span<const int32_t> block_table,
+                           int first_position, int num_tokens, float scale, int split,
+                           const AttentionPartial& partial);
+void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
+                                   const float* q, int64_t q_stride, int group,
+                                   std::span<const int32_t> block_table, int first_position,
+                                   int num_tokens, float scale, int split,
+                                   const AttentionPartial& partial);
+
+// Merges each row's partials (splits 0 .. AttentionSplits(its positions) - 1, in that order)
+// into normalized out rows: exactly what PagedAttentionTokens writes for the run.
+//   partials[s]: split s of the run; out: [num_tokens] rows out_stride apart, [group][head_dim]
+void MergeAttentionPartials(const PagedKv& kv, int group, int first_position, int num_tokens,
+                            std::span<const AttentionPartial> partials, float* out,
+                            int64_t out_stride);
+
 }  // namespace reprise::kernels

@@ -117,7 +117,7 @@ constexpr int kValueChunks = 2;  //   8-wide chunks of V accumulated in register
 template <KvType kType>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
                int group, std::span<const int32_t> block_table, int first_position, int num_tokens,
-               float scale, float* out, int64_t out_stride) {
+               float scale, float* out, int64_t out_stride, const AttentionBlocks& blocks) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   const size_t row_bytes = static_cast<size_t>(head_dim) * KvElementBytes(kType);       // a value
@@ -135,13 +135,14 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
 
   const int total_positions = first_position + num_tokens;  // of the last token
   const int num_blocks = (total_positions + block_size - 1) / block_size;
-  for (int b = 0; b < num_blocks; ++b) {
+  const int end_block = std::min(num_blocks, blocks.end_block);
+  for (int b = blocks.first_block; b < end_block; ++b) {
     // Rows [first_row, num_rows) reach into this block; their filled counts do not decrease.
     const int first_row = state.EnterBlock(b, block_size);
     const int max_filled = filled[num_rows - 1];
     const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
     const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
-    if (b + 1 < num_blocks) {
+    if (b + 1 < end_block) {
       PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
     }
     // Scores of 8 slots at a time, one slot per lane (see the top of the file). A single row
@@ -259,6 +260,13 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       }
     }
   }
+  if (blocks.max != nullptr) {  // a split's partial state, merged later
+    for (int r = 0; r < num_rows; ++r) {
+      blocks.max[r] = running_max[r];
+      blocks.sum[r] = running_sum[r];
+    }
+    return;
+  }
   for (int r = 0; r < num_rows; ++r) {
     const __m256 inverse = _mm256_set1_ps(1.0f / running_sum[r]);
     float* acc = out_rows[r];
@@ -273,13 +281,14 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
 
 void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
                         int group, std::span<const int32_t> block_table, int first_position,
-                        int num_tokens, float scale, float* out, int64_t out_stride) {
+                        int num_tokens, float scale, float* out, int64_t out_stride,
+                        const AttentionBlocks& blocks) {
   if (kv.type == KvType::kF32) {
     Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-                            num_tokens, scale, out, out_stride);
+                            num_tokens, scale, out, out_stride, blocks);
   } else {
     Attention<KvType::kF16>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-                            num_tokens, scale, out, out_stride);
+                            num_tokens, scale, out, out_stride, blocks);
   }
 }
 

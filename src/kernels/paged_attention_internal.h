@@ -74,23 +74,37 @@ inline void PrefetchBlockPlanes(const PagedKv& kv, int32_t block, int layer, int
   }
 }
 
+// Which of a run's KV blocks one kernel call reads, and what it leaves in its out rows: blocks
+// [first_block, end_block) of the table (clipped to those the run reaches). With `max` null the
+// out rows are normalized (acc / sum) at the end; otherwise row r's running max and sum go to
+// max[r] and sum[r] (r = t * group + g) and its out row keeps acc unnormalized: one split's
+// partial state. A row that does not reach the blocks keeps (acc 0, max -inf, sum 0).
+struct AttentionBlocks {
+  int first_block = 0;
+  int end_block = std::numeric_limits<int>::max();
+  float* max = nullptr;
+  float* sum = nullptr;
+};
+
 // Arguments already checked by PagedAttentionTokensOnTarget; num_tokens * group <=
 // kMaxAttentionRows. Token t of the run is at position first_position + t (see
 // PagedAttentionTokens). A single query of n positions is the run of one token at n - 1.
 using PagedAttentionKernel = void (*)(const PagedKv& kv, int layer, int kv_head, const float* q,
                                       int64_t q_stride, int group,
                                       std::span<const int32_t> block_table, int first_position,
-                                      int num_tokens, float scale, float* out, int64_t out_stride);
+                                      int num_tokens, float scale, float* out, int64_t out_stride,
+                                      const AttentionBlocks& blocks);
 void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride);
+                          int64_t out_stride, const AttentionBlocks& blocks);
 void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
                         int group, std::span<const int32_t> block_table, int first_position,
-                        int num_tokens, float scale, float* out, int64_t out_stride);
+                        int num_tokens, float scale, float* out, int64_t out_stride,
+                        const AttentionBlocks& blocks);
 void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride);
+                          int64_t out_stride, const AttentionBlocks& blocks);
 
 }  // namespace reprise::kernels

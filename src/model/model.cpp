@@ -219,6 +219,33 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
     }
     attention_runs_.push_back(AttentionRun{.first = i, .count = 1});
   }
+  // The attention items of every layer (see AttentionItem), with room for their partials.
+  attention_items_.clear();
+  const size_t partial_row = static_cast<size_t>(group) * c.head_dim;
+  size_t partial_floats = 0;
+  for (size_t r = 0; r < attention_runs_.size(); ++r) {
+    const AttentionRun& run = attention_runs_[r];
+    const int splits =
+        kernels::AttentionSplits(kv.block_size, batch.positions[run.first] + run.count);
+    for (int h = 0; h < c.n_kv_head; ++h) {
+      for (int s = 0; s < splits; ++s) {
+        attention_items_.push_back(
+            {.run = r, .kv_head = h, .split = s, .splits = splits, .partial = {}});
+        if (splits > 1) partial_floats += run.count * (partial_row + 2 * group);
+      }
+    }
+  }
+  if (attention_partials_.size() < partial_floats) attention_partials_.resize(partial_floats);
+  float* next_partial = attention_partials_.data();
+  for (AttentionItem& item : attention_items_) {
+    if (item.splits == 1) continue;
+    const size_t rows = static_cast<size_t>(attention_runs_[item.run].count) * group;
+    item.partial = {.acc = next_partial,
+                    .acc_stride = static_cast<int64_t>(partial_row),
+                    .max = next_partial + rows * c.head_dim,
+                    .sum = next_partial + rows * c.head_dim + rows};
+    next_partial += rows * (c.head_dim + 2);
+  }
 
   for (int l = 0; l < c.n_layer; ++l) {
     const LayerWeights& layer = layers_[static_cast<size_t>(l)];
@@ -248,21 +275,41 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       kernels::StoreKv(kv, l, table[block_index], position % kv.block_size, k_.data() + i * kv_dim,
                        v_.data() + i * kv_dim);
     }
-    // One call per (run, KV head): each K/V block is read once for all the run's tokens and
-    // heads, and each token still gets the bits it would get alone.
-    // A run's cost grows with its positions and the pool gives each thread a contiguous range,
-    // so the runs are dealt from both ends (0, n-1, 1, n-2, ...) to even the threads' shares.
-    const size_t num_runs = attention_runs_.size();
-    pool.ParallelFor(num_runs * static_cast<size_t>(c.n_kv_head), [&](size_t begin, size_t end) {
-      for (size_t work = begin; work < end; ++work) {
-        const size_t k = work / static_cast<size_t>(c.n_kv_head);
-        const AttentionRun& run = attention_runs_[k % 2 == 0 ? k / 2 : num_runs - 1 - k / 2];
-        int kv_head = static_cast<int>(work % static_cast<size_t>(c.n_kv_head));
+    // One call per item (run, KV head, split): each K/V block is read once for all the run's
+    // tokens and heads, and each token still gets the bits it would get alone. A run's cost grows
+    // with its positions and the pool gives each thread a contiguous range, so the items are
+    // dealt from both ends (0, n-1, 1, n-2, ...) to even the threads' shares.
+    const size_t num_items = attention_items_.size();
+    pool.ParallelFor(num_items, [&](size_t begin, size_t end) {
+      for (size_t k = begin; k < end; ++k) {
+        const AttentionItem& item = attention_items_[k % 2 == 0 ? k / 2 : num_items - 1 - k / 2];
+        const AttentionRun& run = attention_runs_[item.run];
         auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[run.first])];
-        size_t head_offset = run.first * q_dim + static_cast<size_t>(kv_head) * group * c.head_dim;
-        kernels::PagedAttentionTokens(kv, l, kv_head, q_.data() + head_offset, q_dim, group, table,
-                                      batch.positions[run.first], run.count, scale,
-                                      attn_.data() + head_offset, q_dim);
+        const size_t head_offset =
+            run.first * q_dim + static_cast<size_t>(item.kv_head) * group * c.head_dim;
+        if (item.splits == 1) {
+          kernels::PagedAttentionTokens(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
+                                        table, batch.positions[run.first], run.count, scale,
+                                        attn_.data() + head_offset, q_dim);
+        } else {
+          kernels::PagedAttentionPartial(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
+                                         table, batch.positions[run.first], run.count, scale,
+                                         item.split, item.partial);
+        }
+      }
+    });
+    // Merges: the items of one (run, KV head) with several splits are consecutive, split 0 first.
+    pool.ParallelFor(num_items, [&](size_t begin, size_t end) {
+      for (size_t k = begin; k < end; ++k) {
+        const AttentionItem& item = attention_items_[k];
+        if (item.splits == 1 || item.split != 0) continue;
+        std::vector<kernels::AttentionPartial> partials;  // few: a run's splits
+        for (int s = 0; s < item.splits; ++s) partials.push_back(attention_items_[k + s].partial);
+        const AttentionRun& run = attention_runs_[item.run];
+        const size_t head_offset =
+            run.first * q_dim + static_cast<size_t>(item.kv_head) * group * c.head_dim;
+        kernels::MergeAttentionPartials(kv, group, batch.positions[run.first], run.count, partials,
+                                        attn_.data() + head_offset, q_dim);
       }
     });
     kernels::MatMul(layer.wo, attn_.data(), tokens, proj_.data(), pool);

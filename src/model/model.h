@@ -86,6 +86,18 @@ class Model {
     int count = 0;
   };
   std::vector<AttentionRun> attention_runs_;
+  // One (run, KV head, split) of the step's attention. A run whose last query needs one split
+  // writes its output directly; the splits of a longer one are separate items (so that one long
+  // sequence keeps every thread busy), each into its partial, merged in split order afterwards.
+  struct AttentionItem {
+    size_t run = 0;
+    int kv_head = 0;
+    int split = 0;
+    int splits = 1;
+    kernels::AttentionPartial partial;  // when splits > 1
+  };
+  std::vector<AttentionItem> attention_items_;
+  std::vector<float> attention_partials_;  // the partials' rows, max and sum
 };
 
 }  // namespace reprise

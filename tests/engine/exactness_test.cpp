@@ -1,12 +1,12 @@
 // Reuse must not change answers: every generated position's logits are bit-identical with prefix
 // reuse on and off, whatever the chunking, batching and thread count.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <future>
 
 #include "engine_test_support.h"
+#include "kernels/paged_attention.h"
 
 namespace reprise {
 namespace {
@@ -59,7 +59,8 @@ TEST_P(ExactnessTest, LongTableThenTwoQuestions) {
       auto first = engine.Tokenize(table + questions[0], true);
       auto second = engine.Tokenize(table + questions[1], true);
       size_t shared = 0;
-      while (shared < first.size() && shared < second.size() && first[shared] == second[shared]) ++shared;
+      while (shared < first.size() && shared < second.size() && first[shared] == second[shared])
+        ++shared;
       EXPECT_GE(shared, table_tokens - 1);
       EXPECT_EQ(reused.cached_tokens, shared);
     }
@@ -70,7 +71,8 @@ TEST_P(ExactnessTest, FiveTurnChatReusesEveryComputedToken) {
   Engine engine(TestConfig(model_, /*reuse=*/true));
   std::vector<int32_t> conversation = engine.Tokenize("System: you answer briefly.\n", true);
   for (int turn = 0; turn < 5; ++turn) {
-    auto user = engine.Tokenize("User: tell me about turn " + std::to_string(turn) + ".\nAssistant:", false);
+    auto user = engine.Tokenize(
+        "User: tell me about turn " + std::to_string(turn) + ".\nAssistant:", false);
     size_t previous_computed = conversation.size();  // all but the last answer token have KV
     conversation.insert(conversation.end(), user.begin(), user.end());
     std::vector<GenerationRequest> requests;
@@ -119,6 +121,29 @@ TEST_P(ExactnessTest, ConcurrentMixedLengthsAnyChunkingAndThreads) {
   }
 }
 
+// Past kernels::kAttentionSplitPositions a query attends in splits that the model spreads over
+// threads: the prefix computed by one request, a continuation prefilled across the split
+// boundary by the next, and decoding past it, all bit-identical to a cold run, at 1 and 2
+// threads and any chunking.
+TEST_P(ExactnessTest, LongContextAcrossAttentionSplits) {
+  std::string table = testing::ReadTestData("long_table_prompt.txt");
+  const std::string document = table + "\n" + table.substr(0, table.size() / 2);  // ~1,700 tokens
+  for (BatchCase batch : {BatchCase{64, 2}, BatchCase{512, 1}, BatchCase{37, 2}}) {
+    Engine engine(TestConfig(model_, /*reuse=*/true, batch.max_batch_tokens, batch.threads));
+    const size_t tokens = engine.Tokenize(document, true).size();
+    ASSERT_GT(tokens, static_cast<size_t>(kernels::kAttentionSplitPositions) + 64);
+    std::vector<GenerationRequest> first;
+    first.push_back(Greedy(document.substr(0, document.size() / 3), 3));
+    engine.Generate(std::move(first));
+    std::vector<GenerationRequest> second;
+    second.push_back(Greedy(document + " Q: who?", 8));
+    GenerationOutput reused = engine.Generate(std::move(second))[0];
+    EXPECT_GT(reused.cached_tokens, 0u);
+    ExpectBitIdentical(RunAlone(model_, Greedy(document + " Q: who?", 8)), reused,
+                       fmt::format("chunk {} threads {}", batch.max_batch_tokens, batch.threads));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, ExactnessTest,
                          ::testing::Values(ModelVariant{kernels::WeightType::kF16, "llama"},
                                            ModelVariant{kernels::WeightType::kQ8_0, "llama"},
@@ -160,8 +185,9 @@ TEST_P(CacheLayoutExactnessTest, SharedPrefixThenAnotherQuestion) {
     a.push_back(testing::Greedy(document + question, 6));
     b.push_back(testing::Greedy(document + question, 6));
     GenerationOutput with_reuse = reused.Generate(std::move(a))[0];
-    testing::ExpectBitIdentical(fresh.Generate(std::move(b))[0], with_reuse,
-                                fmt::format("block {} {} {}", layout.block_size, layout.kv_type, question));
+    testing::ExpectBitIdentical(
+        fresh.Generate(std::move(b))[0], with_reuse,
+        fmt::format("block {} {} {}", layout.block_size, layout.kv_type, question));
     if (std::string(question) == "Who is 12?") {
       EXPECT_GT(with_reuse.cached_tokens, with_reuse.prompt_tokens - 8);
     }
@@ -172,7 +198,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, CacheLayoutExactnessTest,
                          ::testing::Values(CacheLayout{1, "f16"}, CacheLayout{16, "f32"},
                                            CacheLayout{256, "f16"}, CacheLayout{32, "f32"}),
                          [](const auto& info) {
-                           return fmt::format("block{}_{}", info.param.block_size, info.param.kv_type);
+                           return fmt::format("block{}_{}", info.param.block_size,
+                                              info.param.kv_type);
                          });
 
 }  // namespace

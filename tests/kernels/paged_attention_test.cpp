@@ -199,6 +199,90 @@ TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
         }
 }
 
+// Long contexts are attended in splits of kAttentionSplitPositions positions merged in order:
+// still close to the two-pass reference, and a run crossing split boundaries gives each token
+// the bits it gets alone.
+TEST(KernelPagedAttentionTest, LongContextSplitsMatchReferenceAndSingleQueries) {
+  const int n_kv_head = 2, head_dim = 64, group = 3;
+  for (CpuTarget target : Targets())
+    for (int block_size : {16, 256}) {
+      const int n = 2 * kAttentionSplitPositions + 300;  // three splits
+      const int num_blocks = (n + block_size - 1) / block_size;
+      ASSERT_EQ(AttentionSplits(block_size, n), 3);
+      ASSERT_EQ(AttentionSplits(block_size, kAttentionSplitPositions), 1);
+      TestCache cache(KvType::kF16, 2 * num_blocks, block_size, 1, n_kv_head, head_dim, 0xFF);
+      std::vector<int32_t> table = ScatteredTable(num_blocks);
+      std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 80, 2.0f);
+      std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 81);
+      cache.Fill(0, table, k, v, n);
+      const int64_t row = static_cast<int64_t>(group) * head_dim;
+      std::vector<float> q = RandomValues(n * row, 82, 2.0f);
+      const float scale = 1.0f / std::sqrt(float(head_dim));
+      // A query of three splits against the reference.
+      std::vector<float> last(row);
+      PagedAttentionOnTarget(target, cache.kv, 0, 1, q.data() + (n - 1) * row, group, table, n,
+                             scale, last.data());
+      std::vector<float> q_last(q.begin() + (n - 1) * row, q.begin() + n * row);
+      std::vector<float> expected =
+          NaiveAttention(q_last, group, head_dim, k, v, n_kv_head, 1, n, scale, KvType::kF16);
+      for (int i = 0; i < row; ++i) ASSERT_NEAR(last[i], expected[i], 2e-5) << i;
+      // Runs around the split boundaries: each token as alone.
+      const int boundary = AttentionSplitBlocks(block_size) * block_size;
+      for (auto [first, count] :
+           {std::pair{boundary - 5, 10}, {0, boundary + 3}, {2 * boundary - 1, 2}, {n - 40, 40}}) {
+        std::vector<float> out(count * row);
+        PagedAttentionTokensOnTarget(target, cache.kv, 0, 1, q.data() + first * row, row, group,
+                                     table, first, count, scale, out.data(), row);
+        for (int t = 0; t < count; t += (t < 8 || count - t < 8) ? 1 : 37) {
+          std::vector<float> alone(row);
+          PagedAttentionOnTarget(target, cache.kv, 0, 1, q.data() + (first + t) * row, group, table,
+                                 first + t + 1, scale, alone.data());
+          ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * row, row * sizeof(float)), 0)
+              << CpuTargetName(target) << " block " << block_size << " run " << first << "+"
+              << count << " token " << t;
+        }
+      }
+    }
+}
+
+// Splits computed separately (as threads do, in any order) and merged give the one-call bits.
+TEST(KernelPagedAttentionTest, PartialsMergedInAnyComputeOrderMatchOneCall) {
+  const int n_kv_head = 1, head_dim = 80, group = 2, block_size = 16;
+  const int n = kAttentionSplitPositions * 3 + 17;
+  const int num_blocks = (n + block_size - 1) / block_size;
+  for (CpuTarget target : Targets()) {
+    TestCache cache(KvType::kF32, num_blocks, block_size, 1, n_kv_head, head_dim);
+    std::vector<int32_t> table(num_blocks);
+    for (int b = 0; b < num_blocks; ++b) table[b] = b;
+    std::vector<float> k = RandomValues(n * head_dim, 90, 2.0f);
+    std::vector<float> v = RandomValues(n * head_dim, 91);
+    cache.Fill(0, table, k, v, n);
+    const int64_t row = static_cast<int64_t>(group) * head_dim;
+    const int first = n - 3, count = 3;
+    std::vector<float> q = RandomValues(count * row, 92, 2.0f);
+    std::vector<float> one_call(count * row);
+    PagedAttentionTokensOnTarget(target, cache.kv, 0, 0, q.data(), row, group, table, first, count,
+                                 0.1f, one_call.data(), row);
+    const int splits = AttentionSplits(block_size, n);
+    ASSERT_EQ(splits, 4);
+    std::vector<std::vector<float>> acc(splits, std::vector<float>(count * row));
+    std::vector<std::vector<float>> stats(splits, std::vector<float>(2 * count * group));
+    std::vector<AttentionPartial> partials(splits);
+    for (int s = splits - 1; s >= 0; --s) {  // last split first
+      partials[s] = {.acc = acc[s].data(),
+                     .acc_stride = row,
+                     .max = stats[s].data(),
+                     .sum = stats[s].data() + count * group};
+      PagedAttentionPartialOnTarget(target, cache.kv, 0, 0, q.data(), row, group, table, first,
+                                    count, 0.1f, s, partials[s]);
+    }
+    std::vector<float> merged(count * row);
+    MergeAttentionPartials(cache.kv, group, first, count, partials, merged.data(), row);
+    EXPECT_EQ(std::memcmp(merged.data(), one_call.data(), merged.size() * sizeof(float)), 0)
+        << CpuTargetName(target);
+  }
+}
+
 TEST(KernelPagedAttentionTest, F16CloseToF32) {
   const int head_dim = 128, n_kv_head = 1, group = 1, block_size = 32, n = 200;
   std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 30);
