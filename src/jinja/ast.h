@@ -20,7 +20,8 @@ struct Expr {
   enum class Kind {
     kLiteral,    // literal
     kName,       // name
-    kList,       // items (a tuple is a list here)
+    kList,       // items
+    kTuple,      // items, a Python tuple: `(a, b)`, `a, b`
     kDict,       // items: key, value, key, value, ...
     kGetAttr,    // items[0].name
     kGetItem,    // items[0][items[1]]

@@ -1,12 +1,15 @@
 // Attribute and item access, iteration, and the Python methods templates call on strings and
-// dicts, with Python's results (ASCII case mapping).
+// dicts, with Python's results (Unicode case mapping, as Python's str methods).
 #include "jinja/builtins.h"
 
 #include <algorithm>
 #include <cctype>
 #include <optional>
 
+#include "jinja/case_mapping.h"
+
 namespace reprise::jinja {
+
 std::string StripChars(const std::string& text, std::string_view chars, bool left, bool right) {
   size_t begin = 0;
   size_t end = text.size();
@@ -17,37 +20,6 @@ std::string StripChars(const std::string& text, std::string_view chars, bool lef
     while (end > begin && chars.find(text[end - 1]) != std::string_view::npos) --end;
   }
   return text.substr(begin, end - begin);
-}
-
-std::string Upper(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
-}
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
-// Python's str.title(): a letter after a non-letter is upper case, other letters lower case.
-std::string PythonTitle(std::string text) {
-  bool previous_cased = false;
-  for (char& c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (std::isalpha(u)) {
-      c = static_cast<char>(previous_cased ? std::tolower(u) : std::toupper(u));
-      previous_cased = true;
-    } else {
-      previous_cased = false;
-    }
-  }
-  return text;
-}
-
-std::string Capitalize(const std::string& text) {
-  std::string out = Lower(text);
-  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
-  return out;
 }
 
 std::string Replace(const std::string& text, const std::string& old, const std::string& replacement,
@@ -169,10 +141,11 @@ Value StringMethod(const std::string& text, const std::string& name) {
       return Value(AffixMatches(text, args.Get(0, "prefix"), prefix));
     });
   }
-  if (name == "upper") return method([text](CallArgs&) { return Value(Upper(text)); });
-  if (name == "lower") return method([text](CallArgs&) { return Value(Lower(text)); });
-  if (name == "title") return method([text](CallArgs&) { return Value(PythonTitle(text)); });
-  if (name == "capitalize") return method([text](CallArgs&) { return Value(Capitalize(text)); });
+  if (name == "upper") return method([text](CallArgs&) { return Value(UpperCase(text)); });
+  if (name == "lower") return method([text](CallArgs&) { return Value(LowerCase(text)); });
+  if (name == "title") return method([text](CallArgs&) { return Value(PythonTitleCase(text)); });
+  if (name == "capitalize")
+    return method([text](CallArgs&) { return Value(CapitalizeCase(text)); });
   if (name == "replace") {
     return method([text](CallArgs& args) {
       Value old = args.Get(0, "old");
@@ -225,7 +198,7 @@ Value DictMethod(const Value& dict, const std::string& name) {
       Array out;
       for (const auto& [key, value] : dict.as_object().items) {
         if (name == "items") {
-          out.push_back(Value(Array{Value(key), value}));
+          out.push_back(Value::Tuple(Array{Value(key), value}));
         } else {
           out.push_back(name == "keys" ? Value(key) : value);
         }

@@ -34,10 +34,6 @@ bool Contains(const Value& container, const Value& item);
 // Python's string operations (ASCII case mapping).
 inline constexpr std::string_view kPythonWhitespace = " \t\n\r\v\f\x1c\x1d\x1e\x1f";
 std::string StripChars(const std::string& text, std::string_view chars, bool left, bool right);
-std::string Upper(std::string text);
-std::string Lower(std::string text);
-std::string PythonTitle(std::string text);  // str.title()
-std::string Capitalize(const std::string& text);
 // str.replace(old, replacement, count); count < 0: all.
 std::string Replace(const std::string& text, const std::string& old, const std::string& replacement,
                     int64_t count);

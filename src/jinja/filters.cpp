@@ -5,6 +5,7 @@
 #include <map>
 
 #include "jinja/builtins.h"
+#include "jinja/case_mapping.h"
 
 namespace reprise::jinja {
 namespace {
@@ -109,7 +110,7 @@ Value Unique(const Value& input, CallArgs& args) {
   Array out;
   for (const Value& item : Iterate(input)) {
     Value key = attribute.is_none() ? item : AttributePath(item, attribute);
-    if (!case_sensitive && key.is_string()) key = Value(Lower(key.as_string()));
+    if (!case_sensitive && key.is_string()) key = Value(LowerCase(key.as_string()));
     if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return s == key; })) {
       seen.push_back(key);
       out.push_back(item);
@@ -187,20 +188,6 @@ Value ToFloat(const Value& input, CallArgs& args) {
   return fallback;
 }
 
-// jinja's title filter: each word (split at '-', whitespace and opening brackets) capitalised.
-std::string TitleFilter(const std::string& text) {
-  std::string out;
-  bool word_start = true;
-  for (char c : text) {
-    bool separator = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' ||
-                     kPythonWhitespace.find(c) != std::string_view::npos;
-    unsigned char u = static_cast<unsigned char>(c);
-    out += separator ? c : static_cast<char>(word_start ? std::toupper(u) : std::tolower(u));
-    word_start = separator;
-  }
-  return out;
-}
-
 Value Sort(const Value& input, CallArgs& args) {
   bool reverse = args.Get(0, "reverse", Value(false)).Truthy();
   bool case_sensitive = args.Get(1, "case_sensitive", Value(false)).Truthy();
@@ -208,7 +195,7 @@ Value Sort(const Value& input, CallArgs& args) {
   Array items = Iterate(input);
   auto key = [&](const Value& item) {
     Value k = attribute.is_none() ? item : AttributePath(item, attribute);
-    return !case_sensitive && k.is_string() ? Value(Lower(k.as_string())) : k;
+    return !case_sensitive && k.is_string() ? Value(LowerCase(k.as_string())) : k;
   };
   std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
     return reverse ? Compare(key(b), key(a)) < 0 : Compare(key(a), key(b)) < 0;
@@ -226,7 +213,8 @@ const std::map<std::string, FilterFn, std::less<>>& Filters() {
        }},
       {"attr",
        [](const Value& v, CallArgs& a, size_t) { return GetAttribute(v, a.Get(0, "name").Str()); }},
-      {"capitalize", [](const Value& v, CallArgs&, size_t) { return Value(Capitalize(v.Str())); }},
+      {"capitalize",
+       [](const Value& v, CallArgs&, size_t) { return Value(CapitalizeCase(v.Str())); }},
       {"default",
        [](const Value& v, CallArgs& a, size_t) {
          bool boolean = a.Get(1, "boolean", Value(false)).Truthy();
@@ -248,7 +236,7 @@ const std::map<std::string, FilterFn, std::less<>>& Filters() {
          if (!v.is_object()) throw Error("Can only get item pairs from a mapping.");
          Array out;
          for (const auto& [key, value] : v.as_object().items)
-           out.push_back(Value(Array{Value(key), value}));
+           out.push_back(Value::Tuple(Array{Value(key), value}));
          return Value::Generator(std::move(out));
        }},
       {"join",
@@ -272,7 +260,7 @@ const std::map<std::string, FilterFn, std::less<>>& Filters() {
        }},
       {"length", [](const Value& v, CallArgs&, size_t) { return Value(Length(v)); }},
       {"list", [](const Value& v, CallArgs&, size_t) { return Value(Iterate(v)); }},
-      {"lower", [](const Value& v, CallArgs&, size_t) { return Value(Lower(v.Str())); }},
+      {"lower", [](const Value& v, CallArgs&, size_t) { return Value(LowerCase(v.Str())); }},
       {"map", [](const Value& v, CallArgs& a, size_t limit) { return Map(v, a, limit); }},
       {"max",
        [](const Value& v, CallArgs&, size_t) {
@@ -328,7 +316,7 @@ const std::map<std::string, FilterFn, std::less<>>& Filters() {
          (void)limit;
          return total;
        }},
-      {"title", [](const Value& v, CallArgs&, size_t) { return Value(TitleFilter(v.Str())); }},
+      {"title", [](const Value& v, CallArgs&, size_t) { return Value(JinjaTitleCase(v.Str())); }},
       {"tojson",
        [](const Value& v, CallArgs& a, size_t limit) {
          Value indent = a.Get(1, "indent", Value::None());
@@ -350,7 +338,7 @@ const std::map<std::string, FilterFn, std::less<>>& Filters() {
              true, true));
        }},
       {"unique", [](const Value& v, CallArgs& a, size_t) { return Unique(v, a); }},
-      {"upper", [](const Value& v, CallArgs&, size_t) { return Value(Upper(v.Str())); }},
+      {"upper", [](const Value& v, CallArgs&, size_t) { return Value(UpperCase(v.Str())); }},
   };
   return filters;
 }
@@ -404,7 +392,7 @@ const std::map<std::string, TestFn, std::less<>>& Tests() {
       {"lower",
        [](const Value& v, CallArgs&) {
          std::string text = v.Str();
-         return Lower(text) == text && Upper(text) != text;
+         return LowerCase(text) == text && UpperCase(text) != text;
        }},
       {"lt", less},
       {"lessthan", less},
@@ -433,7 +421,7 @@ const std::map<std::string, TestFn, std::less<>>& Tests() {
       {"upper",
        [](const Value& v, CallArgs&) {
          std::string text = v.Str();
-         return Upper(text) == text && Lower(text) != text;
+         return UpperCase(text) == text && LowerCase(text) != text;
        }},
   };
   return tests;

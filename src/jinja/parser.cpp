@@ -307,12 +307,12 @@ class Parser {
     return expr;
   }
 
-  // `a, b` as a list (assignments); otherwise one expression.
+  // `a, b` as a tuple (assignments); otherwise one expression.
   ExprPtr ParseTupleOrExpression() {
     const Token& token = Current();
     ExprPtr first = ParseExpression();
     if (!IsOp(",")) return first;
-    auto list = MakeExpr(Expr::Kind::kList, token);
+    auto list = MakeExpr(Expr::Kind::kTuple, token);
     list->items.push_back(std::move(first));
     while (SkipOp(",")) {
       if (Current().kind == Kind::kBlockEnd || Current().kind == Kind::kVarEnd) break;
@@ -496,10 +496,10 @@ class Parser {
 
   ExprPtr ParseParenthesised() {
     const Token& token = Next();
-    if (SkipOp(")")) return MakeExpr(Expr::Kind::kList, token);  // ()
+    if (SkipOp(")")) return MakeExpr(Expr::Kind::kTuple, token);  // ()
     ExprPtr first = ParseExpression();
     if (SkipOp(")")) return first;
-    auto list = MakeExpr(Expr::Kind::kList, token);
+    auto list = MakeExpr(Expr::Kind::kTuple, token);
     list->items.push_back(std::move(first));
     while (SkipOp(",")) {
       if (IsOp(")")) break;

@@ -467,10 +467,12 @@ class Renderer {
         return expr.literal;
       case Expr::Kind::kName:
         return Lookup(expr.name);
-      case Expr::Kind::kList: {
+      case Expr::Kind::kList:
+      case Expr::Kind::kTuple: {
         Array items;
         for (const ExprPtr& item : expr.items) items.push_back(Eval(*item));
-        return Value(std::move(items));
+        return expr.kind == Expr::Kind::kTuple ? Value::Tuple(std::move(items))
+                                               : Value(std::move(items));
       }
       case Expr::Kind::kDict: {
         Object object;

@@ -67,6 +67,12 @@ Value Value::MakeFunction(std::string name, Function function) {
   return value;
 }
 
+Value Value::Tuple(Array items) {
+  Value value(std::move(items));
+  value.tuple_ = true;
+  return value;
+}
+
 Value Value::Generator(Array items) {
   Value value(std::move(items));
   value.generator_ = true;
@@ -396,7 +402,13 @@ std::string Value::Repr() const {
     case Type::kString:
       return StringRepr(as_string());
     case Type::kArray:
-      return Join(as_array(), "[", "]");
+      if (tuple_ && as_array().size() == 1) {  // (a,)
+        std::string out = "(";
+        out += as_array()[0].Repr();
+        out += ",)";
+        return out;
+      }
+      return tuple_ ? Join(as_array(), "(", ")") : Join(as_array(), "[", "]");
     case Type::kObject: {
       const Object& object = as_object();
       std::string out = object.is_namespace ? "<Namespace {" : "{";
@@ -431,7 +443,7 @@ bool operator==(const Value& a, const Value& b) {
     case Value::Type::kString:
       return a.as_string() == b.as_string();
     case Value::Type::kArray:
-      if (a.is_generator() || b.is_generator()) return false;
+      if (a.is_generator() || b.is_generator() || a.is_tuple() != b.is_tuple()) return false;
       return a.as_array() == b.as_array();
     case Value::Type::kObject: {
       const Object& x = a.as_object();

@@ -72,6 +72,8 @@ class Value {
   // What Jinja's map/select/unique filters return: a Python generator, iterable once, always
   // true, without len(), not JSON (kept apart so that templates misusing one fail as in Python).
   static Value Generator(Array items);
+  // A Python tuple: a list that prints as (a, b) and is never equal to a list.
+  static Value Tuple(Array items);
   // A string marked safe (jinja's Markup, from the `safe` filter): a plain string added to it is
   // HTML-escaped first, as markupsafe does.
   static Value Safe(std::string text);
@@ -89,6 +91,7 @@ class Value {
   bool is_object() const { return type() == Type::kObject; }
   bool is_function() const { return type() == Type::kFunction; }
   bool is_generator() const { return generator_; }
+  bool is_tuple() const { return tuple_; }
   bool is_safe() const { return safe_; }
   uint32_t nesting() const { return nesting_; }  // 0 for scalars, 1 + the deepest item's
 
@@ -129,6 +132,7 @@ class Value {
                std::shared_ptr<Object>, std::shared_ptr<const FunctionBox>>
       data_;
   bool generator_ = false;
+  bool tuple_ = false;
   bool safe_ = false;
   uint32_t nesting_ = 0;
 };

@@ -148,6 +148,18 @@ const std::vector<Snippet>& Snippets() {
        "[]"},
       // Unicode: len, slicing and iteration go by characters.
       {"{{ 'héllo😀' | length }} {{ 'héllo😀'[1] }} {{ 'héllo😀'[::-1] }}", {}, "6 é 😀olléh"},
+      // Tuples print as Python prints them and are never equal to lists; items() gives pairs.
+      {"{{ (1, 'a') }} {{ (1,) }} {{ () }} {{ [(1, 2)] }} {{ (1, 2) == [1, 2] }} {{ (1, 2) == (1, "
+       "2) }} {% set t = 1, 2 %}{{ t }} {{ d.items() | list }} {{ d | items | list }} {{ (1, 2) | "
+       "list }} {{ (3, 4) | tojson }}",
+       {{"d", {{"a", 1}}}},
+       "(1, 'a') (1,) () [(1, 2)] False True (1, 2) [('a', 1)] [('a', 1)] [1, 2] [3, 4]"},
+      // Case mapping is Unicode's, as Python's str methods do it.
+      {"{{ 'straße' | upper }} {{ 'ÉCOLE Σ' | lower }} {{ 'ΑΣ' | lower }} {{ 'éLAN vital' | "
+       "capitalize }} {{ 'élan vital-ñu' | title }} {{ 'ǆemal'.title() }} {{ 'ß'.upper() }} {{ "
+       "'İ'.lower() | length }} {{ 'ﬁx'.upper() }}",
+       {},
+       "STRASSE école σ ας Élan vital Élan Vital-Ñu ǅemal SS 2 FIX"},
       // strftime_now at the fixed date.
       {"{{ strftime_now('%d %b %Y') }}", {}, "26 Jul 2024"},
   };
