@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
@@ -326,6 +327,69 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
 
 void MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool) {
   MatMulOnTarget(BestCpuTarget(), w, x, tokens, y, pool);
+}
+
+void MatMuls(std::span<const MatMulOutput> outputs, const float* x, int64_t tokens,
+             ThreadPool& pool) {
+  MatMulsOnTarget(BestCpuTarget(), outputs, x, tokens, pool);
+}
+
+void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, const float* x,
+                     int64_t tokens, ThreadPool& pool) {
+  const TargetKernels& kernels = KernelsFor(target);
+  // One token, quantized weights with the same reduction length, tiles that read rows in place:
+  // one pass over all the rows. Anything else is MatMul on each (the same bits: every output is
+  // one tile call over its whole reduction, wherever the threads' ranges fall).
+  bool fused = tokens >= 1 && tokens <= kernels.quant_token_tile && !outputs.empty() &&
+               kernels.quant_tile_raw != nullptr && CpuTargetSupported(target);
+  for (const MatMulOutput& out : outputs) {
+    fused = fused && IsQuantized(out.w->type) && out.w->cols == outputs[0].w->cols &&
+            out.w->cols <= kMaxRawCols && out.w->rows > 0 &&
+            out.w->cols % static_cast<int64_t>(BlockElements(out.w->type)) == 0;
+  }
+  if (!fused || outputs[0].w->cols == 0) {
+    for (const MatMulOutput& out : outputs) MatMulOnTarget(target, *out.w, x, tokens, out.y, pool);
+    return;
+  }
+  const int64_t cols = outputs[0].w->cols;
+  const size_t q_bytes = RoundUp64(tokens * cols);
+  const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
+  const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
+  uint8_t* scratch = ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes);
+  int8_t* q = reinterpret_cast<int8_t*>(scratch);
+  float* d = reinterpret_cast<float*>(scratch + q_bytes);
+  float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);
+  for (int64_t t = 0; t < tokens; ++t) {
+    QuantizeActivationRow(x + t * cols, cols, q + t * cols, d + t * (cols / 16),
+                          sum + t * (cols / 32));
+  }
+  std::vector<Job> jobs;
+  std::vector<int64_t> first_row;  // of each matrix in the concatenation, then the total
+  int64_t total = 0;
+  for (const MatMulOutput& out : outputs) {
+    jobs.push_back(Job{.kernels = &kernels,
+                       .w = out.w,
+                       .x = x,
+                       .x_stride = cols,
+                       .qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols},
+                       .tokens = tokens,
+                       .y = out.y,
+                       .panel_rows = 0,
+                       .decode = true});
+    first_row.push_back(total);
+    total += out.w->rows;
+  }
+  first_row.push_back(total);
+  pool.ParallelFor(
+      static_cast<size_t>(total),
+      [&](size_t begin, size_t end) {
+        for (size_t m = 0; m < jobs.size(); ++m) {
+          const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), first_row[m]);
+          const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), first_row[m + 1]);
+          if (lo < hi) RunQuantRange(jobs[m], lo - first_row[m], hi - first_row[m], 0, tokens);
+        }
+      },
+      static_cast<size_t>(kernels.quant_row_tile));
 }
 
 void MatMulReference(const WeightView& w, const float* x, int64_t tokens, float* y) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu_target.h"
@@ -25,11 +26,24 @@ struct WeightView {
 // Threads split rows of w and tokens, never the reduction.
 void MatMul(const WeightView& w, const float* x, int64_t tokens, float* y, ThreadPool& pool);
 
+// Several matrices applied to the same activations (a layer's Q, K and V; gate and up): the
+// outputs of MatMul on each, with the activations quantized once and, for one token, one pass of
+// the thread pool over all their rows (a decode step issues hundreds of matrix products, and
+// each hand-off to the threads costs microseconds).
+struct MatMulOutput {
+  const WeightView* w = nullptr;
+  float* y = nullptr;  // [tokens][w->rows]
+};
+void MatMuls(std::span<const MatMulOutput> outputs, const float* x, int64_t tokens,
+             ThreadPool& pool);
+
 // MatMul on a named target (tests, benchmarks); the target must be supported by this CPU.
 // MatMul itself uses BestCpuTarget(). Quantized weight types quantize each activation row per
 // block of 32 to int8 (the same way on every target) and use integer dot products.
 void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens, float* y,
                     ThreadPool& pool);
+void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, const float* x,
+                     int64_t tokens, ThreadPool& pool);
 
 // The plain reference for tests: each weight row dequantized to f32, products summed in double
 // in column order, no activation quantization. Slow.

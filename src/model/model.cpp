@@ -235,6 +235,7 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       }
     }
   }
+  const bool any_splits = partial_floats > 0;  // else no merge pass
   if (attention_partials_.size() < partial_floats) attention_partials_.resize(partial_floats);
   float* next_partial = attention_partials_.data();
   for (AttentionItem& item : attention_items_) {
@@ -250,9 +251,9 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   for (int l = 0; l < c.n_layer; ++l) {
     const LayerWeights& layer = layers_[static_cast<size_t>(l)];
     rms_norm_rows(x, layer.attn_norm, normed_.data());
-    kernels::MatMul(layer.wq, normed_.data(), tokens, q_.data(), pool);
-    kernels::MatMul(layer.wk, normed_.data(), tokens, k_.data(), pool);
-    kernels::MatMul(layer.wv, normed_.data(), tokens, v_.data(), pool);
+    const kernels::MatMulOutput qkv[] = {
+        {&layer.wq, q_.data()}, {&layer.wk, k_.data()}, {&layer.wv, v_.data()}};
+    kernels::MatMuls(qkv, normed_.data(), tokens, pool);
     add_bias(q_.data(), layer.bq, q_dim);
     add_bias(k_.data(), layer.bk, kv_dim);
     add_bias(v_.data(), layer.bv, kv_dim);
@@ -299,25 +300,27 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       }
     });
     // Merges: the items of one (run, KV head) with several splits are consecutive, split 0 first.
-    pool.ParallelFor(num_items, [&](size_t begin, size_t end) {
-      for (size_t k = begin; k < end; ++k) {
-        const AttentionItem& item = attention_items_[k];
-        if (item.splits == 1 || item.split != 0) continue;
-        std::vector<kernels::AttentionPartial> partials;  // few: a run's splits
-        for (int s = 0; s < item.splits; ++s) partials.push_back(attention_items_[k + s].partial);
-        const AttentionRun& run = attention_runs_[item.run];
-        const size_t head_offset =
-            run.first * q_dim + static_cast<size_t>(item.kv_head) * group * c.head_dim;
-        kernels::MergeAttentionPartials(kv, group, batch.positions[run.first], run.count, partials,
-                                        attn_.data() + head_offset, q_dim);
-      }
-    });
+    if (any_splits)
+      pool.ParallelFor(num_items, [&](size_t begin, size_t end) {
+        for (size_t k = begin; k < end; ++k) {
+          const AttentionItem& item = attention_items_[k];
+          if (item.splits == 1 || item.split != 0) continue;
+          std::vector<kernels::AttentionPartial> partials;  // few: a run's splits
+          for (int s = 0; s < item.splits; ++s) partials.push_back(attention_items_[k + s].partial);
+          const AttentionRun& run = attention_runs_[item.run];
+          const size_t head_offset =
+              run.first * q_dim + static_cast<size_t>(item.kv_head) * group * c.head_dim;
+          kernels::MergeAttentionPartials(kv, group, batch.positions[run.first], run.count,
+                                          partials, attn_.data() + head_offset, q_dim);
+        }
+      });
     kernels::MatMul(layer.wo, attn_.data(), tokens, proj_.data(), pool);
     kernels::Add(x, proj_.data(), tokens * n_embd, x);
 
     rms_norm_rows(x, layer.ffn_norm, normed_.data());
-    kernels::MatMul(layer.w_gate, normed_.data(), tokens, gate_.data(), pool);
-    kernels::MatMul(layer.w_up, normed_.data(), tokens, up_.data(), pool);
+    const kernels::MatMulOutput gate_up[] = {{&layer.w_gate, gate_.data()},
+                                             {&layer.w_up, up_.data()}};
+    kernels::MatMuls(gate_up, normed_.data(), tokens, pool);
     kernels::SwiGlu(gate_.data(), up_.data(), tokens * n_ff, gate_.data());
     kernels::MatMul(layer.w_down, gate_.data(), tokens, proj_.data(), pool);
     kernels::Add(x, proj_.data(), tokens * n_embd, x);

@@ -191,6 +191,41 @@ TEST(KernelMatMulTest, ManyPanelsStayExact) {
   }
 }
 
+// Several matrices on the same activations (fused into one pass for one token) give the bits of
+// MatMul on each: mixed quantized types, float types (not fused), any thread count and batch.
+TEST(KernelMatMulTest, MatMulsMatchMatMulOnEach) {
+  const int64_t cols = 512;
+  TestWeights q5(WeightType::kQ5_0, 37, cols, 110), q6(WeightType::kQ6_K, 9, cols, 111),
+      q8(WeightType::kQ8_0, 64, cols, 112), f16(WeightType::kF16, 5, cols, 113);
+  std::vector<float> x = RandomValues(5 * cols, 210, 2.0f);
+  for (CpuTarget target : SupportedTargets()) {
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (int64_t tokens : {int64_t{1}, int64_t{3}, int64_t{5}}) {
+        for (bool with_float : {false, true}) {
+          std::vector<const TestWeights*> mats = {&q5, &q6, &q8};
+          if (with_float) mats.push_back(&f16);
+          std::vector<std::vector<float>> fused(mats.size()), each(mats.size());
+          std::vector<MatMulOutput> outputs;
+          for (size_t m = 0; m < mats.size(); ++m) {
+            fused[m].assign(tokens * mats[m]->view.rows, std::nanf(""));
+            each[m].assign(tokens * mats[m]->view.rows, std::nanf(""));
+            outputs.push_back({&mats[m]->view, fused[m].data()});
+            MatMulOnTarget(target, mats[m]->view, x.data(), tokens, each[m].data(), pool);
+          }
+          MatMulsOnTarget(target, outputs, x.data(), tokens, pool);
+          for (size_t m = 0; m < mats.size(); ++m) {
+            ASSERT_EQ(std::memcmp(fused[m].data(), each[m].data(), fused[m].size() * sizeof(float)),
+                      0)
+                << CpuTargetName(target) << " threads " << threads << " tokens " << tokens
+                << " matrix " << m;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(KernelCpuTargetTest, ScalarAlwaysAndBestSupported) {
   EXPECT_TRUE(CpuTargetSupported(CpuTarget::kScalar));
   EXPECT_TRUE(CpuTargetSupported(BestCpuTarget()));
