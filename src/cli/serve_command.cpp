@@ -21,6 +21,7 @@
 #include "cli/demo_model.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "hf/model_source.h"
 #include "model/model_config.h"
 #include "server/engine_backend.h"
 #include "server/http_server.h"
@@ -56,7 +57,7 @@ int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
   EngineConfig config = server::MakeEngineConfig(settings);
   // Read the model's header and shape before anything listens: a missing or malformed file is
   // then the one thing printed, never "listening" followed by an error.
-  ModelConfig::FromGguf(gguf::GgufFile::Open(settings.model));
+  ModelConfig::FromGguf(OpenModelFile(settings.model));
 
   const sigset_t stop_signals = BlockStopSignals();
 

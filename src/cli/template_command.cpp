@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "hf/model_source.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -50,7 +51,7 @@ jinja::Value ReadMessages(const std::string& path) {
 
 int RunTemplate(const TemplateOptions& options) {
   jinja::Value messages = ReadMessages(options.messages_file);
-  gguf::GgufFile file = gguf::GgufFile::Open(options.model);
+  gguf::GgufFile file = OpenModelFile(options.model);
   Tokenizer tokenizer = Tokenizer::FromGguf(file);
   ChatTemplate chat = ChatTemplate::Resolve(options.chat_template, tokenizer);
   std::string prompt;

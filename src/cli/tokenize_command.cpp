@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf_file.h"
+#include "hf/model_source.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise::cli {
@@ -23,7 +24,7 @@ struct TokenizeOptions {
 
 int RunTokenize(const TokenizeOptions& options) {
   // Only the vocabulary is read, so vocab-only GGUF files work too.
-  gguf::GgufFile file = gguf::GgufFile::Open(options.model);
+  gguf::GgufFile file = OpenModelFile(options.model);
   Tokenizer tokenizer = Tokenizer::FromGguf(file);
   std::vector<int32_t> ids = tokenizer.Encode(options.text, !options.no_bos, options.parse_special);
   std::string line;
