@@ -121,6 +121,16 @@ std::optional<bool> PostProcessorAdds(const json& tokenizer, const std::string& 
   return std::nullopt;
 }
 
+// bos_token_id / eos_token_id of config.json: an id, or a list of ids (the first is taken);
+// -1 when absent.
+int64_t ConfigTokenId(const json& config, const char* key, const std::string& path,
+                      int64_t vocab_size) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return -1;
+  const json& value = it->is_array() && !it->empty() ? it->front() : *it;
+  return GetInt(json{{key, value}}, key, path, 0, vocab_size - 1).value_or(-1);
+}
+
 class TokenTable {
  public:
   TokenTable(const std::string& path, int64_t vocab_size) : path_(path), limit_(vocab_size) {}
@@ -336,13 +346,8 @@ void ReadTokenizer(const std::string& dir, const json& config, int64_t vocab_siz
         throw Error(fmt::format("{}: field '{}' is '{}', which is not in the vocabulary",
                                 config_path, field, *text));
       }
-    } else if (config.is_object() && config.contains(id_field) && config[id_field].is_array() &&
-               !config[id_field].empty()) {
-      id = GetInt(json{{id_field, config[id_field][0]}}, id_field, dir + "/config.json", 0,
-                  vocab_size - 1)
-               .value_or(-1);
     } else {
-      id = GetInt(config, id_field, dir + "/config.json", 0, vocab_size - 1).value_or(-1);
+      id = ConfigTokenId(config, id_field, dir + "/config.json", vocab_size);
     }
     if (id >= 0) PutUint32(metadata, key, static_cast<uint32_t>(id));
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -67,6 +68,59 @@ TEST(HfTokenizerTest, FixtureFolderGivesTheGgufIds) {
   ExpectSameIds(mine, reference);
   EXPECT_EQ(mine.Encode("Once upon a time", true, false),
             (std::vector<int32_t>{1, 80, 147, 201, 282, 57}));
+}
+
+// tokenizer_config.json as Hugging Face writes it in its several forms.
+Tokenizer FolderTokenizer(const std::string& name, const std::function<void(json&)>& change,
+                          const std::string& jinja = "") {
+  std::string dir = testing::CopyHfFixture(name);
+  json config = json::parse(testing::ReadText(dir + "/tokenizer_config.json"));
+  change(config);
+  testing::WriteText(dir + "/tokenizer_config.json", config.dump());
+  if (!jinja.empty()) testing::WriteText(dir + "/chat_template.jinja", jinja);
+  return Tokenizer::FromGguf(OpenModelFile(dir));
+}
+
+TEST(HfTokenizerTest, ChatTemplateAndSpecialTokensFromTokenizerConfig) {
+  REPRISE_REQUIRE_FIXTURES();
+  const std::string text = "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}";
+  EXPECT_EQ(FolderTokenizer("template_string", [&](json& c) { c["chat_template"] = text; })
+                .chat_template(),
+            text);
+  EXPECT_EQ(FolderTokenizer("template_named",
+                            [&](json& c) {
+                              c["chat_template"] = {{{"name", "tool_use"}, {"template", "tools"}},
+                                                    {{"name", "default"}, {"template", text}}};
+                            })
+                .chat_template(),
+            text);
+  EXPECT_EQ(FolderTokenizer(
+                "template_file", [&](json& c) { c["chat_template"] = "other"; }, text)
+                .chat_template(),
+            text);
+  std::string message = testing::ErrorOf(
+      [] { FolderTokenizer("template_number", [](json& c) { c["chat_template"] = 3; }); });
+  EXPECT_NE(message.find("tokenizer_config.json: field 'chat_template' is number"),
+            std::string::npos)
+      << message;
+
+  // Special tokens as objects, add_bos_token off, and add_bos_token absent: the post-processor
+  // (which prepends <|start_story|>) decides.
+  Tokenizer objects = FolderTokenizer("special_objects", [](json& c) {
+    c["bos_token"] = {{"content", "<|end_story|>"}, {"lstrip", false}};
+    c["eos_token"] = {{"content", "<|start_story|>"}};
+    c["add_bos_token"] = false;
+  });
+  EXPECT_EQ(objects.bos_id(), 2);
+  EXPECT_EQ(objects.eos_id(), 1);
+  EXPECT_FALSE(objects.add_bos());
+  EXPECT_TRUE(FolderTokenizer("add_bos_from_post_processor", [](json& c) {
+                c.erase("add_bos_token");
+              }).add_bos());
+  EXPECT_FALSE(FolderTokenizer("add_bos_other_token", [](json& c) {
+                 c.erase("add_bos_token");
+                 c["bos_token"] = "<unk>";
+               }).add_bos());
 }
 
 // --- tokenizer.json written from a GGUF vocabulary, as Hugging Face stores that tokenizer ---
