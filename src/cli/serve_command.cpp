@@ -141,7 +141,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   auto flags = std::make_shared<server::ServeFlags>();
   const server::ServerSettings defaults;  // shown in --help beside each flag
   auto demo = std::make_shared<DemoServeFlags>();
-  command->add_option("--model,-m", flags->model, "GGUF model file (or --demo)");
+  command->add_option("--model,-m", flags->model,
+                      "GGUF model file or Hugging Face folder (or --demo)");
   command->add_flag("--demo", demo->demo,
                     "Serve the demo model (random weights, the built-in vocabulary and a ChatML "
                     "template), made once in the cache folder like `reprise demo`'s");

@@ -69,7 +69,10 @@ int RunTemplate(const TemplateOptions& options) {
 void RegisterTemplateCommand(CLI::App& app, CommandAction& run) {
   auto options = std::make_shared<TemplateOptions>();
   auto* command = app.add_subcommand("template", "Print the prompt a chat template renders");
-  command->add_option("-m,--model", options->model, "GGUF model or vocabulary file")->required();
+  command
+      ->add_option("-m,--model", options->model,
+                   "GGUF model or vocabulary file, or Hugging Face folder")
+      ->required();
   command->add_option("--chat-template", options->chat_template,
                       "chatml, llama2, llama3, mistral, a Jinja file or Jinja text (default: the "
                       "model's own; chatml for a model without one)");

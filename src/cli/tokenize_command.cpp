@@ -42,7 +42,10 @@ int RunTokenize(const TokenizeOptions& options) {
 void RegisterTokenizeCommand(CLI::App& app, CommandAction& run) {
   auto options = std::make_shared<TokenizeOptions>();
   auto* command = app.add_subcommand("tokenize", "Print the token ids of a text");
-  command->add_option("-m,--model", options->model, "GGUF model or vocabulary file")->required();
+  command
+      ->add_option("-m,--model", options->model,
+                   "GGUF model or vocabulary file, or Hugging Face folder")
+      ->required();
   command->add_option("text", options->text, "text to tokenize")->required();
   command->add_flag("--no-bos", options->no_bos, "do not add BOS/EOS even if the model asks");
   command->add_flag("--parse-special", options->parse_special, "match special-token texts");
