@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "gguf/gguf_types.h"
 #include "hf/json_file.h"
 
 namespace reprise::hf {
@@ -18,15 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-// tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
-enum TokenType : int32_t {
-  kTypeNormal = 1,
-  kTypeUnknown = 2,
-  kTypeControl = 3,
-  kTypeUserDefined = 4,
-  kTypeUnused = 5,
-  kTypeByte = 6,
-};
+namespace token_type = gguf::token_type;
 
 // The Split regexes of Hugging Face byte-level tokenizers, by the pre-tokenizer that applies them.
 constexpr const char* kLlama3Regex =
@@ -173,9 +166,9 @@ class TokenTable {
     for (size_t id = 0; id < texts_.size(); ++id) {
       if (texts_[id].empty()) {
         texts_[id] = fmt::format("[PAD{}]", id);
-        types_[id] = kTypeUnused;
+        types_[id] = token_type::kUnused;
       } else if (types_[id] == 0) {
-        types_[id] = kTypeNormal;
+        types_[id] = token_type::kNormal;
       }
     }
   }
@@ -279,7 +272,7 @@ void ReadTokenizer(const std::string& dir, const json& config, int64_t vocab_siz
     bool is_byte = byte_fallback && text.size() == 6 && text.starts_with("<0x") &&
                    text.ends_with(">") && std::isxdigit(static_cast<unsigned char>(text[3])) &&
                    std::isxdigit(static_cast<unsigned char>(text[4]));
-    table.Place(text, id, is_byte ? kTypeByte : 0);
+    table.Place(text, id, is_byte ? token_type::kByte : 0);
   }
   if (const json* added = GetArray(tokenizer, "added_tokens", path)) {
     for (const json& token : *added) {
@@ -288,13 +281,13 @@ void ReadTokenizer(const std::string& dir, const json& config, int64_t vocab_siz
         throw Error(fmt::format("{}: an entry of 'added_tokens' lacks id or content", path));
       }
       bool special = GetBool(token, "special", path + " added_tokens").value_or(false);
-      table.Place(*content, token["id"], special ? kTypeControl : kTypeUserDefined);
+      table.Place(*content, token["id"], special ? token_type::kControl : token_type::kUserDefined);
     }
   }
   if (auto unk = GetString(*model, "unk_token", path + " model")) {
     int32_t id = table.Find(*unk);
     if (id < 0) throw Error(fmt::format("{}: unk_token '{}' is not in the vocabulary", path, *unk));
-    table.SetType(id, kTypeUnknown);
+    table.SetType(id, token_type::kUnknown);
     PutUint32(metadata, "tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(id));
   }
 
