@@ -14,6 +14,7 @@
 #include "hf/model_source.h"
 #include "hf_test_support.h"
 #include "tokenizer/tokenizer.h"
+#include "vocab_vectors.h"
 
 namespace reprise {
 namespace {
@@ -228,31 +229,6 @@ json Split(const std::string& regex) {
             {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
 }
 
-std::vector<std::string> ReadCases(const std::string& path) {
-  const std::string text = testing::ReadText(path);
-  const std::string separator = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find(separator, start);
-    cases.push_back(text.substr(start, end == std::string::npos ? end : end - start));
-    if (end == std::string::npos) break;
-    start = end + separator.size();
-  }
-  return cases;
-}
-
-std::vector<std::vector<int32_t>> ReadExpected(const std::string& path) {
-  std::istringstream in(testing::ReadText(path));
-  std::vector<std::vector<int32_t>> expected;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream ids(line);
-    std::vector<int32_t> row;
-    for (int32_t id = 0; ids >> id;) row.push_back(id);
-    expected.push_back(std::move(row));
-  }
-  return expected;
-}
-
 class HfTokenizerVectorsTest
     : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
@@ -285,8 +261,8 @@ TEST_P(HfTokenizerVectorsTest, TokenizerJsonReproducesLlamaCppVectors) {
   const Tokenizer mine = Tokenizer::FromGguf(folder);
   const Tokenizer reference = Tokenizer::FromGguf(gguf);
 
-  const std::vector<std::string> cases = ReadCases(base + ".inp");
-  const std::vector<std::vector<int32_t>> expected = ReadExpected(base + ".out");
+  const std::vector<std::string> cases = testing::ReadVectorCases(base + ".inp");
+  const std::vector<std::vector<int32_t>> expected = testing::ReadVectorExpected(base + ".out");
   ASSERT_EQ(cases.size(), expected.size());
   ASSERT_FALSE(cases.empty());
   size_t passed = 0;
