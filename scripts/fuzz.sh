@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then targets=(gguf tokenizer jinja chat_template request_json); fi
+if [ ${#targets[@]} -eq 0 ]; then targets=(gguf tokenizer jinja chat_template request_json safetensors); fi
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_C_COMPILER=clang -DREPRISE_FUZZ=ON -DREPRISE_BUILD_TESTS=OFF -DREPRISE_WERROR=OFF \

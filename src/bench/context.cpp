@@ -12,6 +12,7 @@
 #include "core/byte_size.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "hf/model_source.h"
 #include "model/model_config.h"
 
 namespace reprise::bench {
@@ -57,7 +58,7 @@ EngineConfig BenchContext::EngineConfigFor(bool prefix_caching, size_t kv_cache_
 
 size_t BenchContext::KvBytesPerToken() const {
   if (model_path_.empty()) return 0;
-  gguf::GgufFile file = gguf::GgufFile::Open(model_path_);
+  gguf::GgufFile file = OpenModelFile(model_path_);
   ModelConfig config = ModelConfig::FromGguf(file);
   size_t element = options_.kv_type == "f32" ? 4 : 2;
   return static_cast<size_t>(config.n_layer) * 2 * static_cast<size_t>(config.n_kv_head) *
@@ -66,7 +67,7 @@ size_t BenchContext::KvBytesPerToken() const {
 
 int64_t BenchContext::ContextLength() const {
   if (model_path_.empty()) return 0;
-  return ModelConfig::FromGguf(gguf::GgufFile::Open(model_path_)).context_length;
+  return ModelConfig::FromGguf(OpenModelFile(model_path_)).context_length;
 }
 
 size_t BenchContext::FitToContext(const std::string& workload, size_t wanted, size_t reserve,

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "hf/model_source.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise::bench {
@@ -22,7 +23,7 @@ BenchHttpTarget::BenchHttpTarget(const std::string& url, std::string model,
   port_ = host_port.port;
   if (model_.empty()) model_ = ServedModel();
   if (!tokenizer_gguf.empty()) {
-    gguf::GgufFile file = gguf::GgufFile::Open(tokenizer_gguf);
+    gguf::GgufFile file = OpenModelFile(tokenizer_gguf);
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(file));
   }
 }

@@ -15,14 +15,14 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
   for (const auto& name : bench::BenchWorkloadNames())
     workloads += (workloads.empty() ? "" : ", ") + name;
   command->add_option("workload", options->workload, "one of: " + workloads)->required();
-  command->add_option("-m,--model", options->model, "GGUF model file");
+  command->add_option("-m,--model", options->model, "GGUF model file or Hugging Face folder");
   command->add_option("--make-model", options->make_model_shape,
                       "write a temporary random-weight model of this shape (135m, 360m, 1b, tiny)");
   command->add_option("--type", options->make_model_type,
                       "weight type for --make-model (default q8_0)");
-  command->add_option(
-      "--vocab-from", options->vocab_path,
-      "vocabulary GGUF for --make-model (default: " + bench::DefaultVocabHelp() + ")");
+  command->add_option("--vocab-from", options->vocab_path,
+                      "vocabulary GGUF or Hugging Face folder for --make-model (default: " +
+                          bench::DefaultVocabHelp() + ")");
   command->add_option("-t,--threads", options->threads, "kernel threads (0 = all cores)");
   command->add_option("--block-size", options->block_size, "KV positions per block");
   command->add_option("--kv-cache-memory", options->kv_cache_memory,

@@ -124,7 +124,8 @@ int RunGenerate(const GenerateOptions& options) {
 void RegisterGenerateCommand(CLI::App& app, CommandAction& run) {
   auto options = std::make_shared<GenerateOptions>();
   auto* command = app.add_subcommand("generate", "Generate text from one or more prompts");
-  command->add_option("-m,--model", options->model, "GGUF model file")->required();
+  command->add_option("-m,--model", options->model, "GGUF model file or Hugging Face folder")
+      ->required();
   command->add_option("-p,--prompt", options->prompts, "prompt text (repeat for several prompts)");
   command->add_option("--prompt-file", options->prompt_files, "file holding a prompt (repeatable)");
   command->add_option("-n,--max-tokens", options->max_tokens, "tokens to generate")->check(CLI::Range(1, 1 << 20));

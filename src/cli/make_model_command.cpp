@@ -16,7 +16,8 @@ void RegisterMakeModelCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--shape", options->shape, "135m, 360m, 1b or tiny")->required();
   command->add_option("--arch", options->architecture, "llama or qwen2 (NeoX rope, Q/K/V biases)");
   command->add_option("--vocab-from", options->vocab_path,
-                      "GGUF file to copy the vocabulary from (default: the built-in vocabulary)");
+                      "GGUF file or Hugging Face folder to copy the vocabulary from (default: the "
+                      "built-in vocabulary)");
   command->add_option("--type", *type_name,
                       "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k");
   command->add_option("-o,--output", options->output_path, "output GGUF path")->required();

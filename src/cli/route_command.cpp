@@ -61,7 +61,8 @@ void RegisterRouteCommand(CLI::App& app, CommandAction& run) {
   router::RouterOptions& o = flags->options;
   command
       ->add_option("--model,-m", o.model_path,
-                   "The replicas' GGUF model (only its tokenizer and metadata are read)")
+                   "The replicas' model, GGUF file or Hugging Face folder (only its tokenizer and "
+                   "metadata are read)")
       ->required();
   command->add_option("--replica", o.replicas, "A replica's URL, http://HOST:PORT (repeat)")
       ->required();

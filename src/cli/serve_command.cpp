@@ -21,6 +21,7 @@
 #include "cli/demo_model.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "hf/model_source.h"
 #include "model/model_config.h"
 #include "server/engine_backend.h"
 #include "server/http_server.h"
@@ -56,7 +57,7 @@ int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
   EngineConfig config = server::MakeEngineConfig(settings);
   // Read the model's header and shape before anything listens: a missing or malformed file is
   // then the one thing printed, never "listening" followed by an error.
-  ModelConfig::FromGguf(gguf::GgufFile::Open(settings.model));
+  ModelConfig::FromGguf(OpenModelFile(settings.model));
 
   const sigset_t stop_signals = BlockStopSignals();
 
@@ -140,7 +141,8 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   auto flags = std::make_shared<server::ServeFlags>();
   const server::ServerSettings defaults;  // shown in --help beside each flag
   auto demo = std::make_shared<DemoServeFlags>();
-  command->add_option("--model,-m", flags->model, "GGUF model file (or --demo)");
+  command->add_option("--model,-m", flags->model,
+                      "GGUF model file or Hugging Face folder (or --demo)");
   command->add_flag("--demo", demo->demo,
                     "Serve the demo model (random weights, the built-in vocabulary and a ChatML "
                     "template), made once in the cache folder like `reprise demo`'s");

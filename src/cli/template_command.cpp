@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "hf/model_source.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -50,7 +51,7 @@ jinja::Value ReadMessages(const std::string& path) {
 
 int RunTemplate(const TemplateOptions& options) {
   jinja::Value messages = ReadMessages(options.messages_file);
-  gguf::GgufFile file = gguf::GgufFile::Open(options.model);
+  gguf::GgufFile file = OpenModelFile(options.model);
   Tokenizer tokenizer = Tokenizer::FromGguf(file);
   ChatTemplate chat = ChatTemplate::Resolve(options.chat_template, tokenizer);
   std::string prompt;
@@ -68,7 +69,10 @@ int RunTemplate(const TemplateOptions& options) {
 void RegisterTemplateCommand(CLI::App& app, CommandAction& run) {
   auto options = std::make_shared<TemplateOptions>();
   auto* command = app.add_subcommand("template", "Print the prompt a chat template renders");
-  command->add_option("-m,--model", options->model, "GGUF model or vocabulary file")->required();
+  command
+      ->add_option("-m,--model", options->model,
+                   "GGUF model or vocabulary file, or Hugging Face folder")
+      ->required();
   command->add_option("--chat-template", options->chat_template,
                       "chatml, llama2, llama3, mistral, a Jinja file or Jinja text (default: the "
                       "model's own; chatml for a model without one)");

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf_file.h"
+#include "hf/model_source.h"
 #include "tokenizer/tokenizer.h"
 
 namespace reprise::cli {
@@ -23,7 +24,7 @@ struct TokenizeOptions {
 
 int RunTokenize(const TokenizeOptions& options) {
   // Only the vocabulary is read, so vocab-only GGUF files work too.
-  gguf::GgufFile file = gguf::GgufFile::Open(options.model);
+  gguf::GgufFile file = OpenModelFile(options.model);
   Tokenizer tokenizer = Tokenizer::FromGguf(file);
   std::vector<int32_t> ids = tokenizer.Encode(options.text, !options.no_bos, options.parse_special);
   std::string line;
@@ -41,7 +42,10 @@ int RunTokenize(const TokenizeOptions& options) {
 void RegisterTokenizeCommand(CLI::App& app, CommandAction& run) {
   auto options = std::make_shared<TokenizeOptions>();
   auto* command = app.add_subcommand("tokenize", "Print the token ids of a text");
-  command->add_option("-m,--model", options->model, "GGUF model or vocabulary file")->required();
+  command
+      ->add_option("-m,--model", options->model,
+                   "GGUF model or vocabulary file, or Hugging Face folder")
+      ->required();
   command->add_option("text", options->text, "text to tokenize")->required();
   command->add_flag("--no-bos", options->no_bos, "do not add BOS/EOS even if the model asks");
   command->add_flag("--parse-special", options->parse_special, "match special-token texts");

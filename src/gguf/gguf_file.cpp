@@ -272,19 +272,49 @@ uint64_t TensorInfo::Rows() const { return shape.empty() ? 0 : NumElements() / s
 GgufFile GgufFile::Open(const std::string& path) {
   GgufFile gguf;
   gguf.file_ = MappedFile::Open(path);
+  gguf.path_ = path;
   try {
     Parse(gguf.file_, gguf.version_, gguf.alignment_, gguf.data_start_, gguf.metadata_,
           gguf.tensors_);
-    for (size_t i = 0; i < gguf.tensors_.size(); ++i) {
-      if (!gguf.tensor_index_.emplace(gguf.tensors_[i].name, i).second) {
-        throw Error(fmt::format("duplicate tensor '{}'", gguf.tensors_[i].name));
-      }
-    }
+    gguf.IndexTensors();
   } catch (const Error& error) {
     // Messages quote keys and names from the file: nothing in them may reach a terminal raw.
     throw Error(EscapeBytes(fmt::format("{}: {}", path, error.what()), kMaxMessageBytes));
   }
   return gguf;
+}
+
+GgufFile GgufFile::Assemble(std::string path, std::string header,
+                            std::map<std::string, Value> metadata, std::vector<TensorInfo> tensors,
+                            std::shared_ptr<const void> storage) {
+  GgufFile gguf;
+  gguf.path_ = std::move(path);
+  gguf.version_ = 3;
+  gguf.assembled_header_ = std::move(header);
+  gguf.metadata_ = std::move(metadata);
+  gguf.tensors_ = std::move(tensors);
+  gguf.storage_ = std::move(storage);
+  try {
+    gguf.IndexTensors();
+  } catch (const Error& error) {
+    throw Error(EscapeBytes(fmt::format("{}: {}", gguf.path_, error.what()), kMaxMessageBytes));
+  }
+  return gguf;
+}
+
+void GgufFile::IndexTensors() {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!tensor_index_.emplace(tensors_[i].name, i).second) {
+      throw Error(fmt::format("duplicate tensor '{}'", tensors_[i].name));
+    }
+  }
+}
+
+std::span<const uint8_t> GgufFile::HeaderBytes() const {
+  if (storage_ != nullptr) {
+    return {reinterpret_cast<const uint8_t*>(assembled_header_.data()), assembled_header_.size()};
+  }
+  return {file_.data(), data_start_};
 }
 
 const Value* GgufFile::Find(const std::string& key) const {

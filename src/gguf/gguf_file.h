@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -31,18 +32,26 @@ class GgufFile {
   // Throws Error("<path>: <problem>") for a missing or malformed file.
   static GgufFile Open(const std::string& path);
 
+  // A model assembled in memory from another format (a Hugging Face folder): GGUF metadata keys,
+  // a tensor table whose data points into `storage` (mapped files, converted copies), kept alive
+  // with it, and `header` standing in for the header bytes (it identifies the model). Throws
+  // Error for a duplicate tensor name.
+  static GgufFile Assemble(std::string path, std::string header,
+                           std::map<std::string, Value> metadata, std::vector<TensorInfo> tensors,
+                           std::shared_ptr<const void> storage);
+
   GgufFile() = default;
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
 
   uint32_t version() const { return version_; }
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return path_; }
   size_t alignment() const { return alignment_; }
   size_t file_size() const { return file_.size(); }
   const std::map<std::string, Value>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   // The bytes before the tensor data: magic, metadata and tensor table.
-  std::span<const uint8_t> HeaderBytes() const { return {file_.data(), data_start_}; }
+  std::span<const uint8_t> HeaderBytes() const;
 
   const Value* Find(const std::string& key) const;
   const TensorInfo* FindTensor(const std::string& name) const;
@@ -60,7 +69,12 @@ class GgufFile {
   const ArrayValue* FindArray(const std::string& key) const;
 
  private:
+  void IndexTensors();
+
   MappedFile file_;
+  std::string path_;
+  std::string assembled_header_;         // HeaderBytes() of an assembled file
+  std::shared_ptr<const void> storage_;  // what an assembled file's tensors point into
   uint32_t version_ = 0;
   size_t alignment_ = 32;
   size_t data_start_ = 0;

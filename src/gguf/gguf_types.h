@@ -49,6 +49,17 @@ enum class TensorType : uint32_t {
   kBF16 = 30,
 };
 
+// tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
+namespace token_type {
+inline constexpr int32_t kUndefined = 0;
+inline constexpr int32_t kNormal = 1;
+inline constexpr int32_t kUnknown = 2;
+inline constexpr int32_t kControl = 3;
+inline constexpr int32_t kUserDefined = 4;
+inline constexpr int32_t kUnused = 5;
+inline constexpr int32_t kByte = 6;
+}  // namespace token_type
+
 struct TypeGeometry {
   size_t block_elements;  // elements per block (1 for plain types)
   size_t block_bytes;     // bytes per block

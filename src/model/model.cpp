@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "hf/model_source.h"
 #include "kernels/ops.h"
 
 namespace reprise {
@@ -46,7 +47,7 @@ WeightView MatrixView(const gguf::GgufFile& file, const std::string& name, int64
 
 std::unique_ptr<Model> Model::Load(const std::string& path) {
   std::unique_ptr<Model> model(new Model());
-  model->file_ = gguf::GgufFile::Open(path);
+  model->file_ = OpenModelFile(path);
   try {
     model->config_ = ModelConfig::FromGguf(model->file_);
     model->BindWeights();

@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "hf/model_source.h"
 #include "kernels/matmul.h"
 #include "vocabgen/builtin_vocab.h"
 
@@ -116,7 +117,7 @@ void MakeModel(const MakeModelOptions& options) {
     vocab_size = static_cast<int64_t>(vocab.tokens.size());
     vocabgen::WriteTokenizerMetadata(vocab, writer);
   } else {
-    gguf::GgufFile vocab = gguf::GgufFile::Open(options.vocab_path);
+    gguf::GgufFile vocab = OpenModelFile(options.vocab_path);
     const gguf::ArrayValue* tokens = vocab.FindArray("tokenizer.ggml.tokens");
     if (tokens == nullptr || tokens->strings.empty()) {
       throw Error(

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "engine/prompt_keys.h"
+#include "hf/model_source.h"
 #include "kvcache/block_key.h"
 #include "model/kv_layout.h"
 #include "model/model.h"
@@ -14,7 +15,7 @@
 namespace reprise::router {
 
 RequestKeyer::RequestKeyer(const std::string& model_path, std::string chat_template)
-    : file_(gguf::GgufFile::Open(model_path)),
+    : file_(OpenModelFile(model_path)),
       tokenizer_(Tokenizer::FromGguf(file_)),
       chat_template_(ChatTemplate::Resolve(chat_template, tokenizer_)),
       weights_fingerprint_(WeightsFingerprint(file_)) {}

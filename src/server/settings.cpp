@@ -110,7 +110,11 @@ std::optional<bool> ReuseFromEnvironment(const EnvLookup& env) {
 }
 
 std::string ModelStem(const std::string& path) {
-  std::string stem = std::filesystem::path(path).stem().string();
+  std::filesystem::path model = std::filesystem::path(path).lexically_normal();
+  if (!model.has_filename()) model = model.parent_path();  // "folder/"
+  // A Hugging Face folder is named whole ("Llama-3.2-1B" has no extension to drop).
+  std::string stem =
+      std::filesystem::is_directory(model) ? model.filename().string() : model.stem().string();
   return stem.empty() ? path : stem;
 }
 

@@ -13,30 +13,19 @@
 namespace reprise {
 namespace {
 
-// tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
-enum TokenType : int64_t {
-  kTypeUndefined = 0,
-  kTypeNormal = 1,
-  kTypeUnknown = 2,
-  kTypeControl = 3,
-  kTypeUserDefined = 4,
-  kTypeUnused = 5,
-  kTypeByte = 6,
-};
-
 uint32_t AttrOfType(int64_t type) {
   switch (type) {
-    case kTypeNormal:
+    case gguf::token_type::kNormal:
       return kAttrNormal;
-    case kTypeUnknown:
+    case gguf::token_type::kUnknown:
       return kAttrUnknown;
-    case kTypeControl:
+    case gguf::token_type::kControl:
       return kAttrControl;
-    case kTypeUserDefined:
+    case gguf::token_type::kUserDefined:
       return kAttrUserDefined;
-    case kTypeUnused:
+    case gguf::token_type::kUnused:
       return kAttrUnused;
-    case kTypeByte:
+    case gguf::token_type::kByte:
       return kAttrByte;
     default:
       return kAttrUndefined;

@@ -1,13 +1,15 @@
 // The `reprise` binary end to end: reference texts of the fixture models, tokenize, make-model,
 // and one-line errors for bad files.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
+#include <string>
+#include <vector>
 
 #include "test_support.h"
 
@@ -28,7 +30,8 @@ CommandResult RunReprise(const std::string& arguments, std::string* err = nullpt
   if (pipe == nullptr) return result;
   std::array<char, 4096> buffer{};
   size_t read;
-  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), read);
+  while ((read = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.out.append(buffer.data(), read);
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (err != nullptr) {
@@ -87,6 +90,38 @@ TEST(CliTest, TinyStories656KQ8_0MatchesItsRecordedReference) {
   ExpectGenerates("models/TinyStories-656K-q8_0.gguf", kTinyStories656KQ8_0Reference);
 }
 
+// A Hugging Face folder of the same weights: the GGUF's (and llama.cpp's) greedy text.
+TEST(CliTest, TinyStories656KFolderMatchesLlamaCppGreedyOutput) {
+  REPRISE_REQUIRE_FIXTURES();
+  ExpectGenerates("hf/TinyStories-656K", kTinyStories656KReference);
+}
+
+TEST(CliTest, EveryModelCommandTakesAFolderAndRefusesABrokenOneInOneLine) {
+  REPRISE_REQUIRE_FIXTURES();
+  const std::string folder = Quote(testing::Fixture("hf/TinyStories-656K"));
+  const std::string gguf = Quote(testing::Fixture("models/TinyStories-656K-f32.gguf"));
+  EXPECT_EQ(RunReprise("tokenize -m " + folder + " 'Once upon a time, <|end_story|>'").out,
+            RunReprise("tokenize -m " + gguf + " 'Once upon a time, <|end_story|>'").out);
+
+  const std::string broken = testing::ScratchPath("broken_folder");
+  std::filesystem::create_directories(broken);
+  std::ofstream(broken + "/config.json") << "{\"model_type\": \"llama\"";
+  const std::string messages = testing::ScratchPath("messages.json");
+  std::ofstream(messages) << R"([{"role": "user", "content": "hi"}])";
+  for (const std::string& command : std::vector<std::string>{
+           "generate -p hi -m ", "tokenize hi -m ", "template --messages " + messages + " -m ",
+           "serve --port 0 -m ", "bench prefill -m "}) {
+    std::string err;
+    CommandResult result = RunReprise(command + Quote(broken), &err);
+    EXPECT_EQ(result.exit_code, 1) << command << err;
+    // One error line naming the file (serve and bench log their settings first), nothing served.
+    const size_t at = err.find("error: " + broken + "/config.json: bad JSON");
+    ASSERT_NE(at, std::string::npos) << command << err;
+    EXPECT_EQ(err.find('\n', at), err.size() - 1) << command << err;
+    EXPECT_EQ(err.find("listening"), std::string::npos) << command << err;
+  }
+}
+
 TEST(CliTest, TokenizePrintsIds) {
   REPRISE_REQUIRE_FIXTURES();
   CommandResult result =
@@ -109,7 +144,8 @@ TEST(CliTest, TemplatePrintsTheRenderedPrompt) {
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
   // (This model's own template always ends with the assistant header; the built-in one obeys.)
-  CommandResult without_prompt = RunReprise(llama3 + " --chat-template llama3 --no-generation-prompt");
+  CommandResult without_prompt =
+      RunReprise(llama3 + " --chat-template llama3 --no-generation-prompt");
   EXPECT_EQ(without_prompt.out,
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>");
 

@@ -31,6 +31,17 @@ ServeFlags Flags() {
   return flags;
 }
 
+TEST(SettingsTest, AModelFolderIsServedUnderItsWholeName) {
+  const std::filesystem::path folder = testing::ScratchDir() / "Llama-3.2-1B.Instruct";
+  std::filesystem::create_directories(folder);
+  ServeFlags flags;
+  for (const std::string& path : {folder.string(), folder.string() + "/"}) {
+    flags.model = path;
+    EXPECT_EQ(ResolveSettings(flags, FakeEnv({})).served_model_name, "Llama-3.2-1B.Instruct")
+        << path;
+  }
+}
+
 TEST(SettingsTest, DefaultsWithoutFlagsOrEnvironment) {
   ServerSettings settings = ResolveSettings(Flags(), FakeEnv({}));
   EXPECT_EQ(settings.model, "/models/tiny-model.gguf");

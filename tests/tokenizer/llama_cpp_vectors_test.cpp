@@ -2,60 +2,16 @@
 // case must give exactly the expected ids with add_special=false, parse_special=false.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf_file.h"
 #include "test_support.h"
 #include "tokenizer/tokenizer.h"
+#include "vocab_vectors.h"
 
 namespace reprise {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Cases are separated by "\n__ggml_vocab_test__\n"; the file ends with the separator.
-std::vector<std::string> ReadCases(const std::string& path) {
-  const std::string text = ReadFile(path);
-  const std::string separator = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = text.find(separator, start);
-    if (end == std::string::npos) {
-      cases.push_back(text.substr(start));
-      break;
-    }
-    cases.push_back(text.substr(start, end - start));
-    start = end + separator.size();
-  }
-  return cases;
-}
-
-// One line per case: ids separated by spaces, surrounding whitespace ignored.
-std::vector<std::vector<int32_t>> ReadExpected(const std::string& path) {
-  std::istringstream in(ReadFile(path));
-  std::vector<std::vector<int32_t>> expected;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ids(line);
-    std::vector<int32_t> row;
-    int32_t id = 0;
-    while (ids >> id) {
-      row.push_back(id);
-    }
-    expected.push_back(std::move(row));
-  }
-  return expected;
-}
 
 std::string Escape(const std::string& text) {
   std::string out;
@@ -96,8 +52,8 @@ TEST_P(TokenizerVectorsTest, AllCasesMatch) {
   const std::string base = testing::Fixture("vocab/ggml-vocab-" + name + ".gguf");
   const gguf::GgufFile file = gguf::GgufFile::Open(base);
   const Tokenizer tokenizer = Tokenizer::FromGguf(file);
-  const std::vector<std::string> cases = ReadCases(base + ".inp");
-  const std::vector<std::vector<int32_t>> expected = ReadExpected(base + ".out");
+  const std::vector<std::string> cases = testing::ReadVectorCases(base + ".inp");
+  const std::vector<std::vector<int32_t>> expected = testing::ReadVectorExpected(base + ".out");
   ASSERT_EQ(cases.size(), expected.size()) << "inputs and expected outputs differ in count";
   ASSERT_FALSE(cases.empty());
 
