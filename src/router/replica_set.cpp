@@ -60,6 +60,20 @@ ReplicaSet::ReplicaSet(const std::vector<std::string>& urls) {
     replicas_.push_back(std::make_unique<Replica>());
     replicas_.back()->address = ParseReplicaUrl(url);
   }
+  ids_.resize(replicas_.size());
+}
+
+std::string ReplicaSet::Id(size_t i) const {
+  std::lock_guard lock(ids_mutex_);
+  return ids_[i];
+}
+
+int ReplicaSet::IndexOfId(const std::string& id) const {
+  std::lock_guard lock(ids_mutex_);
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    if (ids_[i] == id) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 ReplicaSet::~ReplicaSet() { Stop(); }
@@ -111,6 +125,12 @@ void ReplicaSet::Check(size_t i) {
       spdlog::warn("replica {} failed its health check", replica.address.url);
     }
     return;
+  }
+  nlohmann::json health_body = nlohmann::json::parse(health->body, nullptr, false);
+  if (health_body.is_object() && health_body.contains("replica_id") &&
+      health_body["replica_id"].is_string()) {
+    std::lock_guard lock(ids_mutex_);
+    ids_[i] = health_body["replica_id"].get<std::string>();
   }
   if (auto metrics = client.Get("/metrics"); metrics && metrics->status == 200) {
     replica.reported_load = static_cast<int>(Sample(metrics->body, "reprise:num_requests_running") +

@@ -56,6 +56,10 @@ class ReplicaSet {
   void Start(std::chrono::milliseconds interval,
              std::function<void(size_t, const ReplicaKvSettings&)> on_up);
   void Stop();
+  // The id replica i reports in /health (empty until known), and the replica reporting `id`
+  // (-1: none).
+  std::string Id(size_t i) const;
+  int IndexOfId(const std::string& id) const;
   // A request found replica i unreachable: skip it until a health check passes again.
   void MarkDown(size_t i);
   void CheckAll();
@@ -69,6 +73,8 @@ class ReplicaSet {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread thread_;
+  mutable std::mutex ids_mutex_;
+  std::vector<std::string> ids_;  // [size()]: reported in /health
 };
 
 }  // namespace reprise::router
