@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -132,9 +133,14 @@ void ReplicaSet::Check(size_t i) {
     std::lock_guard lock(ids_mutex_);
     ids_[i] = health_body["replica_id"].get<std::string>();
   }
+  const int mine_before = replica.in_flight.load();
   if (auto metrics = client.Get("/metrics"); metrics && metrics->status == 200) {
-    replica.reported_load = static_cast<int>(Sample(metrics->body, "reprise:num_requests_running") +
-                                             Sample(metrics->body, "reprise:num_requests_waiting"));
+    const int reported = static_cast<int>(Sample(metrics->body, "reprise:num_requests_running") +
+                                          Sample(metrics->body, "reprise:num_requests_waiting"));
+    replica.reported_load = reported;
+    // The replica counted our requests open at some moment of the call: at most the larger.
+    const int mine = std::max(mine_before, replica.in_flight.load());
+    replica.others_load = std::max(0, reported - mine);
   }
   if (replica.healthy.load()) return;
   ReplicaKvSettings settings;
