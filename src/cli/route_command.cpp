@@ -29,9 +29,6 @@ int RunRoute(RouteFlags& flags) {
   if (!policy)
     throw Error(fmt::format("unknown --policy '{}' (prefix or round-robin)", flags.policy));
   flags.options.policy = *policy;
-  if (!flags.options.kv_redis_url.empty() && flags.options.kv_redis_url.rfind("redis://", 0) != 0) {
-    throw Error("--kv-redis-url must look like redis://HOST:PORT[/DB]");
-  }
   if (const char* password = std::getenv("REDIS_PASSWORD"); password != nullptr) {
     flags.options.kv_redis_password = password;
   }

@@ -253,25 +253,23 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
     settings.kv_disk_size_bytes = ParseByteSize(*flags.kv_disk_size);
     if (settings.kv_disk_size_bytes == 0) throw Error("--kv-disk-size must not be zero");
   }
-  if (flags.kv_redis_url) {
-    if (flags.kv_redis_url->rfind("redis://", 0) != 0) {
-      throw Error("--kv-redis-url must look like redis://HOST:PORT[/DB]");
+  // A Redis URL flag: checked, and refused without prefix caching (there is nothing to share).
+  auto redis_url = [&](const std::optional<std::string>& value, const char* flag,
+                       std::string& out) {
+    if (!value) return;
+    if (value->rfind("redis://", 0) != 0) {
+      throw Error(fmt::format("{} must look like redis://HOST:PORT[/DB]", flag));
     }
-    settings.kv_redis_url = *flags.kv_redis_url;
-    if (!settings.enable_prefix_caching)
-      throw Error("--kv-redis-url needs prefix caching, which is off");
-  }
+    if (!settings.enable_prefix_caching) {
+      throw Error(fmt::format("{} needs prefix caching, which is off", flag));
+    }
+    out = *value;
+  };
+  redis_url(flags.kv_redis_url, "--kv-redis-url", settings.kv_redis_url);
+  redis_url(flags.kv_events_redis_url, "--kv-events-redis-url", settings.kv_events_redis_url);
   auto needs_url = [&](const char* flag) {
     if (!flags.kv_redis_url) throw Error(fmt::format("{} needs --kv-redis-url", flag));
   };
-  if (flags.kv_events_redis_url) {
-    if (flags.kv_events_redis_url->rfind("redis://", 0) != 0) {
-      throw Error("--kv-events-redis-url must look like redis://HOST:PORT[/DB]");
-    }
-    settings.kv_events_redis_url = *flags.kv_events_redis_url;
-    if (!settings.enable_prefix_caching)
-      throw Error("--kv-events-redis-url needs prefix caching, which is off");
-  }
   auto needs_events = [&](const char* flag) {
     if (!flags.kv_events_redis_url)
       throw Error(fmt::format("{} needs --kv-events-redis-url", flag));
