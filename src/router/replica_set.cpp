@@ -117,9 +117,14 @@ void ReplicaSet::Check(size_t i) {
   Replica& replica = *replicas_[i];
   httplib::Client client(replica.address.host, replica.address.port);
   client.set_connection_timeout(0, 500000);
-  client.set_read_timeout(1, 0);
+  client.set_read_timeout(2, 0);
   client.set_write_timeout(1, 0);
   auto health = client.Get("/health");
+  // A replica that answers nothing in time may only be busy (its cores computing a long
+  // prefill): down after two such checks in a row. Refused, or not ready: down at once.
+  const bool slow = !health && health.error() == httplib::Error::Read;
+  replica.slow_checks = slow ? replica.slow_checks + 1 : 0;
+  if (slow && replica.slow_checks < 2 && replica.healthy.load()) return;
   bool up = health && health->status == 200;
   if (!up) {
     if (replica.healthy.exchange(false)) {

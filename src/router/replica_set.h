@@ -35,6 +35,7 @@ struct Replica {
   std::atomic<int> others_load{0};
   std::atomic<uint64_t> requests{0};  // sent to it (retries included)
   std::atomic<uint64_t> failures{0};  // transport failures
+  int slow_checks = 0;                // health checks in a row that got no answer in time
   int Load() const { return in_flight.load() + others_load.load(); }
 };
 

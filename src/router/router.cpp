@@ -108,8 +108,10 @@ int Router::Bind() {
 
 void Router::Start() {
   replicas_.Start(options_.health_interval, [this](size_t i, const ReplicaKvSettings& settings) {
-    // A replica that comes (back) up may have restarted with an empty cache.
-    directory_.ClearReplica(static_cast<int>(i));
+    // A replica that comes (back) up may have restarted with an empty cache. When its events
+    // flow they say so themselves (a new instance), and a replica that was only slow to answer
+    // keeps what it holds.
+    if (!feed_ || !feed_->Live(static_cast<int>(i))) directory_.ClearReplica(static_cast<int>(i));
     if (settings.block_size <= 0) {
       spdlog::warn("replica {} did not report its KV settings; routing it by load only",
                    replicas_.at(i).address.url);
@@ -280,10 +282,11 @@ bool Router::Forward(const httplib::Request& request, httplib::Response& respons
     if (!Choose(routing, excluded, choice)) return false;
     if (attempt > 0) ++retries_;
     Replica& replica = replicas_.at(choice.replica);
-    if (keys != nullptr && feed_ && feed_->Live(static_cast<int>(choice.replica))) {
-      // Recorded now, not when the answer comes: the next request for the same new prefix
-      // (often right behind this one) follows it here rather than computing it elsewhere. The
-      // replica's stored and removed events for these blocks can only come after this.
+    if (keys != nullptr) {
+      // Recorded now, not when the answer comes: requests for the same new prefix that arrive
+      // while this one computes it (a burst of users of one system prompt) follow it here
+      // rather than computing it on every replica. With events, the replica's stored and
+      // removed events for these blocks can only come after this.
       directory_.Record(keys->block_keys, static_cast<int>(choice.replica));
     }
     ++replica.requests;
@@ -308,10 +311,6 @@ bool Router::Forward(const httplib::Request& request, httplib::Response& respons
     }
     auto record = [&] {
       if (keys == nullptr || call->status() != 200) return;
-      // Once the replica's events flow they say what it holds (see above); until then (and
-      // whenever they cannot be read) the router's record of answered prompts stands in.
-      const int index = static_cast<int>(choice.replica);
-      if (!feed_ || !feed_->Live(index)) directory_.Record(keys->block_keys, index);
       routed_prompt_tokens_ += keys->prompt_tokens;
       expected_cached_tokens_ += choice.cached_tokens;
       if (!keys->affinity.empty()) {
