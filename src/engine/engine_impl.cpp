@@ -8,6 +8,7 @@
 #include <future>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <type_traits>
 
 #include "core/error.h"
@@ -150,8 +151,8 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   scheduler_config.enable_reuse = config_.enable_prefix_caching;
   scheduler_config.prefill_order = prefill_order;
   scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
+  OpenKvEvents();  // first: the tiers tell it what they store
   OpenTiers(model_config);
-  OpenKvEvents();
   if (!cache_listeners_.empty()) cache_->SetListener(&cache_listeners_);
 
   size_t max_logit_rows =
@@ -207,8 +208,21 @@ void EngineImpl::OpenTiers(const ModelConfig& model_config) {
     tiers.push_back(std::make_unique<RedisTier>(
         identity, redis_config, std::make_shared<redis::RedisClient>(std::move(endpoint))));
   }
-  tier_link_ = std::make_unique<TierLink>(std::make_unique<TierSet>(identity, std::move(tiers)),
-                                          *cache_, config_.kv_write_through_priority);
+  TierStoredHook on_stored;
+  if (kv_events_) {
+    std::vector<kvevents::KvEventTier> kinds;  // of each tier, nearest first
+    for (const auto& tier : tiers) {
+      kinds.push_back(std::string_view(tier->name()) == "disk" ? kvevents::KvEventTier::kDisk
+                                                               : kvevents::KvEventTier::kRemote);
+    }
+    on_stored = [events = kv_events_.get(), kinds](const BlockMeta& meta, size_t tier) {
+      events->Publish({kvevents::KvEventType::kStored, kinds[tier], meta.key, meta.parent_key,
+                       meta.extras_digest});
+    };
+  }
+  tier_link_ = std::make_unique<TierLink>(
+      std::make_unique<TierSet>(identity, std::move(tiers), TierSetConfig{}, std::move(on_stored)),
+      *cache_, config_.kv_write_through_priority);
   tier_link_->tiers().SetWakeup([this] {
     {
       std::lock_guard lock(mutex_);

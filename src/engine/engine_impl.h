@@ -99,8 +99,9 @@ class EngineImpl {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<TierLink> tier_link_;                    // null without tiers beyond memory
+  // Before tier_link_: the tiers' writing thread tells it of blocks stored, up to its end.
   std::unique_ptr<kvevents::KvEventPublisher> kv_events_;  // null without KV events
+  std::unique_ptr<TierLink> tier_link_;                    // null without tiers beyond memory
   PrefixCacheListeners cache_listeners_;                   // the tiers and the events
   kernels::PagedKv paged_kv_;
   int64_t max_context_ = 0;

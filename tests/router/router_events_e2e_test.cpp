@@ -168,6 +168,40 @@ TEST_F(RouterEventsE2eTest, ATenantsEventsCarryItsSaltDigestAndTheRoutersKeys) {
   }));
 }
 
+// Blocks the disk tier stores are told as such (here: memory cleared, its blocks written to
+// disk), beside memory's removals.
+TEST_F(RouterEventsE2eTest, BlocksWrittenToTheDiskTierAreToldWithTheirTier) {
+  RedisServer redis;
+  const std::string disk = ScratchPath("events_disk_tier");
+  ServerProcess replica(EventReplicaArgs(redis, {"--kv-disk-path", disk}));
+  const json body = Chat(Document(5), "Who?");
+  ASSERT_EQ(PostJson(replica.port(), "/v1/chat/completions", body).status, 200);
+  ASSERT_EQ(PostJson(replica.port(), "/v1/cache/clear", json::object()).status, 200);
+  router::RequestKeyer keyer(ModelPath(), "chatml");
+  keyer.Configure("f16", 16);
+  const router::RequestKeys keys = keyer.Compute(server::ApiKind::kChat, body);
+  ASSERT_GT(keys.block_keys.size(), 3u);
+  auto count = [&](kvevents::KvEventType type, kvevents::KvEventTier tier) {
+    size_t found = 0;
+    for (const kvevents::KvEventBatch& batch : ReadEvents(redis)) {
+      for (const kvevents::KvEvent& event : batch.events) {
+        found += event.type == type && event.tier == tier &&
+                 std::find(keys.block_keys.begin(), keys.block_keys.end(), event.key) !=
+                     keys.block_keys.end();
+      }
+    }
+    return found;
+  };
+  ASSERT_TRUE(WaitFor([&] {
+    return count(kvevents::KvEventType::kStored, kvevents::KvEventTier::kDisk) ==
+           keys.block_keys.size();
+  }));
+  EXPECT_EQ(count(kvevents::KvEventType::kStored, kvevents::KvEventTier::kMemory),
+            keys.block_keys.size());
+  EXPECT_EQ(count(kvevents::KvEventType::kRemoved, kvevents::KvEventTier::kMemory),
+            keys.block_keys.size());
+}
+
 // Redis killed under a replica that publishes events: every request still succeeds, the lost
 // events are counted, and events flow again once Redis is back.
 TEST_F(RouterEventsE2eTest, RequestsGoOnWhileRedisIsDown) {
