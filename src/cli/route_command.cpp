@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -21,7 +22,6 @@ namespace {
 struct RouteFlags {
   router::RouterOptions options;
   std::string policy = "prefix";
-  std::string kv_redis_url;
 };
 
 int RunRoute(RouteFlags& flags) {
@@ -29,12 +29,8 @@ int RunRoute(RouteFlags& flags) {
   if (!policy)
     throw Error(fmt::format("unknown --policy '{}' (prefix or round-robin)", flags.policy));
   flags.options.policy = *policy;
-  if (!flags.kv_redis_url.empty()) {
-    // Refused rather than ignored: the router learns placements from its own record until the
-    // replicas publish KV events.
-    throw Error(
-        "--kv-redis-url on route needs KV events from the replicas, which this build does "
-        "not publish yet; leave it out (the router then uses its own record)");
+  if (const char* password = std::getenv("REDIS_PASSWORD"); password != nullptr) {
+    flags.options.kv_redis_password = password;
   }
   const sigset_t stop_signals = BlockStopSignals();
 
@@ -91,8 +87,21 @@ void RegisterRouteCommand(CLI::App& app, CommandAction& run) {
           },
           "Seconds between health checks of each replica (default 1)")
       ->check(CLI::Range(0.05, 3600.0));
-  command->add_option("--kv-redis-url", flags->kv_redis_url,
-                      "Redis holding the replicas' KV events (not available yet)");
+  command->add_option(
+      "--kv-redis-url", o.kv_redis_url,
+      "Redis holding the replicas' KV events (their --kv-events-redis-url), "
+      "redis://HOST:PORT[/DB]; password: REDIS_PASSWORD or --kv-redis-password-file");
+  command->add_option("--kv-redis-password-file", o.kv_redis_password_file,
+                      "File whose first line is the Redis password");
+  command->add_option("--kv-events-stream", o.kv_events_stream,
+                      "The replicas' --kv-events-stream (default reprise:kv-events)");
+  command->add_option("--api-key", o.api_keys,
+                      "A replica's --api-key (repeat): keys then carry its tenant's salt");
+  command->add_option("--api-keys-file", o.api_keys_file, "The replicas' --api-keys-file");
+  command->add_option("--cache-secret-file", o.cache_secret_file,
+                      "The replicas' --cache-secret-file (needed with API keys)");
+  command->add_flag("--share-cache-across-tenants", o.share_cache_across_tenants,
+                    "The replicas share the cache across tenants (their flag of that name)");
   command->add_option("--http-threads", o.http_threads,
                       "HTTP worker threads, i.e. concurrent connections (default 64)");
   command->callback([&run, flags] { run = [flags]() -> int { return RunRoute(*flags); }; });

@@ -78,6 +78,9 @@ int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
   options.allowed_origins = settings.allowed_origins;
   server::HttpServer http(options);
   int port = http.Bind();
+  if (config.kv_replica_id.empty())
+    config.kv_replica_id = fmt::format("{}:{}", settings.host, port);
+  http.SetReplicaId(config.kv_replica_id);
   http.Start();
   std::printf("listening on http://%s:%d\n", settings.host.c_str(), port);
   std::fflush(stdout);
@@ -119,9 +122,9 @@ int RunServe(server::ServeFlags flags, const DemoServeFlags& demo) {
   // Drain: refuse new requests, let running ones finish; a second signal cuts it short.
   spdlog::info("stopping: refusing new requests, waiting up to {} s for running ones",
                settings.shutdown_timeout_seconds);
-  auto drain_end = std::chrono::steady_clock::now() +
-                   std::chrono::milliseconds(
-                       static_cast<int64_t>(settings.shutdown_timeout_seconds * 1000));
+  auto drain_end =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(settings.shutdown_timeout_seconds * 1000));
   bool drained = false;
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -208,6 +211,20 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
       "--kv-redis-size", [flags](const std::string& v) { flags->kv_redis_size = v; },
       "Bound on the bytes this replica keeps in Redis, e.g. 8GiB (default: none; Redis's "
       "maxmemory and the TTL bound the rest)");
+  command->add_option_function<std::string>(
+      "--kv-events-redis-url", [flags](const std::string& v) { flags->kv_events_redis_url = v; },
+      "Publish KV events (blocks stored, removed, all cleared) to a Redis Stream there, "
+      "redis://HOST:PORT[/DB], for `reprise route --kv-redis-url` (may be the --kv-redis-url; "
+      "password as for it)");
+  command->add_option_function<std::string>(
+      "--kv-events-stream", [flags](const std::string& v) { flags->kv_events_stream = v; },
+      "The KV events stream's key (default reprise:kv-events)");
+  command->add_option_function<int64_t>(
+      "--kv-events-max-len", [flags](const int64_t& v) { flags->kv_events_max_len = v; },
+      "Entries (batches of events) the stream keeps, about: XADD MAXLEN ~ (default 10000)");
+  command->add_option_function<std::string>(
+      "--replica-id", [flags](const std::string& v) { flags->replica_id = v; },
+      "This replica's name in KV events and /health (default HOST:PORT as bound)");
   command
       ->add_option_function<std::string>(
           "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },

@@ -54,4 +54,20 @@ std::string ToHex(const Digest& digest) {
   return text;
 }
 
+bool ParseHexDigest(std::string_view text, Digest& out) {
+  if (text.size() != 2 * out.size()) return false;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int high = nibble(text[2 * i]);
+    const int low = nibble(text[2 * i + 1]);
+    if (high < 0 || low < 0) return false;
+    out[i] = static_cast<uint8_t>(high * 16 + low);
+  }
+  return true;
+}
+
 }  // namespace reprise

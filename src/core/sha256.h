@@ -41,6 +41,8 @@ class Sha256 {
 };
 
 std::string ToHex(const Digest& digest);
+// The digest whose ToHex is `text` (64 lowercase hex digits); false for anything else.
+bool ParseHexDigest(std::string_view text, Digest& out);
 
 // Hash of a digest usable in unordered containers (the digest is already uniform).
 struct DigestHash {

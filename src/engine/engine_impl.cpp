@@ -8,12 +8,13 @@
 #include <future>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <type_traits>
 
 #include "core/error.h"
 #include "core/log.h"
-#include "engine/prompt_keys.h"
 #include "core/text.h"
+#include "engine/prompt_keys.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
 #include "sampling/logprobs.h"
@@ -150,7 +151,9 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   scheduler_config.enable_reuse = config_.enable_prefix_caching;
   scheduler_config.prefill_order = prefill_order;
   scheduler_ = std::make_unique<Scheduler>(scheduler_config, *cache_);
+  OpenKvEvents();  // first: the tiers tell it what they store
   OpenTiers(model_config);
+  if (!cache_listeners_.empty()) cache_->SetListener(&cache_listeners_);
 
   size_t max_logit_rows =
       static_cast<size_t>(std::min(config_.max_batch_tokens, config_.max_running_requests));
@@ -205,8 +208,21 @@ void EngineImpl::OpenTiers(const ModelConfig& model_config) {
     tiers.push_back(std::make_unique<RedisTier>(
         identity, redis_config, std::make_shared<redis::RedisClient>(std::move(endpoint))));
   }
-  tier_link_ = std::make_unique<TierLink>(std::make_unique<TierSet>(identity, std::move(tiers)),
-                                          *cache_, config_.kv_write_through_priority);
+  TierStoredHook on_stored;
+  if (kv_events_) {
+    std::vector<kvevents::KvEventTier> kinds;  // of each tier, nearest first
+    for (const auto& tier : tiers) {
+      kinds.push_back(std::string_view(tier->name()) == "disk" ? kvevents::KvEventTier::kDisk
+                                                               : kvevents::KvEventTier::kRemote);
+    }
+    on_stored = [events = kv_events_.get(), kinds](const BlockMeta& meta, size_t tier) {
+      events->Publish({kvevents::KvEventType::kStored, kinds[tier], meta.key, meta.parent_key,
+                       meta.extras_digest});
+    };
+  }
+  tier_link_ = std::make_unique<TierLink>(
+      std::make_unique<TierSet>(identity, std::move(tiers), TierSetConfig{}, std::move(on_stored)),
+      *cache_, config_.kv_write_through_priority);
   tier_link_->tiers().SetWakeup([this] {
     {
       std::lock_guard lock(mutex_);
@@ -214,8 +230,27 @@ void EngineImpl::OpenTiers(const ModelConfig& model_config) {
     }
     wake_.notify_one();
   });
-  cache_->SetListener(tier_link_.get());
+  cache_listeners_.Add(tier_link_.get());
   scheduler_->SetLoader(tier_link_.get());
+}
+
+void EngineImpl::OpenKvEvents() {
+  if (config_.kv_events_redis_url.empty()) return;
+  if (!config_.enable_prefix_caching) {
+    throw Error("KV events (--kv-events-redis-url) need prefix caching; it is off");
+  }
+  redis::RedisEndpoint endpoint = redis::ParseRedisUrl(config_.kv_events_redis_url);
+  redis::ResolvePassword(endpoint, config_.kv_redis_password_file, config_.kv_redis_password);
+  kvevents::KvEventPublisherConfig events;
+  events.replica_id = config_.kv_replica_id;
+  events.stream = config_.kv_events_stream;
+  events.max_stream_entries = config_.kv_events_max_len;
+  spdlog::info("KV events: stream '{}' at {}, replica id '{}'", events.stream, endpoint.Describe(),
+               events.replica_id);
+  kv_events_ = std::make_unique<kvevents::KvEventPublisher>(
+      cache_->root_fingerprint(), std::move(events),
+      std::make_shared<redis::RedisClient>(std::move(endpoint)));
+  cache_listeners_.Add(kv_events_.get());
 }
 
 void EngineImpl::RunUntilIdle() {
@@ -770,8 +805,20 @@ void EngineImpl::PublishStats() {
 }
 
 EngineStats EngineImpl::Stats() const {
-  std::lock_guard lock(stats_mutex_);
-  return stats_;
+  EngineStats stats;
+  {
+    std::lock_guard lock(stats_mutex_);
+    stats = stats_;
+  }
+  if (kv_events_) {  // read now: the publisher's thread moves them while the engine idles
+    const kvevents::KvEventPublisherStats events = kv_events_->stats();
+    stats.kv_events = true;
+    stats.kv_events_published = events.published;
+    stats.kv_events_dropped = events.dropped;
+    stats.kv_events_write_failures = events.failures;
+    stats.kv_events_connected = events.connected;
+  }
+  return stats;
 }
 
 ModelInfo EngineImpl::Info() const {

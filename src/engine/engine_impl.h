@@ -21,6 +21,7 @@
 #include "engine/tier_link.h"
 #include "kernels/paged_attention.h"
 #include "kvcache/prefix_cache.h"
+#include "kvevents/kv_event_publisher.h"
 #include "model/model.h"
 #include "reprise/engine.h"
 #include "tokenizer/chat_template.h"
@@ -65,6 +66,7 @@ class EngineImpl {
   void ComputeTaskPrompts(const std::string& json_text);
   // Opens the tiers beyond memory that the config names (the disk tier) and links them in.
   void OpenTiers(const ModelConfig& model_config);
+  void OpenKvEvents();
   // Steps until every sequence added so far is done (start-up work: task prompts).
   void RunUntilIdle();
   // Hands finished tier loads to their sequences (engine thread).
@@ -97,7 +99,10 @@ class EngineImpl {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<TierLink> tier_link_;  // null without tiers beyond memory
+  // Before tier_link_: the tiers' writing thread tells it of blocks stored, up to its end.
+  std::unique_ptr<kvevents::KvEventPublisher> kv_events_;  // null without KV events
+  std::unique_ptr<TierLink> tier_link_;                    // null without tiers beyond memory
+  PrefixCacheListeners cache_listeners_;                   // the tiers and the events
   kernels::PagedKv paged_kv_;
   int64_t max_context_ = 0;
   int64_t num_blocks_ = 0;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/sha256.h"
 #include "kvcache/block_pool.h"
@@ -37,6 +38,22 @@ class PrefixCacheListener {
   virtual void OnBlockStored(const CachedBlockInfo& block) = 0;
   // The block is leaving the index; copy what you need now.
   virtual void OnBlockRemoved(const CachedBlockInfo& block, BlockRemoval reason) = 0;
+};
+
+// Tells several listeners (the tiers, the KV event stream) in turn; the cache takes one.
+class PrefixCacheListeners : public PrefixCacheListener {
+ public:
+  void Add(PrefixCacheListener* listener) { listeners_.push_back(listener); }
+  bool empty() const { return listeners_.empty(); }
+  void OnBlockStored(const CachedBlockInfo& block) override {
+    for (PrefixCacheListener* listener : listeners_) listener->OnBlockStored(block);
+  }
+  void OnBlockRemoved(const CachedBlockInfo& block, BlockRemoval reason) override {
+    for (PrefixCacheListener* listener : listeners_) listener->OnBlockRemoved(block, reason);
+  }
+
+ private:
+  std::vector<PrefixCacheListener*> listeners_;
 };
 
 }  // namespace reprise

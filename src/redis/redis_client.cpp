@@ -123,13 +123,29 @@ std::vector<RedisReply> RedisClient::Run(const std::vector<RedisCommand>& comman
   }
 }
 
+namespace {
+
+// The key a command's slot is taken from: its second argument, but for XREAD the first stream
+// after STREAMS (the first key decides; a reader of several streams keeps them in one slot).
+std::string CommandKey(const RedisCommand& command) {
+  if (command.empty()) return "";
+  if (command[0] == "XREAD" || command[0] == "xread") {
+    for (size_t i = 1; i + 1 < command.size(); ++i) {
+      if (command[i] == "STREAMS" || command[i] == "streams") return command[i + 1];
+    }
+  }
+  return command.size() > 1 ? command[1] : "";
+}
+
+}  // namespace
+
 std::vector<RedisReply> RedisClient::RunCluster(const std::vector<RedisCommand>& commands) {
   if (slots_stale_) RefreshSlots();
   // Group the commands by the master of their key's slot: one pipeline per node.
   std::map<std::string, std::vector<size_t>> by_node;
   std::map<std::string, ClusterNode> nodes;
   for (size_t i = 0; i < commands.size(); ++i) {
-    int slot = commands[i].size() > 1 ? HashSlot(commands[i][1]) : 0;
+    int slot = HashSlot(CommandKey(commands[i]));
     std::optional<ClusterNode> node = slots_.NodeFor(slot);
     if (!node) {
       RefreshSlots();

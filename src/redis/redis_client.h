@@ -43,7 +43,8 @@ class RedisClient {
   RedisClient& operator=(const RedisClient&) = delete;
 
   // One reply per command, in order (a Redis error reply is a reply). The key of a command is
-  // its second argument (commands without one, like PING, go to any node). Throws
+  // its second argument (XREAD: the first stream after STREAMS; commands without one, like PING,
+  // go to any node). Throws
   // RedisUnavailable when a node cannot be reached, or while backing off after a failure, and
   // Error when the server refuses our login.
   std::vector<RedisReply> Run(const std::vector<RedisCommand>& commands);

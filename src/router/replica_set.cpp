@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -60,6 +61,20 @@ ReplicaSet::ReplicaSet(const std::vector<std::string>& urls) {
     replicas_.push_back(std::make_unique<Replica>());
     replicas_.back()->address = ParseReplicaUrl(url);
   }
+  ids_.resize(replicas_.size());
+}
+
+std::string ReplicaSet::Id(size_t i) const {
+  std::lock_guard lock(ids_mutex_);
+  return ids_[i];
+}
+
+int ReplicaSet::IndexOfId(const std::string& id) const {
+  std::lock_guard lock(ids_mutex_);
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    if (ids_[i] == id) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 ReplicaSet::~ReplicaSet() { Stop(); }
@@ -102,9 +117,14 @@ void ReplicaSet::Check(size_t i) {
   Replica& replica = *replicas_[i];
   httplib::Client client(replica.address.host, replica.address.port);
   client.set_connection_timeout(0, 500000);
-  client.set_read_timeout(1, 0);
+  client.set_read_timeout(2, 0);
   client.set_write_timeout(1, 0);
   auto health = client.Get("/health");
+  // A replica that answers nothing in time may only be busy (its cores computing a long
+  // prefill): down after two such checks in a row. Refused, or not ready: down at once.
+  const bool slow = !health && health.error() == httplib::Error::Read;
+  replica.slow_checks = slow ? replica.slow_checks + 1 : 0;
+  if (slow && replica.slow_checks < 2 && replica.healthy.load()) return;
   bool up = health && health->status == 200;
   if (!up) {
     if (replica.healthy.exchange(false)) {
@@ -112,9 +132,20 @@ void ReplicaSet::Check(size_t i) {
     }
     return;
   }
+  nlohmann::json health_body = nlohmann::json::parse(health->body, nullptr, false);
+  if (health_body.is_object() && health_body.contains("replica_id") &&
+      health_body["replica_id"].is_string()) {
+    std::lock_guard lock(ids_mutex_);
+    ids_[i] = health_body["replica_id"].get<std::string>();
+  }
+  const int mine_before = replica.in_flight.load();
   if (auto metrics = client.Get("/metrics"); metrics && metrics->status == 200) {
-    replica.reported_load = static_cast<int>(Sample(metrics->body, "reprise:num_requests_running") +
-                                             Sample(metrics->body, "reprise:num_requests_waiting"));
+    const int reported = static_cast<int>(Sample(metrics->body, "reprise:num_requests_running") +
+                                          Sample(metrics->body, "reprise:num_requests_waiting"));
+    replica.reported_load = reported;
+    // The replica counted our requests open at some moment of the call: at most the larger.
+    const int mine = std::max(mine_before, replica.in_flight.load());
+    replica.others_load = std::max(0, reported - mine);
   }
   if (replica.healthy.load()) return;
   ReplicaKvSettings settings;

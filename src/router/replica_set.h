@@ -1,6 +1,6 @@
 // The replicas behind `reprise route`: their addresses, health (checked every interval on the
-// router's own thread), load (running + waiting requests from their /metrics, or the router's
-// own count of requests in flight to them when that is higher) and per-replica counters.
+// router's own thread), load (the router's own requests in flight to them, plus what their
+// /metrics report beyond those: other clients' running and waiting requests) and counters.
 #pragma once
 
 #include <atomic>
@@ -29,9 +29,14 @@ struct Replica {
   std::atomic<bool> healthy{false};
   std::atomic<int> in_flight{0};      // requests the router has open to it
   std::atomic<int> reported_load{0};  // running + waiting, from its /metrics
+  // Of reported_load, the requests that were not the router's own when it was read: other
+  // clients' load. The router's own it counts exactly (in_flight); a reported figure that is
+  // up to a health interval old would keep counting requests long finished.
+  std::atomic<int> others_load{0};
   std::atomic<uint64_t> requests{0};  // sent to it (retries included)
   std::atomic<uint64_t> failures{0};  // transport failures
-  int Load() const { return std::max(in_flight.load(), reported_load.load()); }
+  int slow_checks = 0;                // health checks in a row that got no answer in time
+  int Load() const { return in_flight.load() + others_load.load(); }
 };
 
 // KV settings a replica reported (/v1/cache/stats): they decide the block keys.
@@ -56,6 +61,10 @@ class ReplicaSet {
   void Start(std::chrono::milliseconds interval,
              std::function<void(size_t, const ReplicaKvSettings&)> on_up);
   void Stop();
+  // The id replica i reports in /health (empty until known), and the replica reporting `id`
+  // (-1: none).
+  std::string Id(size_t i) const;
+  int IndexOfId(const std::string& id) const;
   // A request found replica i unreachable: skip it until a health check passes again.
   void MarkDown(size_t i);
   void CheckAll();
@@ -69,6 +78,8 @@ class ReplicaSet {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread thread_;
+  mutable std::mutex ids_mutex_;
+  std::vector<std::string> ids_;  // [size()]: reported in /health
 };
 
 }  // namespace reprise::router

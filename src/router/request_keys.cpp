@@ -34,6 +34,15 @@ bool RequestKeyer::configured() const {
   return root_.has_value();
 }
 
+std::optional<Digest> RequestKeyer::root() const {
+  std::lock_guard lock(mutex_);
+  return root_;
+}
+
+void RequestKeyer::SetTenants(std::unique_ptr<server::TenantRegistry> tenants) {
+  tenants_ = std::move(tenants);
+}
+
 std::vector<int32_t> RequestKeyer::PromptTokens(const server::ParsedRequest& parsed) const {
   if (parsed.kind == server::ApiKind::kChat) {
     std::vector<ChatMessage> messages;
@@ -53,7 +62,8 @@ std::vector<int32_t> RequestKeyer::PromptTokens(const server::ParsedRequest& par
   return tokenizer_.EncodePrompt(input.text, /*add_bos=*/true);
 }
 
-RequestKeys RequestKeyer::Compute(server::ApiKind kind, const nlohmann::json& body) const {
+RequestKeys RequestKeyer::Compute(server::ApiKind kind, const nlohmann::json& body,
+                                  std::string_view authorization) const {
   server::ParsedRequest parsed = kind == server::ApiKind::kChat ? server::ParseChatRequest(body)
                                  : kind == server::ApiKind::kCompletion
                                      ? server::ParseCompletionRequest(body)
@@ -74,7 +84,14 @@ RequestKeys RequestKeyer::Compute(server::ApiKind kind, const nlohmann::json& bo
   keys.prompt_tokens = tokens.size();
   if (!root || !parsed.cache.task_id.empty()) return keys;
   keys.block_size = block_size;
-  Digest extras = ExtrasDigest(CacheKeyExtras{parsed.cache.cache_salt, ""});
+  std::string salt = parsed.cache.cache_salt;
+  if (tenants_ && tenants_->auth_required()) {
+    // The replica mixes the caller's tenant salt in; a request it will refuse routes as is.
+    if (const server::Tenant* tenant = tenants_->Authenticate(authorization)) {
+      salt = tenants_->EngineSalt(*tenant, salt);
+    }
+  }
+  Digest extras = ExtrasDigest(CacheKeyExtras{salt, ""});
   Digest parent = *root;
   const auto size = static_cast<size_t>(block_size);
   for (size_t start = 0; start + size <= tokens.size(); start += size) {

@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/sha256.h"
 #include "gguf/gguf_file.h"
 #include "server/parsed_request.h"
+#include "server/tenants.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,11 +38,20 @@ class RequestKeyer {
   // Returns false (and keeps the first) when they differ from ones already set.
   bool Configure(const std::string& kv_type, int block_size);
   bool configured() const;
+  // The root fingerprint keys are computed under (nullopt until Configure).
+  std::optional<Digest> root() const;
+  // The replicas' tenants (the same API keys and cache secret): a request's keys then carry its
+  // tenant's salt, as on the replica. Without them keys carry the client's cache_salt only,
+  // which matches the replicas' keys only when they have no API keys (or share the cache across
+  // tenants).
+  void SetTenants(std::unique_ptr<server::TenantRegistry> tenants);
 
   // Parses the body as the replica will (a bad request throws the same server::ApiError the
   // replica would answer with). Without KV settings yet, or with a static task prompt (whose
   // tokens only the replica knows), block_keys stays empty.
-  RequestKeys Compute(server::ApiKind kind, const nlohmann::json& body) const;
+  // `authorization`: the request's Authorization header (it names the tenant).
+  RequestKeys Compute(server::ApiKind kind, const nlohmann::json& body,
+                      std::string_view authorization = {}) const;
 
  private:
   std::vector<int32_t> PromptTokens(const server::ParsedRequest& parsed) const;
@@ -49,6 +60,7 @@ class RequestKeyer {
   Tokenizer tokenizer_;
   ChatTemplate chat_template_;  // resolved once, as the replica resolves its --chat-template
   Digest weights_fingerprint_{};
+  std::unique_ptr<server::TenantRegistry> tenants_;  // null: no tenants
   mutable std::mutex mutex_;
   std::optional<Digest> root_;
   std::string kv_type_;

@@ -8,10 +8,12 @@
 #include <utility>
 
 #include "core/error.h"
+#include "redis/redis_url.h"
 #include "router/upstream_call.h"
 #include "server/api_error.h"
 #include "server/http_common.h"
 #include "server/json_fields.h"
+#include "server/settings.h"
 
 namespace reprise::router {
 namespace {
@@ -53,6 +55,33 @@ Router::Router(RouterOptions options)
   if (replicas_.size() > static_cast<size_t>(kMaxReplicas)) {
     throw Error(fmt::format("at most {} replicas", kMaxReplicas));
   }
+  if (!options_.api_keys.empty() || !options_.api_keys_file.empty()) {
+    server::ServerSettings settings;
+    settings.api_keys = options_.api_keys;
+    settings.api_keys_file = options_.api_keys_file;
+    settings.cache_secret_file = options_.cache_secret_file;
+    if (settings.cache_secret_file.empty() && !options_.share_cache_across_tenants) {
+      throw Error(
+          "API keys on route need the replicas' --cache-secret-file: tenants' salts derive "
+          "from it");
+    }
+    server::TenantSetup setup = server::MakeTenantSetup(settings);
+    keyer_.SetTenants(std::make_unique<server::TenantRegistry>(
+        setup.keys, setup.cache_secret, options_.share_cache_across_tenants));
+  }
+  if (!options_.kv_redis_url.empty()) {
+    redis::RedisEndpoint endpoint = redis::ParseRedisUrl(options_.kv_redis_url);
+    redis::ResolvePassword(endpoint, options_.kv_redis_password_file, options_.kv_redis_password);
+    redis::RedisClientOptions client_options;
+    client_options.timeouts.io = std::chrono::milliseconds(2000);  // above XREAD's block time
+    spdlog::info("KV events: reading stream '{}' at {}", options_.kv_events_stream,
+                 endpoint.Describe());
+    feed_ = std::make_unique<KvEventFeed>(
+        options_.kv_events_stream,
+        std::make_shared<redis::RedisClient>(std::move(endpoint), client_options), directory_,
+        [this](const std::string& id) { return replicas_.IndexOfId(id); },
+        [this] { return keyer_.root(); });
+  }
   RegisterRoutes();
 }
 
@@ -79,8 +108,10 @@ int Router::Bind() {
 
 void Router::Start() {
   replicas_.Start(options_.health_interval, [this](size_t i, const ReplicaKvSettings& settings) {
-    // A replica that comes (back) up may have restarted with an empty cache.
-    directory_.ClearReplica(static_cast<int>(i));
+    // A replica that comes (back) up may have restarted with an empty cache. When its events
+    // flow they say so themselves (a new instance), and a replica that was only slow to answer
+    // keeps what it holds.
+    if (!feed_ || !feed_->Live(static_cast<int>(i))) directory_.ClearReplica(static_cast<int>(i));
     if (settings.block_size <= 0) {
       spdlog::warn("replica {} did not report its KV settings; routing it by load only",
                    replicas_.at(i).address.url);
@@ -97,6 +128,7 @@ void Router::Start() {
       spdlog::warn("replica {}: {}", replicas_.at(i).address.url, error.what());
     }
   });
+  if (feed_) feed_->Start();
   thread_ = std::thread([this] {
     if (!http_->listen_after_bind())
       spdlog::error("the router's HTTP server stopped with an error");
@@ -106,6 +138,7 @@ void Router::Start() {
 void Router::Stop() {
   if (http_) http_->stop();
   if (thread_.joinable()) thread_.join();
+  if (feed_) feed_->Stop();
   replicas_.Stop();
 }
 
@@ -225,7 +258,7 @@ void Router::HandleGeneration(server::ApiKind kind, const httplib::Request& requ
                               httplib::Response& response) {
   // The replica's own parser: a bad request gets the very error body the replica would send.
   nlohmann::json body = server::ParseJsonBody(request.body);
-  RequestKeys keys = keyer_.Compute(kind, body);
+  RequestKeys keys = keyer_.Compute(kind, body, request.get_header_value("Authorization"));
   if (!Forward(request, response, &keys)) {
     ++unroutable_;
     SetError(response, ApiError::Unavailable("no replica is available to answer", "no_replica"));
@@ -249,6 +282,13 @@ bool Router::Forward(const httplib::Request& request, httplib::Response& respons
     if (!Choose(routing, excluded, choice)) return false;
     if (attempt > 0) ++retries_;
     Replica& replica = replicas_.at(choice.replica);
+    if (keys != nullptr) {
+      // Recorded now, not when the answer comes: requests for the same new prefix that arrive
+      // while this one computes it (a burst of users of one system prompt) follow it here
+      // rather than computing it on every replica. With events, the replica's stored and
+      // removed events for these blocks can only come after this.
+      directory_.Record(keys->block_keys, static_cast<int>(choice.replica));
+    }
     ++replica.requests;
     ++replica.in_flight;
     httplib::Headers headers;
@@ -271,7 +311,6 @@ bool Router::Forward(const httplib::Request& request, httplib::Response& respons
     }
     auto record = [&] {
       if (keys == nullptr || call->status() != 200) return;
-      directory_.Record(keys->block_keys, static_cast<int>(choice.replica));
       routed_prompt_tokens_ += keys->prompt_tokens;
       expected_cached_tokens_ += choice.cached_tokens;
       if (!keys->affinity.empty()) {
@@ -369,6 +408,30 @@ std::string Router::RenderMetrics() const {
                   prompt == 0 ? 0.0 : static_cast<double>(expected_cached_tokens_.load()) / prompt);
   header("reprise:router_directory_keys", "gauge", "Block keys the router knows a holder of.");
   out += fmt::format("reprise:router_directory_keys {}\n", directory_.size());
+  if (!feed_) return out;
+  const KvEventFeedCounters events = feed_->counters();
+  header("reprise:router_kv_events_applied_total", "counter",
+         "Replicas' KV events applied to the directory.");
+  out += fmt::format("reprise:router_kv_events_applied_total {}\n", events.events_applied);
+  header("reprise:router_kv_events_skipped_total", "counter",
+         "KV events skipped: another model's, or of a replica id no --replica reports.");
+  out += fmt::format("reprise:router_kv_events_skipped_total{{reason=\"foreign_model\"}} {}\n",
+                     events.events_foreign);
+  out += fmt::format("reprise:router_kv_events_skipped_total{{reason=\"unknown_replica\"}} {}\n",
+                     events.events_unmatched);
+  header("reprise:router_kv_events_gaps_total", "counter",
+         "Times a replica's events were lost or it restarted (what it holds is forgotten).");
+  out += fmt::format("reprise:router_kv_events_gaps_total {}\n", events.gaps + events.restarts);
+  header("reprise:router_kv_events_connected", "gauge",
+         "1 when the last read of the stream worked.");
+  out += fmt::format("reprise:router_kv_events_connected {}\n", events.connected ? 1 : 0);
+  header("reprise:router_kv_events_live", "gauge",
+         "1 when the directory follows the replica's events (else the router's own record).");
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    out +=
+        fmt::format("reprise:router_kv_events_live{{{}}} {}\n", Label(replicas_.at(i).address.url),
+                    feed_->Live(static_cast<int>(i)) ? 1 : 0);
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "router/kv_event_feed.h"
 #include "router/prefix_directory.h"
 #include "router/replica_set.h"
 #include "router/request_keys.h"
@@ -40,6 +41,18 @@ struct RouterOptions {
   RoutingPolicy policy = RoutingPolicy::kPrefix;
   PolicyConfig policy_config;
   std::chrono::milliseconds health_interval{1000};
+  // The replicas' KV events (serve --kv-events-redis-url): empty for none (the router then
+  // knows only its own record of where it sent which prompt).
+  std::string kv_redis_url;
+  std::string kv_redis_password_file;
+  std::string kv_redis_password;  // REDIS_PASSWORD; never logged
+  std::string kv_events_stream = "reprise:kv-events";
+  // The replicas' tenants (their --api-key, --api-keys-file and --cache-secret-file), so that
+  // keys carry each tenant's salt as the replicas' do.
+  std::vector<std::string> api_keys;
+  std::string api_keys_file;
+  std::string cache_secret_file;
+  bool share_cache_across_tenants = false;
   size_t directory_keys = size_t{1} << 20;
   int http_threads = 64;
   size_t max_body_bytes = size_t{32} << 20;
@@ -77,6 +90,7 @@ class Router {
   RequestKeyer keyer_;
   ReplicaSet replicas_;
   PrefixDirectory directory_;
+  std::unique_ptr<KvEventFeed> feed_;  // null without --kv-redis-url
   std::unique_ptr<server::WideBacklogServer> http_;
   std::thread thread_;
   int port_ = -1;

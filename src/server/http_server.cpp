@@ -1,16 +1,15 @@
 #include "server/http_server.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -230,7 +229,7 @@ void HttpServer::RegisterRoutes() {
   // Called for every answer with status >= 400: counts it, and gives httplib's own errors
   // (no route, body too large) an OpenAI-style body.
   httplib::Server::HandlerWithResponse on_error = [this](const Request& request,
-                                                          Response& response) {
+                                                         Response& response) {
     if (!response.body.empty()) {
       state_.metrics().RecordError(response.status);
       return httplib::Server::HandlerResponse::Unhandled;
@@ -295,15 +294,18 @@ void HttpServer::RegisterRoutes() {
 }
 
 void HttpServer::HandleHealth(httplib::Response& response) {
+  auto answer = [&](const char* status, int code) {
+    nlohmann::json body = {{"status", status}};
+    if (!replica_id_.empty()) body["replica_id"] = replica_id_;
+    SetJson(response, body, code);
+  };
   if (state_.draining()) {
-    SetJson(response, {{"status", "draining"}}, 503);
-    return;
+    answer("draining", 503);
+  } else if (!state_.Ready()) {
+    answer("loading", 503);
+  } else {
+    answer("ok", 200);
   }
-  if (!state_.Ready()) {
-    SetJson(response, {{"status", "loading"}}, 503);
-    return;
-  }
-  SetJson(response, {{"status", "ok"}});
 }
 
 nlohmann::json HttpServer::ModelJson() const {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "server/completion_handler.h"
 #include "server/server_state.h"
@@ -31,6 +32,9 @@ class HttpServer {
   // Binds the listening socket; returns the port (the chosen one when options.port is 0).
   // Throws reprise::Error when it cannot bind.
   int Bind();
+  // The name /health reports (the replica id of KV events), so a router can tell which events
+  // are this server's. Call before Start().
+  void SetReplicaId(std::string id) { replica_id_ = std::move(id); }
   // Serves on a background thread. Call after Bind().
   void Start();
   // Makes the routes serve with `backend`; /health turns 200.
@@ -72,6 +76,7 @@ class HttpServer {
   CompletionHandler completions_;
   std::unique_ptr<HardenedHttpServer> http_;
   std::thread thread_;
+  std::string replica_id_;
   int port_ = -1;
 };
 

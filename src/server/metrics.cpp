@@ -1,12 +1,11 @@
 #include "server/metrics.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "server/response_builder.h"
 
@@ -14,11 +13,11 @@ namespace reprise::server {
 namespace {
 
 // vLLM's buckets, so that existing dashboards read the same.
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                          0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                           20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-const std::vector<double> kLatencyBuckets = {0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,
-                                             5.0,  10.0, 15.0, 20.0,  30.0,  40.0,  50.0,
+const std::vector<double> kLatencyBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                             5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                              60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 // Appends "# HELP", "# TYPE" and one sample line.
@@ -96,8 +95,7 @@ void Histogram::Set(std::vector<uint64_t> cumulative_counts, uint64_t count, dou
 
 ServerMetrics::ServerMetrics() : ttft_(kTtftBuckets), e2e_latency_(kLatencyBuckets) {}
 
-void ServerMetrics::RecordFinished(FinishReason reason, double ttft_seconds,
-                                   double total_seconds) {
+void ServerMetrics::RecordFinished(FinishReason reason, double ttft_seconds, double total_seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++finished_by_reason_[FinishReasonText(reason)];
   ttft_.Observe(ttft_seconds);
@@ -157,8 +155,8 @@ void RenderTiers(Exposition& out, const EngineStats& stats) {
                  [](const KvTierStats& t) { return t.blocks; });
   out.TierMetric("reprise:kv_tier_bytes", "gauge", "Bytes the tier holds.", tiers,
                  [](const KvTierStats& t) { return t.bytes; });
-  out.TierMetric("reprise:kv_tier_capacity_bytes", "gauge", "The tier's size cap (0: none).",
-                 tiers, [](const KvTierStats& t) { return t.capacity_bytes; });
+  out.TierMetric("reprise:kv_tier_capacity_bytes", "gauge", "The tier's size cap (0: none).", tiers,
+                 [](const KvTierStats& t) { return t.capacity_bytes; });
   out.TierMetric("reprise:kv_tier_read_bytes_total", "counter",
                  "Bytes of KV blocks loaded from the tier and verified.", tiers,
                  [](const KvTierStats& t) { return t.bytes_read; });
@@ -196,6 +194,21 @@ void RenderTiers(Exposition& out, const EngineStats& stats) {
   out.HistogramMetric("reprise:kv_tier_load_seconds",
                       "Time to load a request's blocks from the tiers, verification included.",
                       loads);
+}
+
+void RenderKvEvents(Exposition& out, const EngineStats& stats) {
+  if (!stats.kv_events) return;
+  out.Metric("reprise:kv_events_published_total", "counter",
+             "KV events (block stored, removed, all cleared) written to the Redis stream.",
+             stats.kv_events_published);
+  out.Metric("reprise:kv_events_dropped_total", "counter",
+             "KV events lost because the queue was full or Redis could not be reached.",
+             stats.kv_events_dropped);
+  out.Metric("reprise:kv_events_write_failures_total", "counter",
+             "Writes of KV events to Redis that failed.", stats.kv_events_write_failures);
+  out.Metric("reprise:kv_events_connected", "gauge",
+             "1 when the last write of KV events to Redis succeeded.",
+             stats.kv_events_connected ? 1 : 0);
 }
 
 }  // namespace
@@ -251,14 +264,15 @@ std::string ServerMetrics::Render(const EngineStats& stats, const HttpCounters& 
   out.Metric("reprise:kv_cache_blocks_protected", "gauge",
              "KV cache blocks in the protected tier: reused, so evicted after blocks used once.",
              stats.blocks_protected);
-  double usage = stats.blocks_total > 0 ? static_cast<double>(stats.blocks_in_use +
-                                                              stats.blocks_pinned) /
-                                              static_cast<double>(stats.blocks_total)
-                                        : 0.0;
+  double usage = stats.blocks_total > 0
+                     ? static_cast<double>(stats.blocks_in_use + stats.blocks_pinned) /
+                           static_cast<double>(stats.blocks_total)
+                     : 0.0;
   out.Metric("reprise:kv_cache_usage_perc", "gauge",
              "Fraction of KV cache blocks in use or pinned (1 = full).", usage);
 
   RenderTiers(out, stats);
+  RenderKvEvents(out, stats);
 
   std::lock_guard<std::mutex> lock(mutex_);
   out.Header("reprise:request_success_total", "counter", "Requests finished, by finish reason.");

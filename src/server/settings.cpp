@@ -257,22 +257,51 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
     settings.kv_disk_size_bytes = ParseByteSize(*flags.kv_disk_size);
     if (settings.kv_disk_size_bytes == 0) throw Error("--kv-disk-size must not be zero");
   }
-  if (flags.kv_redis_url) {
-    if (flags.kv_redis_url->rfind("redis://", 0) != 0) {
-      throw Error("--kv-redis-url must look like redis://HOST:PORT[/DB]");
+  // A Redis URL flag: checked, and refused without prefix caching (there is nothing to share).
+  auto redis_url = [&](const std::optional<std::string>& value, const char* flag,
+                       std::string& out) {
+    if (!value) return;
+    if (value->rfind("redis://", 0) != 0) {
+      throw Error(fmt::format("{} must look like redis://HOST:PORT[/DB]", flag));
     }
-    settings.kv_redis_url = *flags.kv_redis_url;
-    if (!settings.enable_prefix_caching)
-      throw Error("--kv-redis-url needs prefix caching, which is off");
-  }
+    if (!settings.enable_prefix_caching) {
+      throw Error(fmt::format("{} needs prefix caching, which is off", flag));
+    }
+    out = *value;
+  };
+  redis_url(flags.kv_redis_url, "--kv-redis-url", settings.kv_redis_url);
+  redis_url(flags.kv_events_redis_url, "--kv-events-redis-url", settings.kv_events_redis_url);
   auto needs_url = [&](const char* flag) {
     if (!flags.kv_redis_url) throw Error(fmt::format("{} needs --kv-redis-url", flag));
   };
+  auto needs_events = [&](const char* flag) {
+    if (!flags.kv_events_redis_url)
+      throw Error(fmt::format("{} needs --kv-events-redis-url", flag));
+  };
+  if (flags.kv_events_stream) {
+    needs_events("--kv-events-stream");
+    if (flags.kv_events_stream->empty()) throw Error("--kv-events-stream must not be empty");
+    settings.kv_events_stream = *flags.kv_events_stream;
+  }
+  if (flags.kv_events_max_len) {
+    needs_events("--kv-events-max-len");
+    if (*flags.kv_events_max_len < 1) throw Error("--kv-events-max-len must be at least 1");
+    settings.kv_events_max_len = static_cast<size_t>(*flags.kv_events_max_len);
+  }
+  if (flags.replica_id) {
+    if (flags.replica_id->empty() ||
+        flags.replica_id->find_first_of(" \t\r\n") != std::string::npos) {
+      throw Error("--replica-id must be a non-empty word without spaces");
+    }
+    settings.replica_id = *flags.replica_id;
+  }
   if (auto password = env("REDIS_PASSWORD"); password && !password->empty()) {
     settings.kv_redis_password = *password;
   }
   if (flags.kv_redis_password_file) {
-    needs_url("--kv-redis-password-file");
+    if (!flags.kv_redis_url && !flags.kv_events_redis_url) {
+      throw Error("--kv-redis-password-file needs --kv-redis-url or --kv-events-redis-url");
+    }
     settings.kv_redis_password_file = *flags.kv_redis_password_file;
   }
   if (flags.kv_redis_ttl) {
@@ -464,6 +493,10 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.kv_redis_password = settings.kv_redis_password;
   config.kv_redis_ttl_seconds = settings.kv_redis_ttl_seconds;
   config.kv_redis_size_bytes = settings.kv_redis_size_bytes;
+  config.kv_events_redis_url = settings.kv_events_redis_url;
+  config.kv_events_stream = settings.kv_events_stream;
+  config.kv_events_max_len = settings.kv_events_max_len;
+  config.kv_replica_id = settings.replica_id;  // serve fills in HOST:PORT when empty
   config.max_batch_tokens = settings.max_batch_tokens;
   config.max_running_requests = settings.max_running_requests;
   config.schedule_policy = settings.schedule_policy;

@@ -11,9 +11,8 @@
 #include <vector>
 
 #include "core/byte_size.h"
-#include "server/tenants.h"
-
 #include "reprise/engine.h"
+#include "server/tenants.h"
 
 namespace reprise::server {
 
@@ -37,6 +36,10 @@ struct ServeFlags {
   std::optional<std::string> kv_redis_password_file;
   std::optional<std::string> kv_redis_ttl;   // "24h", "90m", "3600" (seconds)
   std::optional<std::string> kv_redis_size;  // "8GiB"
+  std::optional<std::string> kv_events_redis_url;
+  std::optional<std::string> kv_events_stream;
+  std::optional<int64_t> kv_events_max_len;
+  std::optional<std::string> replica_id;
   std::optional<int> max_batch_tokens;
   std::optional<int> max_running_requests;
   std::optional<std::string> schedule_policy;
@@ -51,7 +54,7 @@ struct ServeFlags {
   std::optional<int> http_threads;
   std::optional<int64_t> max_connections;
   std::optional<int64_t> max_connections_per_client;
-  std::optional<double> shutdown_timeout;  // seconds
+  std::optional<double> shutdown_timeout;    // seconds
   std::vector<std::string> allowed_origins;  // --allowed-origins, each a comma list
 };
 
@@ -59,23 +62,27 @@ struct ServeFlags {
 struct ServerSettings {
   std::string model;
   std::string host = "127.0.0.1";
-  int port = 8000;                     // 0: any free port
-  std::string served_model_name;       // default: the model file's stem
-  std::vector<std::string> api_keys;   // each its own tenant; none (and no file): no auth
-  std::string api_keys_file;           // `KEY TENANT user|admin` lines (see tenants.h)
-  std::string cache_secret_file;       // empty: a random secret per start
+  int port = 8000;                    // 0: any free port
+  std::string served_model_name;      // default: the model file's stem
+  std::vector<std::string> api_keys;  // each its own tenant; none (and no file): no auth
+  std::string api_keys_file;          // `KEY TENANT user|admin` lines (see tenants.h)
+  std::string cache_secret_file;      // empty: a random secret per start
   bool share_cache_across_tenants = false;
   bool metrics_require_auth = false;
   int block_size = 16;
   size_t kv_cache_memory_bytes = 0;  // 0: the engine's default share of memory
   std::string kv_type = "f16";
-  std::string kv_disk_path;            // empty: no disk tier
-  size_t kv_disk_size_bytes = 0;       // 0: no cap
-  std::string kv_redis_url;            // empty: no shared tier
+  std::string kv_disk_path;       // empty: no disk tier
+  size_t kv_disk_size_bytes = 0;  // 0: no cap
+  std::string kv_redis_url;       // empty: no shared tier
   std::string kv_redis_password_file;
   std::string kv_redis_password;  // REDIS_PASSWORD; never logged
   int64_t kv_redis_ttl_seconds = 24 * 3600;
-  size_t kv_redis_size_bytes = 0;  // 0: no bound
+  size_t kv_redis_size_bytes = 0;   // 0: no bound
+  std::string kv_events_redis_url;  // empty: no KV events
+  std::string kv_events_stream = "reprise:kv-events";
+  size_t kv_events_max_len = 10000;
+  std::string replica_id;  // empty: HOST:PORT, once bound
   int max_batch_tokens = 512;
   int max_running_requests = 64;
   std::string schedule_policy = "cache-aware";     // or "lpm" (the same), "fcfs"
@@ -91,7 +98,7 @@ struct ServerSettings {
   int http_threads = 64;
   size_t max_connections = 1024;
   size_t max_connections_per_client = 128;
-  double shutdown_timeout_seconds = 30;  // SIGTERM: how long running requests may finish
+  double shutdown_timeout_seconds = 30;      // SIGTERM: how long running requests may finish
   std::vector<std::string> allowed_origins;  // CORS: origins allowed ("*": any); empty: none
 };
 

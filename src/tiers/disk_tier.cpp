@@ -25,22 +25,6 @@ namespace fs = std::filesystem;
 constexpr const char* kExtension = ".kvb";
 constexpr size_t kFingerprintChars = 16;  // of the root fingerprint's hex: the folder name
 
-bool ParseHexDigest(const std::string& text, Digest& out) {
-  if (text.size() != 2 * out.size()) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int high = nibble(text[2 * i]);
-    const int low = nibble(text[2 * i + 1]);
-    if (high < 0 || low < 0) return false;
-    out[i] = static_cast<uint8_t>(high * 16 + low);
-  }
-  return true;
-}
-
 bool IsHex(const std::string& text) {
   return std::all_of(text.begin(), text.end(),
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });

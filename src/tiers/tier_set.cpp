@@ -22,10 +22,11 @@ struct TierSet::Load {
 };
 
 TierSet::TierSet(const TierIdentity& identity, std::vector<std::unique_ptr<KvTier>> tiers,
-                 const TierSetConfig& config)
+                 const TierSetConfig& config, TierStoredHook on_stored)
     : identity_(identity),
       tiers_(std::move(tiers)),
       config_(config),
+      on_stored_(std::move(on_stored)),
       load_buckets_(std::size(kLoadSecondsBounds) + 1, 0) {
   REPRISE_CHECK(config_.load_threads >= 1, "a tier set needs a load thread");
   writer_ = std::thread([this] { WriteLoop(); });
@@ -227,7 +228,11 @@ void TierSet::WriteLoop() {
       writes_.pop_front();
       ++writing_;
     }
-    for (size_t target : write.targets) tiers_[target]->Store(write.meta, *write.payload);
+    for (size_t target : write.targets) {
+      if (tiers_[target]->Store(write.meta, *write.payload) && on_stored_) {
+        on_stored_(write.meta, target);
+      }
+    }
     {
       std::lock_guard lock(mutex_);
       --writing_;

@@ -29,6 +29,10 @@ struct TierSetConfig {
   int load_threads = 2;  // a load's blocks are split over these
 };
 
+// Called on the writing thread after tier `tier` (an index, nearest first) stored a block:
+// whoever tells others what this process holds listens here.
+using TierStoredHook = std::function<void(const BlockMeta& meta, size_t tier)>;
+
 // A finished load.
 struct TierLoad {
   uint64_t ticket = 0;
@@ -55,7 +59,7 @@ struct TierSetStats {
 class TierSet {
  public:
   TierSet(const TierIdentity& identity, std::vector<std::unique_ptr<KvTier>> tiers,
-          const TierSetConfig& config = {});
+          const TierSetConfig& config = {}, TierStoredHook on_stored = {});
   // Finishes the writes already queued (so a clean stop keeps them) and any load in flight.
   ~TierSet();
   TierSet(const TierSet&) = delete;
@@ -111,6 +115,7 @@ class TierSet {
   TierIdentity identity_;
   std::vector<std::unique_ptr<KvTier>> tiers_;
   TierSetConfig config_;
+  TierStoredHook on_stored_;  // may be empty
 
   mutable std::mutex mutex_;  // guards the members below
   std::condition_variable write_ready_;
