@@ -1,16 +1,15 @@
 #include "server/http_server.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -230,7 +229,7 @@ void HttpServer::RegisterRoutes() {
   // Called for every answer with status >= 400: counts it, and gives httplib's own errors
   // (no route, body too large) an OpenAI-style body.
   httplib::Server::HandlerWithResponse on_error = [this](const Request& request,
-                                                          Response& response) {
+                                                         Response& response) {
     if (!response.body.empty()) {
       state_.metrics().RecordError(response.status);
       return httplib::Server::HandlerResponse::Unhandled;
@@ -496,11 +495,9 @@ void HttpServer::HandleCacheClear(const httplib::Request& request, httplib::Resp
   std::optional<std::string> named;
   if (!request.body.empty()) {
     nlohmann::json body = ParseJsonBody(request.body);
-    for (const auto& [key, value] : body.items()) {
-      if (key != "tiers" && key != "tenant") {
-        throw ApiError::BadRequest(fmt::format("unknown field '{}'", key), key);
-      }
-    }
+    JsonFields fields(body);
+    constexpr std::string_view kClearFields[] = {"tiers", "tenant"};
+    fields.RefuseUnknown(kClearFields);
     if (body.contains("tiers")) {
       const nlohmann::json& names = body["tiers"];
       if (!names.is_array() || names.empty()) {
@@ -516,7 +513,6 @@ void HttpServer::HandleCacheClear(const httplib::Request& request, httplib::Resp
         tiers.push_back(name.get<std::string>());
       }
     }
-    JsonFields fields(body);
     named = fields.String("tenant");
   }
   // Users clear their own blocks; admins everything, or one tenant's when they name it.
