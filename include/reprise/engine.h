@@ -23,12 +23,12 @@ enum class EngineFaultSite {
 
 struct EngineConfig {
   std::string model_path;
-  bool enable_prefix_caching = true;   // --no-enable-prefix-caching, REUSE_CACHE=0, ...
-  int block_size = 16;                 // positions per KV block: a power of two in 1..256
-  size_t kv_cache_memory_bytes = 0;    // 0: a share of free memory (see Engine::Engine)
-  std::string kv_type = "f16";         // "f16" or "f32"
-  int max_batch_tokens = 512;          // tokens computed per engine step (decode + prefill)
-  int max_running_requests = 64;       // requests in flight at once; more wait in the queue
+  bool enable_prefix_caching = true;  // --no-enable-prefix-caching, REUSE_CACHE=0, ...
+  int block_size = 16;                // positions per KV block: a power of two in 1..256
+  size_t kv_cache_memory_bytes = 0;   // 0: a share of free memory (see Engine::Engine)
+  std::string kv_type = "f16";        // "f16" or "f32"
+  int max_batch_tokens = 512;         // tokens computed per engine step (decode + prefill)
+  int max_running_requests = 64;      // requests in flight at once; more wait in the queue
   // The order of prefill chunks: "cache-aware" (least uncached prompt first, so requests that
   // reuse a cached prefix are not queued behind cold prompts; "lpm", SGLang's name, is the same)
   // or "fcfs" (arrival order).
@@ -38,9 +38,9 @@ struct EngineConfig {
   // cache, or a burst of one-time prompts, do not flush everything) or "lru" (least recently
   // used first). Priority and TTL come before either.
   std::string eviction_policy = "scan-resistant";
-  size_t max_queued_requests = 1024;   // Submit refuses beyond this (the server answers 503)
-  int num_threads = 0;                 // kernel threads; 0: every core
-  int64_t max_context = 0;             // 0: the model's context length
+  size_t max_queued_requests = 1024;  // Submit refuses beyond this (the server answers 503)
+  int num_threads = 0;                // kernel threads; 0: every core
+  int64_t max_context = 0;            // 0: the model's context length
   // The disk tier: KV blocks evicted from memory are written under this folder (created when
   // missing) and loaded back on a later miss, after a restart too. Empty: no disk tier.
   std::string kv_disk_path;
@@ -106,23 +106,24 @@ struct SampledLogprobs {
 
 // How a request's blocks are shared and kept.
 struct CacheOptions {
-  std::string cache_salt;      // requests with different salts never share blocks
-  std::string task_id;         // a static task prompt to prepend (empty: none)
-  int priority = 35;           // 0..100: higher-priority blocks are evicted after lower ones
-  double ttl_seconds = 0;      // keep this prefix at least this long when memory allows
-  // Who the blocks this request adds to the cache belong to (a tenant), for ClearCache(owner).
-  // Not part of the key: isolation comes from cache_salt.
+  std::string cache_salt;  // requests with different salts never share blocks
+  std::string task_id;     // a static task prompt to prepend (empty: none)
+  int priority = 35;       // 0..100: higher-priority blocks are evicted after lower ones
+  double ttl_seconds = 0;  // keep this prefix at least this long when memory allows
+  // Who the blocks this request adds to the cache belong to (the server passes its tenant's
+  // salt), for ClearCache(tiers, owner). Only a digest of it is kept, in memory and in the
+  // header of each block written to a tier. Not part of the key: isolation comes from cache_salt.
   std::string owner;
 };
 
 struct GenerationRequest {
-  std::string prompt;                 // text, tokenized with the model's BOS rule...
-  std::vector<int32_t> prompt_tokens; // ...unless these are given
-  bool add_special_tokens = true;     // add BOS as the model asks (false for chat-templated text
-                                      // that already holds it)
+  std::string prompt;                  // text, tokenized with the model's BOS rule...
+  std::vector<int32_t> prompt_tokens;  // ...unless these are given
+  bool add_special_tokens = true;      // add BOS as the model asks (false for chat-templated text
+                                       // that already holds it)
   SamplingParams sampling;
   CacheOptions cache;
-  bool record_logits = false;         // keep each sampled position's logits (for exactness tests)
+  bool record_logits = false;  // keep each sampled position's logits (for exactness tests)
 };
 
 enum class FinishReason { kLength, kStop, kCancelled, kError };
@@ -147,12 +148,12 @@ struct GenerationOutput {
   uint64_t request_id = 0;
   std::string text;
   std::vector<int32_t> token_ids;
-  size_t prompt_tokens = 0;   // including any task prompt
-  size_t cached_tokens = 0;   // prompt tokens whose KV came from cache
-  CacheSources cache_sources; // cached_tokens by source
+  size_t prompt_tokens = 0;    // including any task prompt
+  size_t cached_tokens = 0;    // prompt tokens whose KV came from cache
+  CacheSources cache_sources;  // cached_tokens by source
   FinishReason finish_reason = FinishReason::kLength;
-  std::string error;          // set when finish_reason is kError
-  double ttft_seconds = 0;    // submission to first token
+  std::string error;        // set when finish_reason is kError
+  double ttft_seconds = 0;  // submission to first token
   // Forward-pass time of the engine steps that computed this request's prompt (until its first
   // token): TTFT minus queueing, matching, scheduling and sampling.
   double prefill_compute_seconds = 0;
@@ -177,7 +178,7 @@ struct TokenEvent {
 };
 
 struct StreamCallbacks {
-  std::function<void(const TokenEvent&)> on_token;        // called on the engine thread
+  std::function<void(const TokenEvent&)> on_token;         // called on the engine thread
   std::function<void(const GenerationOutput&)> on_finish;  // called once, on the engine thread
 };
 
@@ -271,7 +272,8 @@ class Engine {
   // Streaming: returns the request id at once. Throws reprise::Error for a request that can never
   // run (prompt beyond the context, unknown task_id) and QueueFullError when the queue is full.
   uint64_t Submit(GenerationRequest request, StreamCallbacks callbacks);
-  // Stops a request and frees its blocks; its on_finish reports kCancelled. Unknown ids are ignored.
+  // Stops a request and frees its blocks; its on_finish reports kCancelled. Unknown ids are
+  // ignored.
   void Cancel(uint64_t request_id);
 
   // Special-token texts become tokens; with add_special_tokens BOS is added as the model asks,
@@ -302,8 +304,9 @@ class Engine {
   // Clears the named tiers ("memory", "disk", "remote"), memory first; returns the blocks
   // dropped. A tier that is not configured drops nothing; another name throws reprise::Error.
   size_t ClearCache(const std::vector<std::string>& tiers);
-  // Drops the cached blocks that requests with CacheOptions::owner == `owner` added to memory.
-  size_t ClearCache(const std::string& owner);
+  // Drops, from each named tier, the blocks that requests with CacheOptions::owner == `owner`
+  // added (in the disk and remote tiers, those whose header names that owner).
+  size_t ClearCache(const std::vector<std::string>& tiers, const std::string& owner);
 
  private:
   std::unique_ptr<EngineImpl> impl_;

@@ -12,8 +12,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "engine/prompt_keys.h"
 #include "core/text.h"
+#include "engine/prompt_keys.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
 #include "sampling/logprobs.h"
@@ -389,7 +389,7 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
-  sequence->retention.owner = OwnerTag(request.cache.owner);
+  sequence->retention.owner = TenantSaltDigest(request.cache.owner);
   sequence->callbacks = std::move(callbacks);
   sequence->submitted_at = Clock::now();
   sequence->request = std::move(request);
@@ -450,19 +450,20 @@ size_t EngineImpl::ClearCache(const std::vector<std::string>& tiers,
   auto named = [&](const char* name) {
     return std::find(tiers.begin(), tiers.end(), name) != tiers.end();
   };
-  if (owner && (named("disk") || named("remote"))) {
-    throw Error("the disk and remote tiers keep no owners: only memory can be cleared per owner");
-  }
-  return RunOnEngineThread<size_t>([this, named, owner] {
+  std::optional<Digest> owned;
+  if (owner) owned = TenantSaltDigest(*owner);
+  return RunOnEngineThread<size_t>([this, named, owned] {
     size_t dropped = 0;
     if (named("memory")) {
-      dropped += owner ? cache_->ClearOwned(OwnerTag(*owner)) : cache_->ClearUnpinned();
+      dropped += owned ? cache_->ClearOwned(*owned) : cache_->ClearUnpinned();
       // What memory dropped was written back: have it on disk before anyone asks for it.
       if (tier_link_) tier_link_->tiers().Flush();
     }
     for (const char* name : {"disk", "remote"}) {
       size_t count = 0;
-      if (named(name) && tier_link_ && tier_link_->tiers().Clear(name, &count)) dropped += count;
+      if (named(name) && tier_link_ && tier_link_->tiers().Clear(name, owned, &count)) {
+        dropped += count;
+      }
     }
     PublishStats();
     return dropped;

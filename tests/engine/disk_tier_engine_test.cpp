@@ -1,11 +1,11 @@
 // The disk tier in the engine: blocks evicted or cleared from memory come back from disk (after a
 // restart too) bit for bit, so answers equal those with reuse off; bad files are never used; an
 // unusable folder leaves the engine answering from memory alone.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "engine_test_support.h"
@@ -143,6 +143,36 @@ TEST_F(DiskTierEngineTest, AWorkingSetLargerThanMemoryIsServedFromDisk) {
   EngineStats stats = testing::WaitForIdle(engine);
   EXPECT_GT(stats.tiers[0].blocks_written, 0u);
   EXPECT_EQ(stats.blocks_in_use, 0);
+}
+
+// A tenant's clear of memory and disk drops its own blocks from both, and nothing of another's.
+TEST_F(DiskTierEngineTest, AnOwnersClearReachesTheDiskAndSparesOthers) {
+  const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
+  auto as = [&](const char* salt) {
+    GenerationRequest request = Greedy(prompt);
+    request.cache.cache_salt = salt;
+    request.cache.owner = salt;
+    return request;
+  };
+  Engine engine(DiskConfig());
+  auto run = [&](const char* salt) {
+    std::vector<GenerationRequest> requests;
+    requests.push_back(as(salt));
+    return engine.Generate(std::move(requests))[0];
+  };
+  run("salt-alpha");
+  run("salt-beta");
+  engine.ClearCache(std::vector<std::string>{"memory"});  // both tenants' blocks go to disk
+  const size_t files = BlockFiles().size();
+  ASSERT_GT(files, 2 * (prompt.size() / 16 / 4));
+  const size_t dropped =
+      engine.ClearCache(std::vector<std::string>{"memory", "disk"}, std::string("salt-alpha"));
+  EXPECT_EQ(dropped, files / 2);
+  EXPECT_EQ(BlockFiles().size(), files - dropped);
+  GenerationOutput alpha = run("salt-alpha");
+  EXPECT_EQ(alpha.cached_tokens, 0u);
+  GenerationOutput beta = run("salt-beta");
+  EXPECT_GT(beta.cache_sources.disk, beta.prompt_tokens - 32);
 }
 
 TEST_F(DiskTierEngineTest, BadFilesAreNeverUsedAndTheAnswerIsTheSame) {
