@@ -19,6 +19,7 @@ struct GenerationRequest;
 enum class EngineFaultSite {
   kForward,  // before the step's forward pass, once per request in the batch
   kSample,   // before a request's next token is sampled
+  kLoad,     // when a request's blocks loaded from a KV tier are handed back, before their use
 };
 
 struct EngineConfig {

@@ -235,6 +235,14 @@ void EngineImpl::DrainLoads() {
   if (!tier_link_) return;
   for (const TierLink::Finished& done : tier_link_->TakeFinished()) {
     Sequence& sequence = *done.sequence;
+    const uint64_t id = sequence.id;
+    // The fault boundary covers a load's end too: a fault fails this request alone. It is still
+    // loading here, so FailRequests marks it, and it is delivered as an error just below.
+    try {
+      if (config_.fault_hook) config_.fault_hook(EngineFaultSite::kLoad, sequence.request);
+    } catch (const std::exception& error) {
+      FailRequests({id}, "load from the KV tiers", error.what());
+    }
     const size_t reused = TimeInto(scheduling_seconds_,
                                    [&] { return scheduler_->FinishLoad(sequence, done.loaded); });
     if (reused > 0) {
@@ -242,9 +250,15 @@ void EngineImpl::DrainLoads() {
       sequence.cache_sources.remote += done.sources.remote;
     }
     if (sequence.cancel_requested) {
-      std::unique_ptr<Sequence> cancelled =
-          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(sequence.id); });
-      if (cancelled) Deliver(std::move(cancelled), FinishReason::kCancelled, "");
+      std::unique_ptr<Sequence> removed =
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
+      if (removed) {
+        // A request that failed while it loaded is an error, not a cancellation.
+        std::string failure = std::move(removed->failure);
+        const FinishReason reason =
+            failure.empty() ? FinishReason::kCancelled : FinishReason::kError;
+        Deliver(std::move(removed), reason, failure);
+      }
     }
   }
 }
@@ -598,7 +612,7 @@ void EngineImpl::FailRequests(const std::vector<uint64_t>& ids, const std::strin
   for (uint64_t id : ids) {
     try {
       std::unique_ptr<Sequence> sequence =
-          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id, message); });
       if (sequence) Deliver(std::move(sequence), FinishReason::kError, message);
     } catch (const std::exception& error) {
       // Removing it failed too (a broken invariant): the request is gone either way.
