@@ -19,6 +19,7 @@ struct GenerationRequest;
 enum class EngineFaultSite {
   kForward,  // before the step's forward pass, once per request in the batch
   kSample,   // before a request's next token is sampled
+  kLoad,     // when a request's blocks loaded from a KV tier are handed back, before their use
 };
 
 struct EngineConfig {
@@ -118,8 +119,9 @@ struct CacheOptions {
   std::string task_id;     // a static task prompt to prepend (empty: none)
   int priority = 35;       // 0..100: higher-priority blocks are evicted after lower ones
   double ttl_seconds = 0;  // keep this prefix at least this long when memory allows
-  // Who the blocks this request adds to the cache belong to (a tenant), for ClearCache(owner).
-  // Not part of the key: isolation comes from cache_salt.
+  // Who the blocks this request adds to the cache belong to (the server passes its tenant's
+  // salt), for ClearCache(tiers, owner). Only a digest of it is kept, in memory and in the
+  // header of each block written to a tier. Not part of the key: isolation comes from cache_salt.
   std::string owner;
 };
 
@@ -318,8 +320,9 @@ class Engine {
   // Clears the named tiers ("memory", "disk", "remote"), memory first; returns the blocks
   // dropped. A tier that is not configured drops nothing; another name throws reprise::Error.
   size_t ClearCache(const std::vector<std::string>& tiers);
-  // Drops the cached blocks that requests with CacheOptions::owner == `owner` added to memory.
-  size_t ClearCache(const std::string& owner);
+  // Drops, from each named tier, the blocks that requests with CacheOptions::owner == `owner`
+  // added (in the disk and remote tiers, those whose header names that owner).
+  size_t ClearCache(const std::vector<std::string>& tiers, const std::string& owner);
 
  private:
   std::unique_ptr<EngineImpl> impl_;

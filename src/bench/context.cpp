@@ -99,7 +99,7 @@ void WarmUp(BenchTarget& target) {
   request.prompt = Prose(999'999, 48);
   request.max_tokens = 4;
   target.Run(request);
-  target.ClearCache();
+  target.ClearCache(/*every_tier=*/false);
 }
 
 }  // namespace reprise::bench

@@ -90,8 +90,12 @@ std::optional<EngineTimes> BenchEngineTarget::Times() {
   return times;
 }
 
-bool BenchEngineTarget::ClearCache() {
-  engine_->ClearCache();
+bool BenchEngineTarget::ClearCache(bool every_tier) {
+  if (every_tier) {
+    engine_->ClearCache(std::vector<std::string>{"memory", "disk", "remote"});
+  } else {
+    engine_->ClearCache();
+  }
   return true;
 }
 

@@ -19,7 +19,7 @@ class BenchEngineTarget : public BenchTarget {
   BenchResult Run(const BenchRequest& request) override;
   size_t CountTokens(const std::string& text) override;
   std::vector<int32_t> Tokenize(const std::string& text) override;
-  bool ClearCache() override;
+  bool ClearCache(bool every_tier) override;
   std::optional<EngineTimes> Times() override;
   bool in_process() const override { return true; }
   std::string Describe() const override;

@@ -123,12 +123,14 @@ std::optional<size_t> BenchHttpTarget::CountWithServer(const std::string& text) 
   return std::nullopt;
 }
 
-bool BenchHttpTarget::ClearCache() {
+bool BenchHttpTarget::ClearCache(bool every_tier) {
   std::lock_guard lock(mutex_);
   if (!server_clears_) return false;
   httplib::Client client(host_, port_);
   client.set_connection_timeout(10);
-  auto response = client.Post("/v1/cache/clear", "{}", "application/json");
+  auto response = client.Post(
+      "/v1/cache/clear", every_tier ? R"({"tiers": ["memory", "disk", "remote"]})" : "{}",
+      "application/json");
   server_clears_ = response && response->status == 200;
   if (!server_clears_) {
     spdlog::warn("{} cannot clear its cache (no POST /v1/cache/clear): restart it or pass a new "

@@ -28,7 +28,7 @@ class BenchHttpTarget : public BenchTarget {
   size_t CountTokens(const std::string& text) override;
   std::vector<int32_t> Tokenize(const std::string&) override { return {}; }
   // POST /v1/cache/clear (Reprise's route); false where the server has none.
-  bool ClearCache() override;
+  bool ClearCache(bool every_tier) override;
   bool in_process() const override { return false; }
   std::string Describe() const override { return url_; }
 

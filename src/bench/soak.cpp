@@ -29,14 +29,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kSharedDocuments = 4;
 constexpr double kMiB = 1024.0 * 1024.0;
+// How long a client waits for a completion's next bytes; a slower server counts as unanswered.
+constexpr int kReadTimeoutSeconds = 120;
+
+// Why a request that was due an answer got none, and after how long (a read timeout says the
+// server was slower than the client's patience, not silent).
+std::string Unanswered(const std::string& what, Clock::time_point start) {
+  return fmt::format("no answer ({}) after {:.1f} s", what,
+                     std::chrono::duration<double>(Clock::now() - start).count());
+}
 
 struct Tally {
   std::mutex mutex;
-  std::map<std::string, uint64_t> actions;  // by action name
-  std::map<int, uint64_t> statuses;         // by HTTP status (0: no answer, as intended)
-  uint64_t server_errors = 0;               // 5xx
-  std::vector<std::string> error_samples;   // the first few 5xx bodies
+  std::map<std::string, uint64_t> actions;      // by action name
+  std::map<int, uint64_t> statuses;             // by HTTP status (0: no answer, as intended)
+  uint64_t server_errors = 0;                   // 5xx
+  std::vector<std::string> error_samples;       // the first few 5xx bodies
+  std::vector<std::string> unanswered_samples;  // the first few requests left unanswered: why
 
+  // `body`: the answer, or for status -1 (no answer where one was due) what happened.
   void Record(const std::string& action, int status, const std::string& body) {
     std::lock_guard lock(mutex);
     ++actions[action];
@@ -44,6 +55,9 @@ struct Tally {
     if (status >= 500) {
       ++server_errors;
       if (error_samples.size() < 5) error_samples.push_back(action + ": " + body.substr(0, 300));
+    }
+    if (status < 0 && unanswered_samples.size() < 5) {
+      unanswered_samples.push_back(action + ": " + body.substr(0, 300));
     }
   }
 };
@@ -94,7 +108,7 @@ nlohmann::json SoakRun::Body(std::mt19937_64& random, uint64_t unique, bool stre
 
 int SoakRun::Stream(const nlohmann::json& body, int drop_after, bool reset,
                     std::string& error_body) {
-  httplib::Client client = MakeBenchClient(server_, 120);
+  httplib::Client client = MakeBenchClient(server_, kReadTimeoutSeconds);
   if (reset) {
     client.set_socket_options([](socket_t sock) {
       linger hard{1, 0};  // close() sends RST
@@ -114,9 +128,13 @@ int SoakRun::Stream(const nlohmann::json& body, int drop_after, bool reset,
   };
   httplib::Response response;
   httplib::Error error = httplib::Error::Success;
+  const Clock::time_point start = Clock::now();
   bool sent = client.send(http, response, error);
-  if (!sent) return drop_after > 0 ? 0 : -1;
-  return response.status;
+  if (!sent && drop_after <= 0) {
+    error_body = Unanswered(httplib::to_string(error), start);
+    return -1;
+  }
+  return sent ? response.status : 0;
 }
 
 void SoakRun::Client(int id, Clock::time_point deadline) {
@@ -127,10 +145,13 @@ void SoakRun::Client(int id, Clock::time_point deadline) {
     int max_tokens = 1 + static_cast<int>(random() % 12);
     std::string error_body;
     if (roll < 30) {
-      httplib::Client client = MakeBenchClient(server_, 120);
+      httplib::Client client = MakeBenchClient(server_, kReadTimeoutSeconds);
+      const Clock::time_point start = Clock::now();
       CallResult result = PostJsonTimed(
           client, "/v1/completions", Body(random, ++unique, false, max_tokens), options_.api_key);
-      tally_.Record("plain", result.status == 0 ? -1 : result.status, result.body.dump());
+      tally_.Record(
+          "plain", result.status == 0 ? -1 : result.status,
+          result.status == 0 ? Unanswered("closed or timed out", start) : result.body.dump());
     } else if (roll < 60) {
       int status = Stream(Body(random, ++unique, true, max_tokens), 0, false, error_body);
       tally_.Record("streamed", status, error_body);
@@ -156,14 +177,19 @@ void SoakRun::Client(int id, Clock::time_point deadline) {
                     result.body.dump());
     } else if (roll < 93) {
       httplib::Client client = MakeBenchClient(server_, 60);
+      const Clock::time_point start = Clock::now();
       CallResult result =
           PostJsonTimed(client, "/v1/cache/clear", nlohmann::json::object(), options_.api_key);
-      tally_.Record("cache clear", result.status == 0 ? -1 : result.status, result.body.dump());
+      tally_.Record(
+          "cache clear", result.status == 0 ? -1 : result.status,
+          result.status == 0 ? Unanswered("closed or timed out", start) : result.body.dump());
     } else {
       httplib::Client client = MakeBenchClient(server_, 60);
       const char* path = roll % 2 == 0 ? "/v1/cache/stats" : "/metrics";
+      const Clock::time_point start = Clock::now();
       CallResult result = GetTimed(client, path, options_.api_key);
-      tally_.Record(std::string("GET ") + path, result.status == 0 ? -1 : result.status, "");
+      tally_.Record(std::string("GET ") + path, result.status == 0 ? -1 : result.status,
+                    result.status == 0 ? Unanswered("closed or timed out", start) : "");
     }
   }
 }
@@ -254,6 +280,9 @@ int SoakRun::Run() {
   uint64_t failed = tally_.statuses.count(-1) ? tally_.statuses[-1] : 0;
   check(failed == 0,
         fmt::format("requests that should have been answered and were not: {}", failed));
+  for (const std::string& sample : tally_.unanswered_samples) {
+    std::printf("      %s\n", sample.c_str());
+  }
   for (const char* gauge : kGauges) {
     check(after.count(gauge) && after[gauge] == 0, fmt::format("{} = {}", gauge, after[gauge]));
   }

@@ -58,9 +58,9 @@ class BenchTarget {
   virtual size_t CountTokens(const std::string& text) = 0;
   // Token ids of `text`, in process only (empty elsewhere).
   virtual std::vector<int32_t> Tokenize(const std::string& text) = 0;
-  // Drops every cached block not in use; false where the target cannot (a server without
-  // POST /v1/cache/clear).
-  virtual bool ClearCache() = 0;
+  // Drops every cached block not in use, from memory, or from every tier (disk, remote) when
+  // `every_tier`; false where the target cannot (a server without POST /v1/cache/clear).
+  virtual bool ClearCache(bool every_tier) = 0;
   // In process only: the engine's step-thread times, once every request Run has returned is
   // accounted. Unset for a server.
   virtual std::optional<EngineTimes> Times() { return std::nullopt; }

@@ -72,7 +72,7 @@ WorkloadResult RunTiersWorkload(const BenchContext& context) {
     for (int c = 0; c < kCases; ++c) {
       if (c == kDisk) {
         progress.Step(fmt::format("run {}: clearing memory (blocks written to disk)", r + 1));
-        target->ClearCache();
+        target->ClearCache(/*every_tier=*/false);
       } else if (c == kRestart) {
         progress.Step(fmt::format("run {}: restarting the engine", r + 1));
         target.reset();  // a clean stop: what memory holds is on disk

@@ -26,7 +26,7 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
   command->add_option("-t,--threads", options->threads, "kernel threads (0 = all cores)");
   command->add_option("--block-size", options->block_size, "KV positions per block");
   command->add_option("--kv-cache-memory", options->kv_cache_memory,
-                      "KV cache budget, e.g. 2GiB (default 1GiB; multidoc sets its own)");
+                      "KV cache budget, e.g. 2GiB (default 1GiB; multidoc: about 4 documents' worth)");
   command->add_option("--kv-disk-path", options->kv_disk_path,
                       "keep KV blocks evicted from memory in this folder (the disk tier)");
   command->add_option("--kv-disk-size", options->kv_disk_size,

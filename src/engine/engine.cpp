@@ -102,6 +102,8 @@ size_t Engine::ClearCache() { return impl_->ClearCache({"memory"}, std::nullopt)
 size_t Engine::ClearCache(const std::vector<std::string>& tiers) {
   return impl_->ClearCache(tiers, std::nullopt);
 }
-size_t Engine::ClearCache(const std::string& owner) { return impl_->ClearCache({"memory"}, owner); }
+size_t Engine::ClearCache(const std::vector<std::string>& tiers, const std::string& owner) {
+  return impl_->ClearCache(tiers, owner);
+}
 
 }  // namespace reprise

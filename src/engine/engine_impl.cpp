@@ -270,6 +270,14 @@ void EngineImpl::DrainLoads() {
   if (!tier_link_) return;
   for (const TierLink::Finished& done : tier_link_->TakeFinished()) {
     Sequence& sequence = *done.sequence;
+    const uint64_t id = sequence.id;
+    // The fault boundary covers a load's end too: a fault fails this request alone. It is still
+    // loading here, so FailRequests marks it, and it is delivered as an error just below.
+    try {
+      if (config_.fault_hook) config_.fault_hook(EngineFaultSite::kLoad, sequence.request);
+    } catch (const std::exception& error) {
+      FailRequests({id}, "load from the KV tiers", error.what());
+    }
     const size_t reused = TimeInto(scheduling_seconds_,
                                    [&] { return scheduler_->FinishLoad(sequence, done.loaded); });
     if (reused > 0) {
@@ -277,9 +285,15 @@ void EngineImpl::DrainLoads() {
       sequence.cache_sources.remote += done.sources.remote;
     }
     if (sequence.cancel_requested) {
-      std::unique_ptr<Sequence> cancelled =
-          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(sequence.id); });
-      if (cancelled) Deliver(std::move(cancelled), FinishReason::kCancelled, "");
+      std::unique_ptr<Sequence> removed =
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
+      if (removed) {
+        // A request that failed while it loaded is an error, not a cancellation.
+        std::string failure = std::move(removed->failure);
+        const FinishReason reason =
+            failure.empty() ? FinishReason::kCancelled : FinishReason::kError;
+        Deliver(std::move(removed), reason, failure);
+      }
     }
   }
 }
@@ -424,7 +438,7 @@ std::unique_ptr<Sequence> EngineImpl::MakeSequence(GenerationRequest request,
   sequence->extras.cache_salt = request.cache.cache_salt;
   sequence->retention.priority = std::clamp(request.cache.priority, 0, 100);
   sequence->retention.ttl_seconds = std::max(0.0, request.cache.ttl_seconds);
-  sequence->retention.owner = OwnerTag(request.cache.owner);
+  sequence->retention.owner = TenantSaltDigest(request.cache.owner);
   sequence->callbacks = std::move(callbacks);
   sequence->submitted_at = Clock::now();
   sequence->request = std::move(request);
@@ -485,19 +499,20 @@ size_t EngineImpl::ClearCache(const std::vector<std::string>& tiers,
   auto named = [&](const char* name) {
     return std::find(tiers.begin(), tiers.end(), name) != tiers.end();
   };
-  if (owner && (named("disk") || named("remote"))) {
-    throw Error("the disk and remote tiers keep no owners: only memory can be cleared per owner");
-  }
-  return RunOnEngineThread<size_t>([this, named, owner] {
+  std::optional<Digest> owned;
+  if (owner) owned = TenantSaltDigest(*owner);
+  return RunOnEngineThread<size_t>([this, named, owned] {
     size_t dropped = 0;
     if (named("memory")) {
-      dropped += owner ? cache_->ClearOwned(OwnerTag(*owner)) : cache_->ClearUnpinned();
+      dropped += owned ? cache_->ClearOwned(*owned) : cache_->ClearUnpinned();
       // What memory dropped was written back: have it on disk before anyone asks for it.
       if (tier_link_) tier_link_->tiers().Flush();
     }
     for (const char* name : {"disk", "remote"}) {
       size_t count = 0;
-      if (named(name) && tier_link_ && tier_link_->tiers().Clear(name, &count)) dropped += count;
+      if (named(name) && tier_link_ && tier_link_->tiers().Clear(name, owned, &count)) {
+        dropped += count;
+      }
     }
     PublishStats();
     return dropped;
@@ -632,7 +647,7 @@ void EngineImpl::FailRequests(const std::vector<uint64_t>& ids, const std::strin
   for (uint64_t id : ids) {
     try {
       std::unique_ptr<Sequence> sequence =
-          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id); });
+          TimeInto(scheduling_seconds_, [&] { return scheduler_->Remove(id, message); });
       if (sequence) Deliver(std::move(sequence), FinishReason::kError, message);
     } catch (const std::exception& error) {
       // Removing it failed too (a broken invariant): the request is gone either way.

@@ -48,7 +48,7 @@ class EngineImpl {
   EngineStats Stats() const;
   std::vector<TaskPromptInfo> TaskPrompts() const { return task_infos_; }
   // Clears the named tiers ("memory", "disk", "remote"); with `owner`, only the blocks that
-  // owner's requests (CacheOptions::owner) added to memory (the tiers beyond keep no owners).
+  // owner's requests (CacheOptions::owner) added, in each of them.
   size_t ClearCache(const std::vector<std::string>& tiers, const std::optional<std::string>& owner);
 
  private:

@@ -195,8 +195,7 @@ void Scheduler::Preempt(Sequence& sequence) {
   ReleaseBlocks(sequence);
 }
 
-bool Scheduler::PreemptNewest(const Sequence& keep,
-                              const std::unordered_set<Sequence*>& planned) {
+bool Scheduler::PreemptNewest(const Sequence& keep, const std::unordered_set<Sequence*>& planned) {
   for (size_t i = running_.size(); i-- > 0;) {
     Sequence* victim = running_[i].get();
     // A loading sequence's blocks are being written by an I/O thread: never taken from it.
@@ -305,9 +304,8 @@ StepPlan Scheduler::Schedule() {
     plan.entries.push_back({&sequence, start, end - start, end == sequence.tokens.size()});
     plan.num_tokens += end - start;
     budget -= end - start;
-    for (size_t block = start / block_size; (block + 1) * block_size <= sequence.tokens.size() &&
-                                            block * block_size < end;
-         ++block) {
+    for (size_t block = start / block_size;
+         (block + 1) * block_size <= sequence.tokens.size() && block * block_size < end; ++block) {
       in_flight.insert(PrefixHash(sequence, block));
     }
     return true;
@@ -365,7 +363,7 @@ void Scheduler::Complete(const StepPlan& plan) {
   }
 }
 
-std::unique_ptr<Sequence> Scheduler::Remove(uint64_t id) {
+std::unique_ptr<Sequence> Scheduler::Remove(uint64_t id, const std::string& failure) {
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     if ((*it)->id == id) {
       std::unique_ptr<Sequence> sequence = std::move(*it);
@@ -378,6 +376,7 @@ std::unique_ptr<Sequence> Scheduler::Remove(uint64_t id) {
     if (sequence->id != id) continue;
     if (sequence->loading) {
       sequence->cancel_requested = true;  // its blocks are being written: finished after the load
+      if (sequence->failure.empty()) sequence->failure = failure;
       return nullptr;
     }
     return Finish(sequence.get());

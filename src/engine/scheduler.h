@@ -7,11 +7,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
-#include "kvcache/prefix_cache.h"
 #include "engine/sequence.h"
+#include "kvcache/prefix_cache.h"
 
 namespace reprise {
 
@@ -89,8 +90,10 @@ class Scheduler {
   // Removes a sequence (finished or cancelled): commits its computed tail, releases its blocks.
   // `pin` keeps its blocks forever (static task prompts).
   std::unique_ptr<Sequence> Finish(Sequence* sequence, bool pin = false);
-  // Removes a sequence by id from waiting or running; nullptr when unknown.
-  std::unique_ptr<Sequence> Remove(uint64_t id);
+  // Removes a sequence by id from waiting or running; nullptr when unknown, or when it is loading:
+  // then it is marked (cancel_requested, and `failure` when it failed) and its owner removes it
+  // once the load is taken, so no I/O thread writes into blocks that went back.
+  std::unique_ptr<Sequence> Remove(uint64_t id, const std::string& failure = "");
   // Removes every sequence (shutting down), releasing their blocks.
   std::vector<std::unique_ptr<Sequence>> RemoveAll();
 

@@ -38,6 +38,7 @@ struct Sequence {
   // thread): the sequence is neither scheduled nor preempted until the load is taken.
   bool loading = false;
   bool cancel_requested = false;      // cancelled while loading: finished once the load is taken
+  std::string failure;                // failed while loading (a fault): finished as an error
   bool load_counts_as_reuse = false;  // the load began at its first admission
   size_t committed_blocks = 0;        // leading full blocks registered in the prefix index
   std::optional<Digest> last_committed_key;  // key of the last of them: the next one's parent

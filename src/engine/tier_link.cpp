@@ -15,6 +15,7 @@ void TierLink::Offer(const CachedBlockInfo& block, bool wait_for_room) {
   meta.key = *block.key;
   meta.parent_key = *block.parent_key;
   meta.extras_digest = *block.extras_digest;
+  meta.owner = *block.owner;
   meta.tokens.assign(block.tokens.begin(), block.tokens.end());
   tiers_->Offer(meta, block.data, wait_for_room);
 }

@@ -12,15 +12,12 @@ void UpdateLength(Sha256& hasher, uint64_t length) {
 
 }  // namespace
 
-uint64_t OwnerTag(std::string_view owner) {
-  if (owner.empty()) return 0;
+Digest TenantSaltDigest(std::string_view tenant_salt) {
+  if (tenant_salt.empty()) return Digest{};
   Sha256 hasher;
-  hasher.Update("reprise.kv.owner.v1");
-  hasher.Update(owner);
-  Digest digest = hasher.Finish();
-  uint64_t tag = 0;
-  for (size_t i = 0; i < sizeof(tag); ++i) tag = (tag << 8) | digest[i];
-  return tag == 0 ? 1 : tag;
+  hasher.Update("reprise.kv.tenant.v1");
+  hasher.Update(tenant_salt);
+  return hasher.Finish();
 }
 
 Digest ExtrasDigest(const CacheKeyExtras& extras) {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 #include "core/sha256.h"
 
@@ -19,8 +19,11 @@ struct CacheKeyExtras {
   std::string extra;       // opaque: adapter id, multimodal hashes, ...
 };
 
-// A nonzero 64-bit tag for a cache owner's name (a tenant): RetentionPolicy::owner. 0 for "".
-uint64_t OwnerTag(std::string_view owner);
+// The one name of a tenant outside its requests: SHA-256, in its own domain, of the tenant's
+// server-side cache salt. Every block records its owner by it (in memory, in the header of every
+// tier's block, in KV events), so per-tenant clears reach every tier while the salt itself (the
+// secret that isolates the tenant's keys) is never written anywhere. All zero for "" (no owner).
+Digest TenantSaltDigest(std::string_view tenant_salt);
 
 // SHA-256 of the length-prefixed extras: ("ab","c") and ("a","bc") differ.
 Digest ExtrasDigest(const CacheKeyExtras& extras);

@@ -272,7 +272,7 @@ size_t PrefixCache::ClearUnpinned() {
   return dropped;
 }
 
-size_t PrefixCache::ClearOwned(uint64_t owner) {
+size_t PrefixCache::ClearOwned(const Digest& owner) {
   // One pass over the queue: dropping a leaf queues its parent, which this loop pops in turn;
   // the other owners' leaves go back as they were (same order keys).
   size_t dropped = 0;
@@ -457,6 +457,7 @@ CachedBlockInfo PrefixCache::Describe(BlockId id) const {
   info.full = !index_.IsPartial(id);
   info.pinned = state.pinned;
   info.priority = state.priority;
+  info.owner = &state.owner;
   return info;
 }
 

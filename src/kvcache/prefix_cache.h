@@ -49,9 +49,9 @@ struct RetentionPolicy {
   int priority = 35;       // 0..100; lower priorities are evicted first
   double ttl_seconds = 0;  // > 0: evicted only after every block without a running TTL
   bool pinned = false;     // never evicted (static task prompts); counts against the pool
-  // Who put the block in the cache (OwnerTag of a tenant; 0: nobody in particular), so that
-  // ClearOwned drops one tenant's blocks. Not part of the key: set by the first Commit.
-  uint64_t owner = 0;
+  // Who put the block in the cache (TenantSaltDigest of a tenant; zero: nobody in particular),
+  // so that ClearOwned drops one tenant's blocks. Not part of the key: set by the first Commit.
+  Digest owner{};
 };
 
 struct PrefixCacheConfig {
@@ -152,7 +152,7 @@ class PrefixCache {
   // Admin: evicts every block eviction can reach, ignoring TTLs; returns how many.
   size_t ClearUnpinned();
   // Likewise for the blocks first committed with policy.owner == `owner` only.
-  size_t ClearOwned(uint64_t owner);
+  size_t ClearOwned(const Digest& owner);
 
   CacheStats Stats() const;
 
@@ -187,8 +187,8 @@ class PrefixCache {
     bool pinned = false;
     bool is_protected = false;  // in the protected tier (see the class comment)
     bool duplicate = false;     // private copy of the indexed block keyed duplicate_key
-    uint64_t owner = 0;         // RetentionPolicy::owner of the Commit that indexed it
     Digest duplicate_key{};
+    Digest owner{};  // RetentionPolicy::owner of the Commit that indexed it
   };
 
   // A held indexed block cannot be evicted: referenced, pinned, or above a held block.

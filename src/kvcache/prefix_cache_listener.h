@@ -18,6 +18,7 @@ struct CachedBlockInfo {
   const Digest* key = nullptr;
   const Digest* parent_key = nullptr;  // the root fingerprint for a sequence's first block
   const Digest* extras_digest = nullptr;
+  const Digest* owner = nullptr;    // RetentionPolicy::owner (zero: none)
   std::span<const int32_t> tokens;  // block_size of them for a full block, fewer for a tail
   std::span<const uint8_t> data;    // the block's KV bytes (final once indexed)
   bool full = true;

@@ -1,6 +1,8 @@
 #include "server/completion_handler.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,9 +11,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "server/api_error.h"
@@ -36,9 +35,12 @@ struct PreparedPrompt {
 
 const char* IdPrefix(ApiKind kind) {
   switch (kind) {
-    case ApiKind::kChat: return "chatcmpl";
-    case ApiKind::kCompletion: return "cmpl";
-    case ApiKind::kRtpGenerate: return "gen";
+    case ApiKind::kChat:
+      return "chatcmpl";
+    case ApiKind::kCompletion:
+      return "cmpl";
+    case ApiKind::kRtpGenerate:
+      return "gen";
   }
   return "req";
 }
@@ -80,8 +82,7 @@ void DecideMaxTokens(const ParsedRequest& parsed, const ModelInfo& info, Prepare
                         "requested {} tokens ({} in the prompt, {} for the completion); reduce "
                         "the prompt or max_tokens",
                         context, prompt_tokens + max_tokens, prompt_tokens, max_tokens),
-            "max_tokens",
-            "context_length_exceeded");
+            "max_tokens", "context_length_exceeded");
       }
     }
   } else if (parsed.kind == ApiKind::kCompletion) {
@@ -192,8 +193,7 @@ std::vector<std::string> EchoTexts(const ParsedRequest& parsed, const InferenceB
 void RecordFinish(ServerMetrics& metrics, const CompletionJob& job, size_t index) {
   FinishReason reason = job.finish_reason(index);
   if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
-    metrics.RecordFinished(reason, job.result(index).ttft_seconds,
-                           job.result(index).total_seconds);
+    metrics.RecordFinished(reason, job.result(index).ttft_seconds, job.result(index).total_seconds);
   }
 }
 
@@ -316,13 +316,12 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
   // tenant's blocks.
   const Tenant& caller = state_.Caller(http_request.get_header_value("Authorization"));
   parsed.cache.cache_salt = state_.tenants().EngineSalt(caller, parsed.cache.cache_salt);
-  parsed.cache.owner = caller.cache_salt.empty() ? std::string() : caller.name;
+  parsed.cache.owner = caller.cache_salt;
   const std::string& served_name = state_.options().served_model_name;
   if (!parsed.model.empty() && parsed.model != served_name) {
-    throw ApiError::NotFound(
-        fmt::format("The model '{}' does not exist; this server serves '{}'", parsed.model,
-                    served_name),
-        "model_not_found");
+    throw ApiError::NotFound(fmt::format("The model '{}' does not exist; this server serves '{}'",
+                                         parsed.model, served_name),
+                             "model_not_found");
   }
   if (kind == ApiKind::kRtpGenerate && parsed.stream &&
       parsed.prompts.size() * static_cast<size_t>(parsed.n) != 1) {
@@ -333,9 +332,8 @@ void CompletionHandler::Handle(ApiKind kind, const httplib::Request& http_reques
   // A client that left while its request was read gets nothing computed.
   if (ClientGone()) throw ClientClosedError();
 
-  auto job = std::make_unique<CompletionJob>(ready->backend,
-                                             prompts.size() * static_cast<size_t>(parsed.n),
-                                             parsed.n);
+  auto job = std::make_unique<CompletionJob>(
+      ready->backend, prompts.size() * static_cast<size_t>(parsed.n), parsed.n);
   SubmitAll(*job, parsed, prompts);
   ResponseBuilder builder(kind, state_.NextId(IdPrefix(kind)),
                           std::chrono::duration_cast<std::chrono::seconds>(

@@ -41,7 +41,7 @@ std::vector<TaskPromptInfo> EngineBackend::TaskPrompts() const { return engine_-
 
 size_t EngineBackend::ClearCache(const std::vector<std::string>& tiers,
                                  const std::optional<std::string>& owner) {
-  return owner ? engine_->ClearCache(*owner) : engine_->ClearCache(tiers);
+  return owner ? engine_->ClearCache(tiers, *owner) : engine_->ClearCache(tiers);
 }
 
 }  // namespace reprise::server

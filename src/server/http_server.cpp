@@ -498,11 +498,9 @@ void HttpServer::HandleCacheClear(const httplib::Request& request, httplib::Resp
   std::optional<std::string> named;
   if (!request.body.empty()) {
     nlohmann::json body = ParseJsonBody(request.body);
-    for (const auto& [key, value] : body.items()) {
-      if (key != "tiers" && key != "tenant") {
-        throw ApiError::BadRequest(fmt::format("unknown field '{}'", key), key);
-      }
-    }
+    JsonFields fields(body);
+    constexpr std::string_view kClearFields[] = {"tiers", "tenant"};
+    fields.RefuseUnknown(kClearFields);
     if (body.contains("tiers")) {
       const nlohmann::json& names = body["tiers"];
       if (!names.is_array() || names.empty()) {
@@ -518,36 +516,33 @@ void HttpServer::HandleCacheClear(const httplib::Request& request, httplib::Resp
         tiers.push_back(name.get<std::string>());
       }
     }
-    JsonFields fields(body);
     named = fields.String("tenant");
   }
-  // Users clear their own blocks; admins everything, or one tenant's when they name it.
-  std::optional<std::string> owner;
+  // Users clear their own blocks, in every tier named; admins everything, or one tenant's when
+  // they name it.
+  const Tenant* whose = nullptr;
   if (!caller.admin()) {
     if (named && *named != caller.name) {
       throw ApiError(403, "a user key clears its own tenant's cache only", "permission_error",
                      "forbidden", "tenant");
     }
-    owner = caller.name;
+    whose = &caller;
   } else if (named) {
-    if (!state_.tenants().Find(*named)) {
+    whose = state_.tenants().Find(*named);
+    if (!whose) {
       throw ApiError::BadRequest(fmt::format("unknown tenant '{}'", *named), "tenant",
                                  "tenant_not_found");
     }
-    owner = *named;
   }
-  if (owner && tiers != std::vector<std::string>{"memory"}) {
-    throw ApiError::BadRequest(
-        "the disk and remote tiers keep no owners: a tenant's blocks can be cleared from memory "
-        "only (an admin key clears every tenant's, in any tier)",
-        "tiers");
-  }
+  // The engine knows a tenant by its salt (the owner its requests carry), never by name.
+  std::optional<std::string> owner;
+  if (whose) owner = whose->cache_salt;
   size_t cleared = ready->backend->ClearCache(tiers, owner);
   spdlog::info("cache cleared by {} ({}): {} blocks of {} dropped", caller.name,
-               fmt::join(tiers, ", "), cleared, owner ? *owner : std::string("every tenant"));
+               fmt::join(tiers, ", "), cleared, whose ? whose->name : std::string("every tenant"));
   SetJson(response, {{"cleared_blocks", cleared},
                      {"tiers", tiers},
-                     {"tenant", owner ? nlohmann::json(*owner) : nlohmann::json(nullptr)}});
+                     {"tenant", whose ? nlohmann::json(whose->name) : nlohmann::json(nullptr)}});
 }
 
 }  // namespace reprise::server

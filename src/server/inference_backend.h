@@ -28,8 +28,8 @@ class InferenceBackend {
   virtual ModelInfo Info() const = 0;
   virtual EngineStats Stats() const = 0;
   virtual std::vector<TaskPromptInfo> TaskPrompts() const = 0;
-  // Clears the named tiers ("memory", "disk", "remote"); with `owner`, only the blocks that
-  // owner's requests added to memory.
+  // Clears the named tiers ("memory", "disk", "remote"); with `owner` (a CacheOptions::owner),
+  // only the blocks that owner's requests added, in each of them.
   virtual size_t ClearCache(const std::vector<std::string>& tiers,
                             const std::optional<std::string>& owner) = 0;
 };

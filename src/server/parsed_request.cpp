@@ -1,9 +1,9 @@
 #include "server/parsed_request.h"
 
+#include <fmt/format.h>
+
 #include <limits>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "server/api_error.h"
 #include "server/json_fields.h"
@@ -16,7 +16,8 @@ constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
 // The sampling and cache fields that the OpenAI routes share.
 void ReadSampling(const JsonFields& fields, ParsedRequest& request) {
   SamplingParams& sampling = request.sampling;
-  if (auto v = fields.Number("temperature", 0.0, 2.0)) sampling.temperature = static_cast<float>(*v);
+  if (auto v = fields.Number("temperature", 0.0, 2.0))
+    sampling.temperature = static_cast<float>(*v);
   if (auto v = fields.Number("top_p", 0.0, 1.0, /*min_exclusive=*/true)) {
     sampling.top_p = static_cast<float>(*v);
   }
@@ -121,6 +122,23 @@ constexpr std::string_view kCompletionFields[] = {"prompt", "echo", "suffix", "b
 constexpr std::string_view kMessageFields[] = {"role",          "content",      "tool_calls",
                                                "function_call", "tool_call_id", "refusal"};
 constexpr std::string_view kStreamOptionFields[] = {"include_usage", "include_obfuscation"};
+// rtp-llm's request: the top level and its generate_config; our cache fields are read at both.
+constexpr std::string_view kCacheFields[] = {"cache_salt", "task_id", "cache_priority",
+                                             "cache_ttl_s"};
+constexpr std::string_view kGenerateFields[] = {"prompt", "model", "stream", "generate_config"};
+constexpr std::string_view kGenerateConfigFields[] = {"max_new_tokens",
+                                                      "temperature",
+                                                      "top_p",
+                                                      "top_k",
+                                                      "min_p",
+                                                      "repetition_penalty",
+                                                      "frequency_penalty",
+                                                      "presence_penalty",
+                                                      "random_seed",
+                                                      "stop_words_str",
+                                                      "ignore_eos",
+                                                      "num_return_sequences",
+                                                      "yield_generator"};
 
 void ReadCommon(const JsonFields& fields, ParsedRequest& request) {
   if (auto v = fields.String("model")) request.model = *v;
@@ -153,9 +171,9 @@ std::string MessageContent(const nlohmann::json& content, size_t index) {
   if (content.is_null()) return "";
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
-    throw ApiError::BadRequest(
-        fmt::format("'{}' must be a string or a list of parts, got {}", param, JsonTypeName(content)),
-        param);
+    throw ApiError::BadRequest(fmt::format("'{}' must be a string or a list of parts, got {}",
+                                           param, JsonTypeName(content)),
+                               param);
   }
   // Text parts are joined with newlines, as vLLM does.
   std::string text;
@@ -270,10 +288,10 @@ std::vector<PromptInput> ReadPrompts(const JsonFields& fields, bool allow_tokens
         result.push_back({"", ReadTokenList(item, "prompt"), true});
       }
     } else {
-      throw ApiError::BadRequest(
-          allow_tokens ? "'prompt' must be a string, a list of strings, or token ids"
-                       : "'prompt' must be a string or a list of strings",
-          "prompt");
+      throw ApiError::BadRequest(allow_tokens
+                                     ? "'prompt' must be a string, a list of strings, or token ids"
+                                     : "'prompt' must be a string or a list of strings",
+                                 "prompt");
     }
   } else {
     throw ApiError::BadRequest(
@@ -395,6 +413,7 @@ ParsedRequest ParseCompletionRequest(const nlohmann::json& body) {
 
 ParsedRequest ParseGenerateRequest(const nlohmann::json& body) {
   JsonFields fields(body);
+  fields.RefuseUnknown(kGenerateFields, kCacheFields);
   ParsedRequest request;
   request.kind = ApiKind::kRtpGenerate;
   request.prompts = ReadPrompts(fields, /*allow_tokens=*/false);
@@ -404,6 +423,7 @@ ParsedRequest ParseGenerateRequest(const nlohmann::json& body) {
   if (auto v = fields.Bool("stream")) request.stream = *v;
   if (const nlohmann::json* config = fields.Object("generate_config")) {
     JsonFields config_fields(*config, "generate_config.");
+    config_fields.RefuseUnknown(kGenerateConfigFields, kCacheFields);
     SamplingParams& sampling = request.sampling;
     // rtp-llm's names; temperature is not capped at 2 there.
     if (auto v = config_fields.Number("temperature", 0.0, 100.0)) {

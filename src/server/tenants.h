@@ -27,7 +27,9 @@ struct ApiKeyEntry {
 struct Tenant {
   std::string name;
   TenantRole role = TenantRole::kUser;
-  // Hex HMAC-SHA256(secret, name); empty for the anonymous tenant of a server without keys.
+  // Hex HMAC-SHA256(secret, name); empty for the anonymous tenant of a server without keys. Also
+  // the owner (CacheOptions::owner) of the blocks the tenant's requests add: the engine and its
+  // tiers keep only TenantSaltDigest of it.
   std::string cache_salt;
   bool admin() const { return role == TenantRole::kAdmin; }
 };

@@ -157,6 +157,7 @@ std::vector<uint8_t> EncodeBlockHeader(const TierIdentity& identity, const Block
   PutDigest(out, meta.key);
   PutDigest(out, meta.parent_key);
   PutDigest(out, meta.extras_digest);
+  PutDigest(out, meta.owner);
   Put64(out, identity.block_bytes);
   Put32(out, payload_crc);
   Put32(out, 0);  // header checksum, set below
@@ -212,6 +213,7 @@ DecodedHeader DecodeBlockHeader(const TierIdentity& identity, std::span<const ui
   header.meta.key = reader.Hash();
   header.meta.parent_key = reader.Hash();
   header.meta.extras_digest = reader.Hash();
+  header.meta.owner = reader.Hash();
   header.payload_bytes = reader.U64();
   header.payload_crc = reader.U32();
   const uint32_t header_crc = reader.U32();

@@ -1,13 +1,15 @@
 // The one on-the-wire and on-disk form of a KV block, shared by every tier (local disk, a shared
 // store): a little-endian header naming what the block is and what it belongs to, its token ids,
 // then the block's exact bytes. Decoding verifies everything a reader can check, so a block from
-// any tier is used only when it is provably the block its key names.
+// any tier is used only when it is provably the block its key names. A block of another format
+// version (version 1 had no owner) is foreign: never used, counted as foreign.
 //
 // Layout (all integers little-endian):
 //   u32 magic "RKVB"          u32 format version      u32 header bytes (to the payload)
 //   u32 block size            u32 token count         u32 flags (0)
 //   32  root fingerprint      32  layout digest       32  key
-//   32  parent key            32  extras digest       u64 payload bytes
+//   32  parent key            32  extras digest       32  owner
+//   u64 payload bytes
 //   u32 payload CRC32C        u32 header CRC32C (of every header byte before it and the tokens)
 //   i32 tokens[token count]
 //   payload bytes
@@ -24,9 +26,9 @@
 namespace reprise {
 
 inline constexpr uint32_t kBlockMagic = 0x42564B52;  // "RKVB" read as little-endian bytes
-inline constexpr uint32_t kBlockFormatVersion = 1;
+inline constexpr uint32_t kBlockFormatVersion = 2;
 // Bytes of the header before the token ids.
-inline constexpr size_t kBlockHeaderFixedBytes = 6 * 4 + 5 * 32 + 8 + 4 + 4;
+inline constexpr size_t kBlockHeaderFixedBytes = 6 * 4 + 6 * 32 + 8 + 4 + 4;
 
 // What every block of one cache shares: blocks of another identity are foreign and never used.
 struct TierIdentity {
@@ -43,6 +45,9 @@ struct BlockMeta {
   Digest parent_key{};
   Digest extras_digest{};
   std::vector<int32_t> tokens;
+  // Whose block it is (TenantSaltDigest of its tenant, zero: nobody's), so that one tenant's
+  // blocks can be cleared from a tier. Not checked at load: the key already isolates tenants.
+  Digest owner{};
 };
 
 // Why a block was refused; kOk when it may be used.
@@ -58,6 +63,11 @@ enum class BlockCheck {
   kBadChecksum,  // the payload's CRC32C differs
 };
 const char* BlockCheckName(BlockCheck check);
+// Whether a refused block belongs to another cache or format (counted as foreign) rather than
+// being damaged (counted as corrupt).
+inline bool IsForeign(BlockCheck check) {
+  return check == BlockCheck::kForeign || check == BlockCheck::kBadVersion;
+}
 
 // CRC32C (Castagnoli) of `data`, continuing from `crc` (0 to start): SSE4.2 when the CPU has it
 // (several GB/s), a table otherwise.

@@ -115,6 +115,7 @@ std::string DiskTier::BlockPath(const Digest& key) const {
 void DiskTier::Rebuild() {
   struct Found {
     Digest key;
+    Digest owner;
     uint64_t bytes;
     int64_t mtime_ns;
   };
@@ -165,12 +166,12 @@ void DiskTier::Rebuild() {
         check = decoded.meta.key != key ? BlockCheck::kWrongBlock : BlockCheck::kTruncated;
       }
       if (check != BlockCheck::kOk) {
-        (check == BlockCheck::kForeign ? rebuild_.foreign : rebuild_.corrupt) += 1;
+        (IsForeign(check) ? rebuild_.foreign : rebuild_.corrupt) += 1;
         std::lock_guard lock(mutex_);
         Discard(key, path, check);
         continue;
       }
-      found.push_back({key, static_cast<uint64_t>(status.st_size),
+      found.push_back({key, decoded.meta.owner, static_cast<uint64_t>(status.st_size),
                        int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec});
     }
   }
@@ -178,7 +179,7 @@ void DiskTier::Rebuild() {
   std::sort(found.begin(), found.end(),
             [](const Found& a, const Found& b) { return a.mtime_ns < b.mtime_ns; });
   std::lock_guard lock(mutex_);
-  for (const Found& block : found) IndexLocked(block.key, block.bytes);
+  for (const Found& block : found) IndexLocked(block.key, block.bytes, block.owner);
   rebuild_.blocks = static_cast<int64_t>(index_.size());
   MakeRoomLocked(0);
 }
@@ -241,7 +242,7 @@ bool DiskTier::Store(const BlockMeta& meta, std::span<const uint8_t> payload) {
     NoteError(fmt::format("cannot write {}", path), error_number);
     return false;
   }
-  IndexLocked(meta.key, bytes);
+  IndexLocked(meta.key, bytes, meta.owner);
   ++stats_.blocks_written;
   stats_.bytes_written += bytes;
   return true;
@@ -323,6 +324,19 @@ size_t DiskTier::Clear() {
   return dropped;
 }
 
+size_t DiskTier::ClearOwned(const Digest& owner) {
+  std::lock_guard lock(mutex_);
+  std::vector<Digest> owned;
+  for (const auto& [key, entry] : index_) {
+    if (entry.owner == owner) owned.push_back(key);
+  }
+  for (const Digest& key : owned) {
+    ::unlink(BlockPath(key).c_str());
+    ForgetLocked(key);
+  }
+  return owned.size();
+}
+
 TierStats DiskTier::Stats() const {
   std::lock_guard lock(mutex_);
   TierStats stats = stats_;
@@ -331,17 +345,18 @@ TierStats DiskTier::Stats() const {
   return stats;
 }
 
-void DiskTier::IndexLocked(const Digest& key, uint64_t bytes) {
+void DiskTier::IndexLocked(const Digest& key, uint64_t bytes, const Digest& owner) {
   auto found = index_.find(key);
   if (found != index_.end()) {
     bytes_ -= found->second.bytes;
     found->second.bytes = bytes;
+    found->second.owner = owner;
     bytes_ += bytes;
     lru_.splice(lru_.begin(), lru_, found->second.lru);
     return;
   }
   lru_.push_front(key);
-  index_.emplace(key, Entry{bytes, lru_.begin()});
+  index_.emplace(key, Entry{bytes, owner, lru_.begin()});
   bytes_ += bytes;
 }
 
@@ -376,7 +391,7 @@ void DiskTier::NoteError(const std::string& what, int error_number) {
 }
 
 void DiskTier::Discard(const Digest& key, const std::string& path, BlockCheck check) {
-  ++(check == BlockCheck::kForeign ? stats_.foreign_blocks : stats_.corrupt_blocks);
+  ++(IsForeign(check) ? stats_.foreign_blocks : stats_.corrupt_blocks);
   if (std::find(logged_checks_.begin(), logged_checks_.end(), check) == logged_checks_.end()) {
     logged_checks_.push_back(check);
     spdlog::warn("disk tier: {} refused ({}), deleted; it is recomputed (logged once per kind)",

@@ -1,7 +1,8 @@
 // DiskTier: KV blocks as content-addressed files under one directory, so that the cache survives
 // a restart and holds more than memory. DIR/<fingerprint>/<first key byte>/<key>.kvb, each file
 // one block in the shared block format. An index in memory (rebuilt at start-up from the headers
-// alone) answers lookups without touching the disk; a size cap evicts least recently used files.
+// alone) answers lookups without touching the disk, and knows each block's owner (from its header)
+// so one tenant's blocks can be cleared; a size cap evicts least recently used files.
 //
 // Durability: a file is written under a temporary name and renamed into place, so a crash never
 // leaves a half-written file under a block's name. It is not fsynced by default (fsync = false):
@@ -48,6 +49,7 @@ class DiskTier : public KvTier {
   size_t LoadPrefix(std::span<const BlockMeta> blocks, std::span<uint8_t* const> dests) override;
   bool Remove(const Digest& key) override;
   size_t Clear() override;
+  size_t ClearOwned(const Digest& owner) override;
   TierStats Stats() const override;
 
   const DiskRebuild& rebuild() const { return rebuild_; }
@@ -57,13 +59,14 @@ class DiskTier : public KvTier {
  private:
   struct Entry {
     uint64_t bytes = 0;
+    Digest owner{};                   // from the block's header
     std::list<Digest>::iterator lru;  // position in lru_
   };
 
   void Rebuild();
   bool LoadOne(const BlockMeta& expected, uint8_t* dest);
   // Index bookkeeping; the caller holds mutex_.
-  void IndexLocked(const Digest& key, uint64_t bytes);
+  void IndexLocked(const Digest& key, uint64_t bytes, const Digest& owner);
   void ForgetLocked(const Digest& key);
   // Deletes least recently used files until `incoming` more bytes fit under the cap.
   void MakeRoomLocked(uint64_t incoming);

@@ -59,9 +59,11 @@ class KvTier {
   // called from several I/O threads at once with different blocks.
   virtual size_t LoadPrefix(std::span<const BlockMeta> blocks, std::span<uint8_t* const> dests) = 0;
 
-  // Drops one block / every block of this cache's identity; returns how many were dropped.
+  // Drops one block / every block of this cache's identity / every such block whose header names
+  // `owner` (BlockMeta::owner); returns how many were dropped.
   virtual bool Remove(const Digest& key) = 0;
   virtual size_t Clear() = 0;
+  virtual size_t ClearOwned(const Digest& owner) = 0;
 
   virtual TierStats Stats() const = 0;
 };

@@ -70,7 +70,7 @@ bool RedisTier::ShouldStore(const Digest& key) const {
   return written_.count(key) == 0;
 }
 
-void RedisTier::NoteWritten(const Digest& key, uint64_t bytes) {
+void RedisTier::NoteWritten(const Digest& key, uint64_t bytes, const Digest& owner) {
   missing_.erase(key);
   auto [it, inserted] = written_.try_emplace(key);
   if (!inserted) {
@@ -80,8 +80,17 @@ void RedisTier::NoteWritten(const Digest& key, uint64_t bytes) {
     ++stats_.blocks;
   }
   written_order_.push_back(key);
-  it->second = {bytes, std::prev(written_order_.end())};
+  it->second = {bytes, owner, std::prev(written_order_.end())};
   stats_.bytes += bytes;
+}
+
+void RedisTier::ForgetWrittenLocked(const Digest& key) {
+  auto it = written_.find(key);
+  if (it == written_.end()) return;
+  stats_.bytes -= it->second.bytes;
+  --stats_.blocks;
+  written_order_.erase(it->second.age);
+  written_.erase(it);
 }
 
 std::vector<RedisCommand> RedisTier::TrimLocked() {
@@ -107,7 +116,7 @@ bool RedisTier::Store(const BlockMeta& meta, std::span<const uint8_t> payload) {
                                          std::to_string(config_.ttl.count())}};
   {
     std::lock_guard lock(mutex_);
-    NoteWritten(meta.key, encoded.size());
+    NoteWritten(meta.key, encoded.size(), meta.owner);
     std::vector<RedisCommand> deletes = TrimLocked();
     commands.insert(commands.end(), deletes.begin(), deletes.end());
   }
@@ -115,12 +124,7 @@ bool RedisTier::Store(const BlockMeta& meta, std::span<const uint8_t> payload) {
   bool ok = Run(commands, replies) && !replies.front().IsError();
   std::lock_guard lock(mutex_);
   if (!ok) {
-    if (auto it = written_.find(meta.key); it != written_.end()) {
-      stats_.bytes -= it->second.bytes;
-      --stats_.blocks;
-      written_order_.erase(it->second.age);
-      written_.erase(it);
-    }
+    ForgetWrittenLocked(meta.key);
     if (!replies.empty()) {
       ++stats_.errors;
       stats_.last_error = replies.front().text;
@@ -153,8 +157,7 @@ size_t RedisTier::LoadPrefix(std::span<const BlockMeta> blocks, std::span<uint8_
                                    std::span<uint8_t>(dests[loaded], identity_.block_bytes));
     if (check != BlockCheck::kOk) {
       std::lock_guard lock(mutex_);
-      bool foreign = check == BlockCheck::kForeign;
-      ++(foreign ? stats_.foreign_blocks : stats_.corrupt_blocks);
+      ++(IsForeign(check) ? stats_.foreign_blocks : stats_.corrupt_blocks);
       spdlog::warn("remote KV tier: refused block {} ({}); deleted, to be recomputed",
                    ToHex(blocks[loaded].key).substr(0, 16), BlockCheckName(check));
       discard.push_back({"DEL", RedisKey(blocks[loaded].key)});
@@ -175,32 +178,43 @@ bool RedisTier::Remove(const Digest& key) {
   std::vector<RedisReply> replies;
   if (!Run({{"DEL", RedisKey(key)}}, replies)) return false;
   std::lock_guard lock(mutex_);
-  if (auto it = written_.find(key); it != written_.end()) {
-    stats_.bytes -= it->second.bytes;
-    --stats_.blocks;
-    written_order_.erase(it->second.age);
-    written_.erase(it);
-  }
+  ForgetWrittenLocked(key);
   return replies.front().integer > 0;
 }
 
-size_t RedisTier::Clear() {
-  // What this process wrote: other replicas' blocks are theirs to clear (and expire by TTL).
+size_t RedisTier::DeleteWritten(const std::vector<Digest>& keys) {
   std::vector<RedisCommand> deletes;
-  {
-    std::lock_guard lock(mutex_);
-    for (const Digest& key : written_order_) deletes.push_back({"DEL", RedisKey(key)});
-  }
+  deletes.reserve(keys.size());
+  for (const Digest& key : keys) deletes.push_back({"DEL", RedisKey(key)});
   std::vector<RedisReply> replies;
   if (deletes.empty() || !Run(deletes, replies)) return 0;
   size_t dropped = 0;
   for (const RedisReply& reply : replies) dropped += reply.integer > 0 ? 1 : 0;
   std::lock_guard lock(mutex_);
-  written_.clear();
-  written_order_.clear();
-  stats_.blocks = 0;
-  stats_.bytes = 0;
+  for (const Digest& key : keys) ForgetWrittenLocked(key);
   return dropped;
+}
+
+// Both clears cover what this process wrote (the owner index is of its own writes): other
+// replicas' blocks are theirs to clear, and expire by TTL.
+size_t RedisTier::Clear() {
+  std::vector<Digest> keys;
+  {
+    std::lock_guard lock(mutex_);
+    keys.assign(written_order_.begin(), written_order_.end());
+  }
+  return DeleteWritten(keys);
+}
+
+size_t RedisTier::ClearOwned(const Digest& owner) {
+  std::vector<Digest> keys;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, written] : written_) {
+      if (written.owner == owner) keys.push_back(key);
+    }
+  }
+  return DeleteWritten(keys);
 }
 
 TierStats RedisTier::Stats() const {

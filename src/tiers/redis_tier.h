@@ -4,8 +4,10 @@
 // with a TTL; a prompt's chain is fetched with one pipelined GET per block (one round trip per
 // node, not per block) and every loaded block is verified as the disk tier's are. The size bound
 // covers what this process wrote: past it, its oldest blocks are deleted (Redis's own maxmemory
-// and the TTL bound the rest). Redis down, slow or restarted: counted, logged once, the tier
-// answers "not held" and the client reconnects with backoff; a request never fails for it.
+// and the TTL bound the rest). Clears, whole or of one owner (BlockMeta::owner), cover the blocks
+// this process wrote, as other replicas clear theirs. Redis down, slow or restarted: counted,
+// logged once, the tier answers "not held" and the client reconnects with backoff; a request never
+// fails for it.
 #pragma once
 
 #include <chrono>
@@ -44,6 +46,7 @@ class RedisTier : public KvTier {
   size_t LoadPrefix(std::span<const BlockMeta> blocks, std::span<uint8_t* const> dests) override;
   bool Remove(const Digest& key) override;
   size_t Clear() override;
+  size_t ClearOwned(const Digest& owner) override;
   TierStats Stats() const override;
 
   // The Redis key of a block.
@@ -53,8 +56,12 @@ class RedisTier : public KvTier {
   // Runs commands; on failure counts it, logs the first failure of an outage, and returns
   // false. Logs when the store answers again.
   bool Run(const std::vector<redis::RedisCommand>& commands, std::vector<redis::RedisReply>& out);
-  void NoteWritten(const Digest& key, uint64_t bytes);  // caller holds mutex_
-  std::vector<redis::RedisCommand> TrimLocked();        // DELs to get under the bound
+  // Caller holds mutex_.
+  void NoteWritten(const Digest& key, uint64_t bytes, const Digest& owner);
+  void ForgetWrittenLocked(const Digest& key);
+  // DELs `keys` and forgets them; returns how many the store still held.
+  size_t DeleteWritten(const std::vector<Digest>& keys);
+  std::vector<redis::RedisCommand> TrimLocked();  // DELs to get under the bound
 
   TierIdentity identity_;
   RedisTierConfig config_;
@@ -64,6 +71,7 @@ class RedisTier : public KvTier {
   mutable std::mutex mutex_;  // guards everything below
   struct Written {
     uint64_t bytes = 0;
+    Digest owner{};
     std::list<Digest>::iterator age;
   };
   std::unordered_map<Digest, Written, DigestHash> written_;  // by this process, still counted

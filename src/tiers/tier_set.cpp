@@ -248,11 +248,11 @@ void TierSet::Flush() {
   write_done_.wait(lock, [&] { return writes_.empty() && writing_ == 0; });
 }
 
-bool TierSet::Clear(const std::string& name, size_t* dropped) {
+bool TierSet::Clear(const std::string& name, const std::optional<Digest>& owner, size_t* dropped) {
   for (auto& tier : tiers_) {
     if (name != tier->name()) continue;
     Flush();  // a write queued before the clear must not land after it
-    const size_t count = tier->Clear();
+    const size_t count = owner ? tier->ClearOwned(*owner) : tier->Clear();
     if (dropped) *dropped = count;
     return true;
   }

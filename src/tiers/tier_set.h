@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -86,8 +87,10 @@ class TierSet {
 
   // Waits until every queued write is done.
   void Flush();
-  // Drops every block of the tier named `name` ("disk", "remote"); false when there is none.
-  bool Clear(const std::string& name, size_t* dropped = nullptr);
+  // Drops every block of the tier named `name` ("disk", "remote"), or with `owner` only the blocks
+  // whose header names it; false when there is no such tier.
+  bool Clear(const std::string& name, const std::optional<Digest>& owner = std::nullopt,
+             size_t* dropped = nullptr);
   TierSetStats Stats() const;
 
  private:

@@ -1,14 +1,13 @@
 // `reprise bench` end to end on a tiny random-weight model: exit codes, messages for bad
 // arguments, and the shape of the JSON and SVG it writes. Checks structure, never timings.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
-#include <sys/wait.h>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "test_support.h"
 
@@ -22,8 +21,7 @@ struct BenchRun {
 };
 
 BenchRun RunBench(const std::string& arguments) {
-  const std::filesystem::path err_path =
-      testing::ScratchDir() / "bench_stderr.txt";
+  const std::filesystem::path err_path = testing::ScratchDir() / "bench_stderr.txt";
   std::string command = std::string(REPRISE_BINARY) + " --log-level warn bench " + arguments +
                         " 2>" + err_path.string();
   BenchRun run;
@@ -73,14 +71,14 @@ TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
   const auto dir = testing::ScratchDir() / "bench";
   std::filesystem::create_directories(dir);
   const std::string vocab = testing::Fixture("vocab/ggml-vocab-llama-bpe.gguf");
-  const std::set<std::string> workloads = {"prefill", "decode", "doc",        "chat",
+  const std::set<std::string> workloads = {"prefill",  "decode", "doc",        "chat",
                                            "multidoc", "unique", "concurrent", "sched"};
   for (const auto& workload : workloads) {
     const auto json_path = dir / (workload + ".json");
     const auto svg_path = dir / (workload + ".svg");
     BenchRun run = RunBench(workload + " --make-model tiny --type q8_0 --vocab-from '" + vocab +
-                       "' --quick --repeat 1 -t 2 --json '" + json_path.string() + "' --chart '" +
-                       svg_path.string() + "'");
+                            "' --quick --repeat 1 -t 2 --json '" + json_path.string() +
+                            "' --chart '" + svg_path.string() + "'");
     ASSERT_EQ(run.exit_code, 0) << workload << ": " << run.err;
     EXPECT_NE(run.out.find("[" + workload + "]"), std::string::npos) << run.out;
     EXPECT_NE(run.err.find("[bench] " + workload + " done"), std::string::npos) << run.err;
@@ -118,10 +116,36 @@ TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
   EXPECT_TRUE(figures("unique").contains("cache_bookkeeping_us"));
   EXPECT_TRUE(figures("concurrent").contains("ttft_p99_ms"));
   EXPECT_TRUE(figures("sched").contains("sched_share_percent"));
+  EXPECT_TRUE(figures("multidoc").contains("ttft_vs_memory_warm_4_docs"));
   // The doc's warm questions reuse the document.
   auto doc = nlohmann::json::parse(Slurp(dir / "doc.json"))["workloads"][0]["tables"][0]["rows"];
   EXPECT_GT(doc[1][2].get<double>(), 0.8 * doc[1][1].get<double>());
   std::filesystem::remove_all(dir);
+}
+
+// multidoc takes the budget it is given and a disk tier, which it clears before each row, so that
+// round 1 is cold even on a folder an earlier run filled.
+TEST(BenchCommandTest, MultidocHonoursTheMemoryBudgetAndTheDiskTier) {
+  REPRISE_REQUIRE_FIXTURES();
+  const auto dir = testing::ScratchDir() / "multidoc-disk";
+  std::filesystem::remove_all(dir);
+  const auto json_path = testing::ScratchDir() / "multidoc-disk.json";
+  const std::string vocab = testing::Fixture("vocab/ggml-vocab-llama-bpe.gguf");
+  for (int run_index = 0; run_index < 2; ++run_index) {
+    BenchRun run = RunBench("multidoc --make-model tiny --type q8_0 --vocab-from '" + vocab +
+                            "' --quick -t 2 --kv-cache-memory 3MiB --kv-disk-path '" +
+                            dir.string() + "' --json '" + json_path.string() + "'");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_NE(run.out.find("KV budget 3.0 MiB"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("disk tier " + dir.string()), std::string::npos) << run.out;
+    auto rows = nlohmann::json::parse(Slurp(json_path))["workloads"][0]["tables"][0]["rows"];
+    for (const auto& row : rows) {
+      EXPECT_LT(row[2].get<double>(), 10.0) << "round 1 is cold, run " << run_index;
+      EXPECT_GT(row[3].get<double>(), 30.0) << "later rounds reuse, run " << run_index;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(json_path);
 }
 
 // The small real models have 512-token contexts: the document shrinks to fit, and a workload

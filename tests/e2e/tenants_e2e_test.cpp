@@ -84,6 +84,33 @@ TEST(TenantsE2eTest, TenantsNeverReadOrClearEachOthersCache) {
   EXPECT_EQ(server.Stop(), 0) << server.Log();
 }
 
+// A user's clear of memory and disk drops its own blocks from the disk tier too, and nothing of
+// another tenant's, whose next request still loads from disk.
+TEST(TenantsE2eTest, ATenantsClearReachesTheDiskTierAndSparesOthers) {
+  REPRISE_REQUIRE_FIXTURES();
+  const std::filesystem::path dir = ScratchDir() / "tenant-disk";
+  std::filesystem::remove_all(dir);
+  ServerProcess server(ServeArgs({"--kv-disk-path", dir.string()}));
+  const int port = server.port();
+  const std::string prompt = Secret();
+  EXPECT_EQ(CachedTokens(port, "victim-key-0001", prompt, ""), 0);
+  EXPECT_EQ(CachedTokens(port, "attacker-key-01", prompt, ""), 0);
+  // The operator empties memory: both tenants' blocks are written to disk.
+  ASSERT_EQ(PostJson(port, "/v1/cache/clear", json::object(), As("operator-key-01")).status, 200);
+  HttpResult cleared = PostJson(port, "/v1/cache/clear", {{"tiers", {"memory", "disk"}}},
+                                As("victim-key-0001"));
+  ASSERT_EQ(cleared.status, 200) << cleared.body;
+  EXPECT_EQ(cleared.json["tenant"], "victim");
+  EXPECT_GT(cleared.json["cleared_blocks"].get<int64_t>(), 2);
+  EXPECT_EQ(CachedTokens(port, "victim-key-0001", prompt, ""), 0);
+  json body = {{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}};
+  HttpResult other = PostJson(port, "/v1/completions", body, As("attacker-key-01"));
+  ASSERT_EQ(other.status, 200) << other.body;
+  EXPECT_GT(other.json["usage"]["cache_sources"]["disk"].get<int64_t>(), 64) << other.body;
+  EXPECT_EQ(server.Stop(), 0) << server.Log();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TenantsE2eTest, SharingAcrossTenantsIsAnExplicitChoice) {
   REPRISE_REQUIRE_FIXTURES();
   ServerProcess server(ServeArgs({"--share-cache-across-tenants"}));

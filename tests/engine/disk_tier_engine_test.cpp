@@ -1,12 +1,15 @@
 // The disk tier in the engine: blocks evicted or cleared from memory come back from disk (after a
 // restart too) bit for bit, so answers equal those with reuse off; bad files are never used; an
 // unusable folder leaves the engine answering from memory alone.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <fmt/format.h>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "engine_test_support.h"
 
@@ -143,6 +146,74 @@ TEST_F(DiskTierEngineTest, AWorkingSetLargerThanMemoryIsServedFromDisk) {
   EngineStats stats = testing::WaitForIdle(engine);
   EXPECT_GT(stats.tiers[0].blocks_written, 0u);
   EXPECT_EQ(stats.blocks_in_use, 0);
+}
+
+// A tenant's clear of memory and disk drops its own blocks from both, and nothing of another's.
+TEST_F(DiskTierEngineTest, AnOwnersClearReachesTheDiskAndSparesOthers) {
+  const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
+  auto as = [&](const char* salt) {
+    GenerationRequest request = Greedy(prompt);
+    request.cache.cache_salt = salt;
+    request.cache.owner = salt;
+    return request;
+  };
+  Engine engine(DiskConfig());
+  auto run = [&](const char* salt) {
+    std::vector<GenerationRequest> requests;
+    requests.push_back(as(salt));
+    return engine.Generate(std::move(requests))[0];
+  };
+  run("salt-alpha");
+  run("salt-beta");
+  engine.ClearCache(std::vector<std::string>{"memory"});  // both tenants' blocks go to disk
+  const size_t files = BlockFiles().size();
+  ASSERT_GT(files, 2 * (prompt.size() / 16 / 4));
+  const size_t dropped =
+      engine.ClearCache(std::vector<std::string>{"memory", "disk"}, std::string("salt-alpha"));
+  EXPECT_EQ(dropped, files / 2);
+  EXPECT_EQ(BlockFiles().size(), files - dropped);
+  GenerationOutput alpha = run("salt-alpha");
+  EXPECT_EQ(alpha.cached_tokens, 0u);
+  GenerationOutput beta = run("salt-beta");
+  EXPECT_GT(beta.cache_sources.disk, beta.prompt_tokens - 32);
+}
+
+// A fault while a request's blocks load from disk fails that request as an error (not as a
+// cancellation), gives its blocks back, and the next request is served exactly.
+TEST_F(DiskTierEngineTest, AFaultWhileLoadingIsAnErrorAndReleasesTheBlocks) {
+  const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
+  GenerationOutput reference = Reference(prompt);
+  static constexpr uint64_t kFaultSeed =
+      4242;  // marks the request to fail (greedy: the seed is unused)
+  EngineConfig config = DiskConfig();
+  auto loads = std::make_shared<std::atomic<int>>(0);
+  config.fault_hook = [loads](EngineFaultSite site, const GenerationRequest& request) {
+    if (site != EngineFaultSite::kLoad) return;
+    loads->fetch_add(1);
+    if (request.sampling.seed == kFaultSeed) throw std::runtime_error("injected load fault");
+  };
+  Engine engine(config);
+  Run(engine, prompt);
+  engine.ClearCache(std::vector<std::string>{"memory"});  // the prompt's blocks are on disk now
+
+  GenerationRequest doomed = Greedy(prompt);
+  doomed.sampling.seed = kFaultSeed;
+  std::vector<GenerationRequest> requests;
+  requests.push_back(std::move(doomed));
+  GenerationOutput failed = engine.Generate(std::move(requests))[0];
+  EXPECT_EQ(loads->load(), 1);
+  EXPECT_EQ(failed.finish_reason, FinishReason::kError);
+  EXPECT_NE(failed.error.find("injected load fault"), std::string::npos) << failed.error;
+  EXPECT_TRUE(failed.token_ids.empty());
+  EngineStats stats = testing::WaitForIdle(engine);
+  EXPECT_EQ(stats.blocks_in_use, 0);
+  EXPECT_EQ(stats.blocks_in_use + stats.blocks_cached + stats.blocks_free, stats.blocks_total);
+
+  GenerationOutput again = Run(engine, prompt);
+  EXPECT_EQ(again.finish_reason, FinishReason::kLength) << again.error;
+  ExpectBitIdentical(reference, again, "after a fault while loading");
+  EXPECT_GT(again.cached_tokens, again.prompt_tokens - 32);
+  EXPECT_EQ(testing::WaitForIdle(engine).blocks_in_use, 0);
 }
 
 TEST_F(DiskTierEngineTest, BadFilesAreNeverUsedAndTheAnswerIsTheSame) {

@@ -272,11 +272,12 @@ TEST(PrefixCacheTest, ClearOwnedDropsOnlyThatOwnersBlocks) {
   CacheKeyExtras tenant_a{"salt-a", ""};
   CacheKeyExtras tenant_b{"salt-b", ""};
   RetentionPolicy owned_a;
-  owned_a.owner = OwnerTag("a");
+  owned_a.owner = TenantSaltDigest("a");
   RetentionPolicy owned_b;
-  owned_b.owner = OwnerTag("b");
+  owned_b.owner = TenantSaltDigest("b");
   ASSERT_NE(owned_a.owner, owned_b.owner);
-  EXPECT_EQ(OwnerTag(""), 0u);
+  EXPECT_EQ(TenantSaltDigest(""), Digest{});
+  EXPECT_NE(TenantSaltDigest("a"), Digest{});
   Cache(cache, Range(0, 12), tenant_a, owned_a);     // 3 blocks of a
   Cache(cache, Range(100, 108), tenant_b, owned_b);  // 2 blocks of b
   // A request of a still running holds its blocks.

@@ -135,8 +135,10 @@ TEST_F(HttpServerTest, TemplateHoldingBosGetsNoSecondBos) {
   ASSERT_GE(sent.prompt_tokens.size(), 2u);
   EXPECT_EQ(sent.prompt_tokens[0], FakeBackend::kBos);
   EXPECT_EQ(sent.prompt_tokens[1], '<' + 3);
-  EXPECT_EQ(result.json["usage"]["prompt_tokens"], std::string("<|user|>hi\n<|assistant|>").size() + 1);
-  auto tokens = PostJson(port_, "/tokenize", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_EQ(result.json["usage"]["prompt_tokens"],
+            std::string("<|user|>hi\n<|assistant|>").size() + 1);
+  auto tokens =
+      PostJson(port_, "/tokenize", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
   ASSERT_EQ(tokens.status, 200) << tokens.body;
   EXPECT_EQ(tokens.json["tokens"][0], FakeBackend::kBos);
   EXPECT_NE(tokens.json["tokens"][1], FakeBackend::kBos);
@@ -202,7 +204,9 @@ TEST_F(HttpServerTest, StreamedChat) {
 TEST_F(HttpServerTest, StreamedCompletionWithUsageChunk) {
   Start();
   auto stream = PostSse(port_, "/v1/completions",
-                        {{"prompt", "Once"}, {"max_tokens", 3}, {"stream", true},
+                        {{"prompt", "Once"},
+                         {"max_tokens", 3},
+                         {"stream", true},
                          {"stream_options", {{"include_usage", true}}}});
   ASSERT_EQ(stream.status, 200);
   ASSERT_GE(stream.events.size(), 3u);
@@ -227,10 +231,10 @@ TEST_F(HttpServerTest, RtpGenerateRoutes) {
   Start();
   for (const char* path : {"/", "/generate"}) {
     SCOPED_TRACE(path);
-    auto result = PostJson(port_, path,
-                           {{"prompt", "hello, what's your name"},
-                            {"generate_config", {{"top_k", 1}, {"max_new_tokens", 3},
-                                                 {"task_id", "1"}}}});
+    auto result =
+        PostJson(port_, path,
+                 {{"prompt", "hello, what's your name"},
+                  {"generate_config", {{"top_k", 1}, {"max_new_tokens", 3}, {"task_id", "1"}}}});
     ASSERT_EQ(result.status, 200) << result.body;
     EXPECT_EQ(result.json["response"], "abc");
     EXPECT_EQ(result.json["finished"], true);
@@ -251,9 +255,9 @@ TEST_F(HttpServerTest, RtpGenerateRoutes) {
                               {{"prompt", "x"}, {"generate_config", {{"max_new_tokens", 100000}}}});
   ASSERT_EQ(long_answer.status, 200) << long_answer.body;
   EXPECT_EQ(long_answer.json["aux_info"]["output_len"], 256 - 2);
-  auto stream = PostSse(port_, "/generate",
-                        {{"prompt", "x"},
-                         {"generate_config", {{"max_new_tokens", 2}, {"yield_generator", true}}}});
+  auto stream = PostSse(
+      port_, "/generate",
+      {{"prompt", "x"}, {"generate_config", {{"max_new_tokens", 2}, {"yield_generator", true}}}});
   ASSERT_EQ(stream.status, 200);
   ASSERT_EQ(stream.events.size(), 3u) << stream.raw;
   json last = json::parse(stream.events.back());
@@ -416,9 +420,9 @@ TEST_F(HttpServerTest, MetricsAfterRequests) {
 TEST_F(HttpServerTest, ClientHangingUpMidStreamCancelsItsRequest) {
   Start({}, {.token_interval = std::chrono::milliseconds(2)});
   int seen = 0;
-  auto stream = PostSse(port_, "/v1/completions",
-                        {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}},
-                        [&seen](const std::string&) { return ++seen < 3; });
+  auto stream =
+      PostSse(port_, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 200}, {"stream", true}},
+              [&seen](const std::string&) { return ++seen < 3; });
   EXPECT_TRUE(stream.hung_up);
   ASSERT_TRUE(backend_->WaitIdle(std::chrono::seconds(10)));
   EXPECT_EQ(backend_->cancelled(), 1u);
@@ -433,12 +437,13 @@ TEST_F(HttpServerTest, ManyConcurrentStreamsSomeHangingUp) {
     clients.emplace_back([this, i, &completed] {
       bool hang_up = i % 3 == 0;
       int seen = 0;
-      auto stream = PostSse(port_, "/v1/chat/completions",
-                            ChatBody("client " + std::to_string(i),
-                                     {{"max_tokens", 40}, {"stream", true}}),
-                            [&](const std::string&) { return !hang_up || ++seen < 5; });
+      auto stream =
+          PostSse(port_, "/v1/chat/completions",
+                  ChatBody("client " + std::to_string(i), {{"max_tokens", 40}, {"stream", true}}),
+                  [&](const std::string&) { return !hang_up || ++seen < 5; });
       completed[i] = !stream.events.empty() && stream.events.back() == "[DONE]";
-      if (!hang_up && !completed[i]) ADD_FAILURE() << stream.status << " " << stream.error << " " << stream.raw;
+      if (!hang_up && !completed[i])
+        ADD_FAILURE() << stream.status << " " << stream.error << " " << stream.raw;
     });
   }
   for (auto& client : clients) client.join();
@@ -555,6 +560,12 @@ TEST_F(HttpServerTest, UnsupportedFieldsAnswer400NamingThem) {
       {"/v1/chat/completions", ChatBody("hi", {{"no_such_field", 1}}), "no_such_field"},
       {"/v1/completions", {{"prompt", "x"}, {"suffix", "y"}}, "suffix"},
       {"/v1/completions", {{"prompt", "x"}, {"best_of", 2}}, "best_of"},
+      // rtp-llm's routes follow the same rule, at the top level and inside generate_config.
+      {"/generate", {{"prompt", "x"}, {"no_such_field", 1}}, "no_such_field"},
+      {"/", {{"prompt", "x"}, {"max_tokens", 2}}, "max_tokens"},
+      {"/generate",
+       {{"prompt", "x"}, {"generate_config", {{"max_new_tokens", 2}, {"beam_width", 2}}}},
+       "generate_config.beam_width"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body.dump());

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/api_error.h"
 
@@ -114,10 +116,10 @@ TEST(ParsedRequestTest, StringOrIntegerTaskIdAndStopString) {
 
 TEST(ParsedRequestTest, ContentParts) {
   json body = Chat();
-  body["messages"] = {{{"role", "system"}, {"content", nullptr}},
-                      {{"role", "user"},
-                       {"content",
-                        {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}};
+  body["messages"] = {
+      {{"role", "system"}, {"content", nullptr}},
+      {{"role", "user"},
+       {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}};
   ParsedRequest request = ParseChatRequest(body);
   ASSERT_EQ(request.messages.size(), 2u);
   EXPECT_EQ(request.messages[0].content, "");
@@ -147,8 +149,8 @@ TEST(ParsedRequestTest, BadValuesNameTheField) {
       {{{"seed", 1.5}}, "seed"},
       {{{"stop", 5}}, "stop"},
       {{{"stop", {"a", 1}}}, "stop"},
-      {{{"stop", json::array({"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12",
-                              "13", "14", "15", "16", "17"})}},
+      {{{"stop", json::array({"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13",
+                              "14", "15", "16", "17"})}},
        "stop"},
       {{{"max_tokens", 0}}, "max_tokens"},
       {{{"max_tokens", -5}}, "max_tokens"},
@@ -219,10 +221,10 @@ TEST(ParsedRequestTest, CompletionPrompts) {
   ASSERT_EQ(token_lists.prompts.size(), 2u);
   EXPECT_EQ(token_lists.prompts[1].tokens, std::vector<int32_t>{3});
 
-  for (const json& bad : {json{{"prompt", 5}}, json{{"prompt", json::array()}},
-                          json{{"prompt", {"a", 1}}}, json{{"prompt", {1, -2}}},
-                          json{{"prompt", {1, "a"}}}, json{{"prompt", {{1}, json::array()}}},
-                          json{{"prompt", {true}}}, json::object()}) {
+  for (const json& bad :
+       {json{{"prompt", 5}}, json{{"prompt", json::array()}}, json{{"prompt", {"a", 1}}},
+        json{{"prompt", {1, -2}}}, json{{"prompt", {1, "a"}}},
+        json{{"prompt", {{1}, json::array()}}}, json{{"prompt", {true}}}, json::object()}) {
     SCOPED_TRACE(bad.dump());
     try {
       ParseCompletionRequest(bad);
@@ -235,12 +237,16 @@ TEST(ParsedRequestTest, CompletionPrompts) {
 }
 
 TEST(ParsedRequestTest, RtpGenerateShape) {
-  ParsedRequest request = ParseGenerateRequest(
-      {{"prompt", "hello, what's your name"},
-       {"generate_config",
-        {{"top_k", 1}, {"top_p", 0.8}, {"temperature", 0.7}, {"max_new_tokens", 100},
-         {"task_id", "1"}, {"random_seed", 3}, {"stop_words_str", {"\n"}},
-         {"repetition_penalty", 1.05}}}});
+  ParsedRequest request = ParseGenerateRequest({{"prompt", "hello, what's your name"},
+                                                {"generate_config",
+                                                 {{"top_k", 1},
+                                                  {"top_p", 0.8},
+                                                  {"temperature", 0.7},
+                                                  {"max_new_tokens", 100},
+                                                  {"task_id", "1"},
+                                                  {"random_seed", 3},
+                                                  {"stop_words_str", {"\n"}},
+                                                  {"repetition_penalty", 1.05}}}});
   EXPECT_EQ(request.kind, ApiKind::kRtpGenerate);
   ASSERT_EQ(request.prompts.size(), 1u);
   EXPECT_EQ(request.prompts[0].text, "hello, what's your name");
@@ -265,6 +271,45 @@ TEST(ParsedRequestTest, RtpGenerateShape) {
     ADD_FAILURE() << "accepted";
   } catch (const ApiError& error) {
     EXPECT_EQ(error.param(), "generate_config.max_new_tokens");
+  }
+  // Every field the rtp-llm seed scripts send, and our cache fields at either level, are read;
+  // any other field is refused by name.
+  ParsedRequest full = ParseGenerateRequest({{"prompt", "x"},
+                                             {"model", "m"},
+                                             {"stream", false},
+                                             {"cache_salt", "s"},
+                                             {"cache_priority", 80},
+                                             {"cache_ttl_s", 60},
+                                             {"unknown_but_null", nullptr},
+                                             {"generate_config",
+                                              {{"top_k", 1},
+                                               {"max_new_tokens", 100},
+                                               {"task_id", "1"},
+                                               {"min_p", 0.1},
+                                               {"frequency_penalty", 0.5},
+                                               {"presence_penalty", 0.5},
+                                               {"ignore_eos", true},
+                                               {"num_return_sequences", 2},
+                                               {"yield_generator", true},
+                                               {"cache_salt", "t"}}}});
+  EXPECT_EQ(full.cache.cache_salt, "t");
+  EXPECT_EQ(full.n, 2);
+  EXPECT_TRUE(full.stream);
+  for (const auto& [bad, param] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{{"prompt", "x"}, {"max_tokens", 3}}, "max_tokens"},
+           {{{"prompt", "x"}, {"generate_config", {{"top_k", 1}, {"beam_width", 2}}}},
+            "generate_config.beam_width"},
+           {{{"prompt", "x"}, {"generate_config", {{"return_logits", true}}}},
+            "generate_config.return_logits"}}) {
+    SCOPED_TRACE(bad.dump());
+    try {
+      ParseGenerateRequest(bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& error) {
+      EXPECT_EQ(error.status(), 400);
+      EXPECT_EQ(error.code(), "unsupported_parameter");
+      EXPECT_EQ(error.param(), param);
+    }
   }
   try {
     ParseGenerateRequest({{"prompt", "x"}, {"generate_config", 3}});
@@ -306,7 +351,6 @@ json Completion(json extra = json::object()) {
   body.update(extra);
   return body;
 }
-
 
 void ExpectUnsupported(const ApiError& error, const std::string& param) {
   EXPECT_EQ(error.status(), 400);

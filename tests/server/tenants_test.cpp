@@ -156,8 +156,10 @@ TEST_F(TenantRoutesTest, CompletionsAreKeyedAndOwnedByTheirTenant) {
   GenerationRequest beta = backend_->last_request();
   EXPECT_NE(alpha.cache.cache_salt, beta.cache.cache_salt);
   EXPECT_NE(alpha.cache.cache_salt, "shared-salt");
-  EXPECT_EQ(alpha.cache.owner, "alpha");
-  EXPECT_EQ(beta.cache.owner, "beta");
+  // The engine knows a tenant's blocks by its server-side salt, which no client can choose.
+  EXPECT_FALSE(alpha.cache.owner.empty());
+  EXPECT_NE(alpha.cache.owner, beta.cache.owner);
+  EXPECT_NE(alpha.cache.owner, "alpha");
   ASSERT_EQ(PostJson(port_, "/v1/completions", body, As("alpha-key-0002")).status, 200);
   EXPECT_EQ(backend_->last_request().cache.cache_salt, alpha.cache.cache_salt);
   ExpectError(PostJson(port_, "/v1/completions", body, As("nobody-key-01")), 401,
@@ -166,6 +168,12 @@ TEST_F(TenantRoutesTest, CompletionsAreKeyedAndOwnedByTheirTenant) {
 
 TEST_F(TenantRoutesTest, UsersClearTheirOwnCacheAndAdminsAnyOrAll) {
   StartWithTenants();
+  // Each tenant's owner, as its requests carry it.
+  json body = {{"prompt", "hello"}, {"max_tokens", 1}};
+  ASSERT_EQ(PostJson(port_, "/v1/completions", body, As("alpha-key-0001")).status, 200);
+  const std::string alpha = backend_->last_request().cache.owner;
+  ASSERT_EQ(PostJson(port_, "/v1/completions", body, As("beta-key-00001")).status, 200);
+  const std::string beta = backend_->last_request().cache.owner;
   auto user = PostJson(port_, "/v1/cache/clear", json::object(), As("alpha-key-0001"));
   ASSERT_EQ(user.status, 200) << user.body;
   EXPECT_EQ(user.json["tenant"], "alpha");
@@ -181,7 +189,13 @@ TEST_F(TenantRoutesTest, UsersClearTheirOwnCacheAndAdminsAnyOrAll) {
   ExpectError(PostJson(port_, "/v1/cache/clear", {{"tenant", "gamma"}}, As("root-key-00001")), 400,
               "tenant_not_found");
   ExpectError(PostJson(port_, "/v1/cache/clear", json::object()), 401, "invalid_api_key");
-  std::vector<std::optional<std::string>> expected = {"alpha", "alpha", std::nullopt, "beta"};
+  // A user's clear reaches every tier it names, for its own blocks only.
+  auto tiers = PostJson(port_, "/v1/cache/clear", {{"tiers", {"memory", "disk", "remote"}}},
+                        As("alpha-key-0002"));
+  ASSERT_EQ(tiers.status, 200) << tiers.body;
+  EXPECT_EQ(tiers.json["tenant"], "alpha");
+  EXPECT_EQ(backend_->cleared_tiers(), (std::vector<std::string>{"memory", "disk", "remote"}));
+  std::vector<std::optional<std::string>> expected = {alpha, alpha, std::nullopt, beta, alpha};
   EXPECT_EQ(backend_->cleared_owners(), expected);
 }
 

@@ -48,6 +48,16 @@ TEST_F(BlockFormatTest, RoundTripsTheExactBytes) {
   EXPECT_EQ(header.payload_bytes, identity_.block_bytes);
 }
 
+TEST_F(BlockFormatTest, TheOwnerTravelsInTheHeader) {
+  std::vector<BlockMeta> owned = TestChain(identity_, 1, 1, "tenant-salt");
+  EXPECT_EQ(owned[0].owner, TenantSaltDigest("tenant-salt"));
+  DecodedHeader header = DecodeBlockHeader(
+      identity_, EncodeBlock(identity_, owned[0], TestPayload(identity_, owned[0])));
+  ASSERT_EQ(header.check, BlockCheck::kOk);
+  EXPECT_EQ(header.meta.owner, TenantSaltDigest("tenant-salt"));
+  EXPECT_EQ(DecodeBlockHeader(identity_, encoded_).meta.owner, Digest{});  // nobody's
+}
+
 TEST_F(BlockFormatTest, AFlippedPayloadByteFailsTheChecksum) {
   encoded_[encoded_.size() - 10] ^= 0x01;
   EXPECT_EQ(Decode(encoded_, chain_[1]), BlockCheck::kBadChecksum);
@@ -79,6 +89,11 @@ TEST_F(BlockFormatTest, MagicAndVersionAreChecked) {
   bad = encoded_;
   bad[4] = 9;
   EXPECT_EQ(Decode(bad, chain_[1]), BlockCheck::kBadVersion);
+  // The format before owners were recorded: another version, counted as foreign.
+  bad[4] = 1;
+  EXPECT_EQ(Decode(bad, chain_[1]), BlockCheck::kBadVersion);
+  EXPECT_TRUE(IsForeign(BlockCheck::kBadVersion));
+  EXPECT_FALSE(IsForeign(BlockCheck::kBadChecksum));
 }
 
 TEST_F(BlockFormatTest, BlocksOfAnotherIdentityAreForeign) {

@@ -170,6 +170,53 @@ TEST_F(DiskTierTest, AnotherModelsFileUnderTheRightNameIsForeign) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+// One tenant's clear drops its files and nothing of the others, before and after a restart (the
+// owners come back from the headers).
+TEST_F(DiskTierTest, ClearOwnedDropsOnlyThatOwnersFiles) {
+  auto alpha = TestChain(identity_, 3, 1, "salt-alpha");
+  auto beta = TestChain(identity_, 2, 1, "salt-beta");
+  auto nobody = TestChain(identity_, 2, 1);
+  {
+    DiskTier tier(identity_, {dir_});
+    ASSERT_EQ(StoreAll(tier, alpha) + StoreAll(tier, beta) + StoreAll(tier, nobody), 7u);
+    EXPECT_EQ(tier.ClearOwned(TenantSaltDigest("salt-alpha")), 3u);
+    for (const auto& meta : alpha) EXPECT_FALSE(fs::exists(tier.BlockPath(meta.key)));
+    EXPECT_EQ(tier.ProbablyHeld(Keys(alpha)), 0u);
+    EXPECT_EQ(LoadAll(tier, beta), 2u);
+    EXPECT_EQ(tier.Stats().blocks, 4);
+    EXPECT_EQ(tier.ClearOwned(TenantSaltDigest("salt-gamma")), 0u);
+  }
+  DiskTier tier(identity_, {dir_});
+  EXPECT_EQ(tier.rebuild().blocks, 4);
+  EXPECT_EQ(tier.ClearOwned(TenantSaltDigest("salt-beta")), 2u);
+  for (const auto& meta : beta) EXPECT_FALSE(fs::exists(tier.BlockPath(meta.key)));
+  EXPECT_EQ(LoadAll(tier, nobody), 2u);
+  EXPECT_EQ(tier.Stats().bytes, 2 * (BlockHeaderBytes(4) + identity_.block_bytes));
+}
+
+// A file of the previous format version (no owner) is foreign: counted, deleted, never used.
+TEST_F(DiskTierTest, AnOlderFormatVersionIsForeign) {
+  auto chain = TestChain(identity_, 2);
+  std::string path;
+  {
+    DiskTier tier(identity_, {dir_});
+    StoreAll(tier, chain);
+    path = tier.BlockPath(chain[1].key);
+  }
+  {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(4);
+    const char version_1[4] = {1, 0, 0, 0};
+    file.write(version_1, 4);
+  }
+  DiskTier tier(identity_, {dir_});
+  EXPECT_EQ(tier.rebuild().foreign, 1);
+  EXPECT_EQ(tier.rebuild().corrupt, 0);
+  EXPECT_EQ(tier.rebuild().blocks, 1);
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_EQ(LoadAll(tier, chain), 1u);
+}
+
 TEST_F(DiskTierTest, OtherFingerprintsFoldersAreCountedAndLeftAlone) {
   TierIdentity other = TestIdentity(4096, 8, "model-b");  // another model and block size
   {

@@ -119,6 +119,34 @@ TEST(RedisTier, KeepsATtlAndItsSizeBound) {
   EXPECT_EQ(client->Run(RedisCommand{"DBSIZE"}).integer, 0);
 }
 
+// One tenant's clear deletes the blocks this replica wrote for it, and nothing of the others.
+TEST(RedisTier, ClearOwnedDeletesOnlyThatOwnersBlocks) {
+  REPRISE_REQUIRE_REDIS();
+  testing::RedisServer server;
+  auto client = Client(server.url());
+  TierIdentity identity = TestIdentity();
+  std::vector<BlockMeta> alpha = TestChain(identity, 3, 1, "salt-alpha");
+  std::vector<BlockMeta> beta = TestChain(identity, 2, 1, "salt-beta");
+  RedisTier tier(identity, {}, client);
+  for (const auto* chain : {&alpha, &beta}) {
+    for (const BlockMeta& meta : *chain) {
+      ASSERT_TRUE(tier.Store(meta, TestPayload(identity, meta)));
+    }
+  }
+  EXPECT_EQ(tier.ClearOwned(TenantSaltDigest("salt-alpha")), 3u);
+  for (const BlockMeta& meta : alpha) {
+    EXPECT_EQ(client->Run(RedisCommand{"EXISTS", tier.RedisKey(meta.key)}).integer, 0);
+  }
+  EXPECT_EQ(client->Run(RedisCommand{"DBSIZE"}).integer, 2);
+  EXPECT_EQ(tier.Stats().blocks, 2);
+  std::vector<uint8_t> buffer(2 * identity.block_bytes);
+  uint8_t* dests[] = {buffer.data(), buffer.data() + identity.block_bytes};
+  EXPECT_EQ(tier.LoadPrefix(beta, dests), 2u);
+  EXPECT_EQ(tier.ClearOwned(TenantSaltDigest("salt-gamma")), 0u);
+  EXPECT_EQ(tier.ClearOwned(TenantSaltDigest("salt-beta")), 2u);
+  EXPECT_EQ(client->Run(RedisCommand{"DBSIZE"}).integer, 0);
+}
+
 TEST(RedisTier, GoesOnWithoutRedisAndUsesItAgainAfterARestart) {
   REPRISE_REQUIRE_REDIS();
   testing::RedisServer server;

@@ -117,9 +117,16 @@ TEST_F(TierSetTest, ClearDropsOneTierByName) {
   tiers.push_back(std::make_unique<DiskTier>(identity_, DiskTierConfig{Dir("")}));
   TierSet set(identity_, std::move(tiers));
   auto chain = TestChain(identity_, 5);
+  auto owned = TestChain(identity_, 3, 100, "salt-alpha");
   for (const auto& meta : chain) set.Offer(meta, TestPayload(identity_, meta), true);
+  // Offered and not yet written when the clear comes: the clear waits for them.
+  for (const auto& meta : owned) set.Offer(meta, TestPayload(identity_, meta), true);
   size_t dropped = 0;
-  EXPECT_TRUE(set.Clear("disk", &dropped));
+  EXPECT_TRUE(set.Clear("disk", TenantSaltDigest("salt-alpha"), &dropped));
+  EXPECT_EQ(dropped, 3u);
+  EXPECT_EQ(set.ProbablyHeld(Keys(owned)), 0u);
+  EXPECT_EQ(set.ProbablyHeld(Keys(chain)), 5u);
+  EXPECT_TRUE(set.Clear("disk", std::nullopt, &dropped));
   EXPECT_EQ(dropped, 5u);
   EXPECT_EQ(set.ProbablyHeld(Keys(chain)), 0u);
   EXPECT_FALSE(set.Clear("remote"));

@@ -26,7 +26,8 @@ inline TierIdentity TestIdentity(uint64_t block_bytes = 4096, uint32_t block_siz
   return identity;
 }
 
-// A chain of `count` full blocks whose tokens start at `first_token`, keyed as the cache keys them.
+// A chain of `count` full blocks whose tokens start at `first_token`, keyed as the cache keys them
+// (with `salt`, and owned by the tenant whose salt that is).
 inline std::vector<BlockMeta> TestChain(const TierIdentity& identity, size_t count,
                                         int32_t first_token = 1, const char* salt = "") {
   std::vector<BlockMeta> chain;
@@ -37,6 +38,7 @@ inline std::vector<BlockMeta> TestChain(const TierIdentity& identity, size_t cou
     BlockMeta meta;
     meta.parent_key = parent;
     meta.extras_digest = extras;
+    meta.owner = TenantSaltDigest(salt);
     for (uint32_t t = 0; t < identity.block_size; ++t) meta.tokens.push_back(token++);
     meta.key = BlockKey(parent, extras, meta.tokens, true);
     parent = meta.key;
