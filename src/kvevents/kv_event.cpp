@@ -62,6 +62,7 @@ std::vector<std::string> EncodeBatch(const KvEventBatch& batch) {
       item["key"] = ToHex(event.key);
       item["parent"] = ToHex(event.parent);
       item["salt_digest"] = ToHex(event.salt_digest);
+      item["tenant_digest"] = ToHex(event.tenant_digest);
     }
     events.push_back(std::move(item));
   }
@@ -116,7 +117,8 @@ std::optional<KvEventBatch> DecodeBatch(const std::vector<std::string>& fields) 
         tier = TierNamed(tier_it->get<std::string>());
       if (!tier || !DigestField(item, "key", event.key) ||
           !DigestField(item, "parent", event.parent) ||
-          !DigestField(item, "salt_digest", event.salt_digest)) {
+          !DigestField(item, "salt_digest", event.salt_digest) ||
+          !DigestField(item, "tenant_digest", event.tenant_digest)) {
         return std::nullopt;
       }
       event.tier = *tier;

@@ -30,6 +30,9 @@ struct KvEvent {
   // Digest of everything mixed into the key besides the tokens: the tenant's salt and the
   // client's cache_salt, hashed (the salt itself never leaves the replica).
   Digest salt_digest{};
+  // The block's owner, TenantSaltDigest of its tenant's salt (zero: none), as the tiers' block
+  // headers record it for per-tenant clears.
+  Digest tenant_digest{};
 };
 
 // One stream entry: consecutive events of one replica's one run.

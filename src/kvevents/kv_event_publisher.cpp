@@ -22,6 +22,7 @@ KvEvent Describe(KvEventType type, const CachedBlockInfo& block) {
   event.key = *block.key;
   event.parent = *block.parent_key;
   event.salt_digest = *block.extras_digest;
+  if (block.owner != nullptr) event.tenant_digest = *block.owner;
   return event;
 }
 

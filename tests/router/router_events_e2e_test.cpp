@@ -125,6 +125,7 @@ TEST_F(RouterEventsE2eTest, ATenantsEventsCarryItsSaltDigestAndTheRoutersKeys) {
   auto registry = std::make_unique<server::TenantRegistry>(setup.keys, setup.cache_secret, false);
   const Digest salt_digest =
       ExtrasDigest(CacheKeyExtras{registry->EngineSalt(*registry->Find("alice"), ""), ""});
+  const Digest tenant_digest = TenantSaltDigest(registry->Find("alice")->cache_salt);
   keyer.SetTenants(std::move(registry));
   router::RequestKeys keys = keyer.Compute(server::ApiKind::kChat, body, "Bearer alice-key-123456");
   ASSERT_GT(keys.block_keys.size(), 3u);
@@ -147,6 +148,7 @@ TEST_F(RouterEventsE2eTest, ATenantsEventsCarryItsSaltDigestAndTheRoutersKeys) {
     ASSERT_EQ(events.count(keys.block_keys[i]), 1u) << "block " << i;
     const kvevents::KvEvent& event = events[keys.block_keys[i]];
     EXPECT_EQ(event.salt_digest, salt_digest);
+    EXPECT_EQ(event.tenant_digest, tenant_digest);  // the owner the tiers' headers record
     EXPECT_EQ(event.tier, kvevents::KvEventTier::kMemory);
     EXPECT_EQ(event.parent, i == 0 ? *keyer.root() : keys.block_keys[i - 1]);
   }
