@@ -5,12 +5,20 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <system_error>
 
 namespace reprise::testing {
+
+// A test's HTTP client may write to a socket the server has already closed (an early 4xx, a
+// refused connection): the write must fail with EPIPE, not kill the test binary.
+inline const bool kSigpipeIgnored = [] {
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 // ../shared/fixtures relative to the repository root (configurable with -DREPRISE_FIXTURES_DIR).
 inline std::filesystem::path FixturesDir() { return REPRISE_FIXTURES_DIR; }
