@@ -250,9 +250,14 @@ bool ConnectionStream::PeerGone() const {
 
 void ConnectionStream::LingeringClose() {
   ::shutdown(sock_, SHUT_WR);
+  // Closing with unread bytes makes the kernel send a reset, which can destroy the answer before
+  // the client reads it; a client that uploads a body over the limit is still writing it. So
+  // read and drop what comes for a while: bounded by time and by several times the body limit
+  // (a client over the limit is usually over by little), never by the limit itself.
   Clock::time_point deadline = Clock::now() + milliseconds(500);
+  const size_t budget = std::max<size_t>(4 * limits_.max_body_bytes, size_t{64} << 20);
   size_t discarded = 0;
-  while (Clock::now() < deadline && discarded < limits_.max_body_bytes) {
+  while (Clock::now() < deadline && discarded < budget) {
     milliseconds left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (PollOne(sock_, POLLIN, left) <= 0) break;
     ssize_t n = ::recv(sock_, buffer_.data(), buffer_.size(), 0);
