@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <random>
+
+#include "core/error.h"
 
 namespace reprise {
 
@@ -26,7 +30,9 @@ void Sampler::Accept(int32_t token) {
 }
 
 void Sampler::ApplyPenalties(std::span<float> logits) const {
-  auto in_range = [&](int32_t token) { return token >= 0 && static_cast<size_t>(token) < logits.size(); };
+  auto in_range = [&](int32_t token) {
+    return token >= 0 && static_cast<size_t>(token) < logits.size();
+  };
   if (config_.repetition_penalty != 1.0f) {
     for (const auto& [token, _] : seen_) {
       if (!in_range(token)) continue;
@@ -43,56 +49,103 @@ void Sampler::ApplyPenalties(std::span<float> logits) const {
   }
 }
 
+size_t Sampler::TopPCount(size_t ordered, double total,
+                          const std::function<double(size_t)>& weight) {
+  // The kept set is the smallest run of the largest candidates whose probabilities reach top_p.
+  // Found by quickselect on probability mass: each round places the middle candidate of the
+  // undecided range [lo, hi) by nth_element, and keeps to the side where the mass crosses top_p,
+  // so a flat distribution (most of the vocabulary kept) costs a few passes, not a sort.
+  // Afterwards candidates_[0, count) is the kept set and weights[0, count) their weights.
+  std::vector<double>& weights = probabilities_;
+  const double target = static_cast<double>(config_.top_p) * total;
+  auto by_logit = [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  auto at = [&](size_t i) { return candidates_.begin() + static_cast<ptrdiff_t>(i); };
+  size_t lo = 0, hi = candidates_.size();
+  double above = 0;  // mass of candidates_[0, lo), all larger than those in [lo, hi)
+  while (hi - lo > 64 && lo >= ordered) {
+    const size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(at(lo), at(mid), at(hi), by_logit);
+    double mass = 0;  // of [lo, mid]
+    for (size_t j = lo; j <= mid; ++j) mass += (weights[j] = weight(j));
+    if (above + mass >= target) {
+      hi = mid + 1;
+    } else {
+      above += mass;
+      lo = mid + 1;
+    }
+  }
+  if (lo >= ordered) {  // the crossing is in [lo, hi), which holds exactly those ranks: order it
+    std::sort(at(lo), at(hi), by_logit);
+    for (size_t j = lo; j < hi; ++j) weights[j] = weight(j);
+  }
+  for (size_t j = lo; j < hi; ++j) {
+    above += weights[j];
+    if (above >= target) return j + 1;
+  }
+  return std::max<size_t>(hi, 1);
+}
+
 int32_t Sampler::Sample(std::span<float> logits) {
   ApplyPenalties(logits);
   if (config_.temperature <= 0.0f) return ArgMax(logits);
+  REPRISE_CHECK(!logits.empty(), "no logits to sample from");
 
+  // Only what top_k and top_p need is put in order: sorting a whole vocabulary of 32k-150k
+  // entries for every token cost more than a small model's forward pass. Ordered candidates are
+  // largest first, the lower token first on ties.
+  auto by_logit = [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
   candidates_.clear();
   candidates_.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     candidates_.emplace_back(logits[i] / config_.temperature, static_cast<int32_t>(i));
   }
-  auto by_logit = [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  };
-  size_t keep = candidates_.size();
-  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < keep) {
-    keep = static_cast<size_t>(config_.top_k);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(keep),
-                      candidates_.end(), by_logit);
-  } else {
+  size_t ordered = 0;  // candidates_[0, ordered) are the largest, in order
+  if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < candidates_.size()) {
+    const auto keep = static_cast<ptrdiff_t>(config_.top_k);
+    std::nth_element(candidates_.begin(), candidates_.begin() + keep - 1, candidates_.end(),
+                     by_logit);
+    candidates_.resize(static_cast<size_t>(keep));
     std::sort(candidates_.begin(), candidates_.end(), by_logit);
+    ordered = candidates_.size();
   }
-  candidates_.resize(keep);
 
-  // Softmax over the kept candidates (sorted, so the first is the maximum).
+  // Softmax over the candidates: weights exp(logit - max), probabilities weight / total.
   float max_logit = candidates_.front().first;
-  std::vector<double>& probabilities = probabilities_;
-  probabilities.resize(candidates_.size());
+  for (const auto& candidate : candidates_) max_logit = std::max(max_logit, candidate.first);
+  auto weight = [&](size_t i) {
+    return std::exp(static_cast<double>(candidates_[i].first - max_logit));
+  };
+  std::vector<double>& weights = probabilities_;
+  weights.resize(candidates_.size());
   double total = 0;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    probabilities[i] = std::exp(static_cast<double>(candidates_[i].first - max_logit));
-    total += probabilities[i];
-  }
-  for (double& p : probabilities) p /= total;
+  for (size_t i = 0; i < candidates_.size(); ++i) total += (weights[i] = weight(i));
 
-  if (config_.min_p > 0.0f) {
-    double threshold = config_.min_p * probabilities.front();
-    size_t count = 1;
-    while (count < probabilities.size() && probabilities[count] >= threshold) ++count;
-    probabilities.resize(count);
+  // min_p keeps the tokens whose probability is at least min_p times the largest one's (the
+  // largest weight is 1); top_p keeps the largest ones until their probabilities reach top_p.
+  const double min_weight = config_.min_p > 0.0f ? static_cast<double>(config_.min_p) : 0.0;
+  size_t count = candidates_.size();  // with top_p: candidates_[0, count) are kept
+  if (config_.top_p < 1.0f) count = TopPCount(ordered, total, weight);
+
+  // Draw among the kept candidates, in their order: largest first when ordered, else as arranged.
+  double kept_total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (weights[i] >= min_weight) kept_total += weights[i];
   }
-  if (config_.top_p < 1.0f) {
-    double cumulative = 0;
-    size_t count = 0;
-    while (count < probabilities.size()) {
-      cumulative += probabilities[count++];
-      if (cumulative >= config_.top_p) break;
-    }
-    probabilities.resize(std::max<size_t>(count, 1));
+  if (!(kept_total > 0.0) || !std::isfinite(kept_total)) return candidates_.front().second;
+  const double target = std::uniform_real_distribution<double>(0.0, kept_total)(generator_);
+  double cumulative = 0;
+  size_t last_kept = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (weights[i] < min_weight) continue;
+    last_kept = i;
+    cumulative += weights[i];
+    if (cumulative > target) return candidates_[i].second;
   }
-  std::discrete_distribution<size_t> pick(probabilities.begin(), probabilities.end());
-  return candidates_[pick(generator_)].second;
+  return candidates_[last_kept].second;  // rounding left the target at the very end
 }
 
 }  // namespace reprise

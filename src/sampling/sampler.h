@@ -2,7 +2,9 @@
 // top-k / top-p / min-p, from a seeded generator so a seed reproduces a run.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <span>
 #include <unordered_map>
@@ -27,13 +29,15 @@ class Sampler {
 
  private:
   void ApplyPenalties(std::span<float> logits) const;
+  // How many candidates top_p keeps (see Sample); `ordered` leading candidates are already sorted.
+  size_t TopPCount(size_t ordered, double total, const std::function<double(size_t)>& weight);
 
   SamplerConfig config_;
   std::mt19937_64 generator_;
   std::unordered_map<int32_t, int> output_counts_;
   std::unordered_map<int32_t, bool> seen_;  // prompt and output tokens, for repetition_penalty
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch: (logit, token)
-  std::vector<double> probabilities_;                 // scratch: [kept candidates]
+  std::vector<double> probabilities_;                  // scratch: [kept candidates]
 };
 
 // Index of the largest logit; the lowest index wins ties, so greedy decoding is deterministic.

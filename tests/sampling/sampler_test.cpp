@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <random>
+#include <set>
 
 namespace reprise {
 namespace {
@@ -71,6 +74,67 @@ TEST(SamplerTest, TopPAndMinPCutTheTail) {
   for (int i = 0; i < 50; ++i) {
     std::vector<float> logits = {2.0f, 1.9f, -3.0f};
     EXPECT_NE(min_p_sampler.Sample(logits), 2);
+  }
+}
+
+// A large vocabulary without top_k: tokens are drawn with their softmax probabilities (checked
+// on the few likely ones), and with top_p only from the smallest set of largest ones whose
+// probabilities reach top_p, computed here by sorting everything.
+TEST(SamplerTest, LargeVocabularyFollowsSoftmaxAndTopPSet) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> base(20000);
+  for (float& logit : base) logit = normal(rng);
+  base[10] = 8.0f;
+  base[20] = 7.0f;
+  base[30] = 6.0f;
+  double total = 0;
+  for (float logit : base) total += std::exp(static_cast<double>(logit) - 8.0);
+  SamplerConfig config;
+  config.temperature = 1.0f;
+  config.seed = 11;
+  Sampler sampler(config, {});
+  std::map<int32_t, int> counts;
+  const int draws = 4000;
+  for (int i = 0; i < draws; ++i) {
+    auto logits = base;
+    ++counts[sampler.Sample(logits)];
+  }
+  for (auto [token, logit] : {std::pair{10, 8.0}, std::pair{20, 7.0}, std::pair{30, 6.0}}) {
+    const double p = std::exp(logit - 8.0) / total;
+    const double sigma = std::sqrt(draws * p * (1 - p));
+    EXPECT_NEAR(counts[token], draws * p, 5 * sigma) << "token " << token;
+  }
+
+  std::vector<std::pair<double, int32_t>> sorted;
+  for (size_t i = 0; i < base.size(); ++i) {
+    sorted.emplace_back(std::exp(static_cast<double>(base[i]) - 8.0) / total,
+                        static_cast<int32_t>(i));
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  for (float top_p : {0.5f, 0.9f, 0.97f}) {
+    std::set<int32_t> allowed;
+    double cumulative = 0;
+    for (const auto& [p, token] : sorted) {
+      allowed.insert(token);
+      cumulative += p;
+      if (cumulative >= top_p) break;
+    }
+    SamplerConfig nucleus = config;
+    nucleus.top_p = top_p;
+    Sampler top_p_sampler(nucleus, {});
+    std::set<int32_t> seen;
+    for (int i = 0; i < 300; ++i) {
+      auto logits = base;
+      seen.insert(top_p_sampler.Sample(logits));
+    }
+    for (int32_t token : seen)
+      EXPECT_TRUE(allowed.count(token)) << "top_p " << top_p << " token " << token;
+    if (allowed.size() > 100) {
+      EXPECT_GT(seen.size(), 20u) << "top_p " << top_p;  // the tail set is really drawn from
+    }
   }
 }
 
