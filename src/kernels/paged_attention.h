@@ -80,7 +80,7 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
 // state is computed on its own, so the splits of one sequence can run on different threads, and
 // the partials are merged in split order. The partition depends only on the query's positions and
 // the block size, never on the threads or the batch, and so do the bits.
-inline constexpr int kAttentionSplitPositions = 1024;
+inline constexpr int kAttentionSplitPositions = 256;
 // Blocks per split, and the splits a query over `num_positions` positions uses (1 for short ones,
 // which are attended in one pass as before).
 int AttentionSplitBlocks(int block_size);

@@ -184,6 +184,13 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   rope.freq_factors = rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data();
   rope.style = c.rope_style;
 
+  // Each token's rotary angles, once for every layer and for both Q and K.
+  const auto rope_width = static_cast<size_t>(c.rope_dim);
+  rope_angles_.resize(num_tokens * rope_width);
+  for (size_t i = 0; i < num_tokens; ++i) {
+    kernels::RopeAngles(batch.positions[i], rope, rope_angles_.data() + i * rope_width);
+  }
+
   float* x = x_.data();  // [tokens][n_embd]
   for (size_t i = 0; i < num_tokens; ++i) {
     int32_t token = batch.tokens[i];
@@ -261,9 +268,9 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
 
     pool.ParallelFor(num_tokens, [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) {
-        int32_t position = batch.positions[i];
-        kernels::Rope(q_.data() + i * q_dim, c.n_head, position, rope);
-        kernels::Rope(k_.data() + i * kv_dim, c.n_kv_head, position, rope);
+        const float* angles = rope_angles_.data() + i * rope_width;
+        kernels::RopeRotate(q_.data() + i * q_dim, c.n_head, angles, rope);
+        kernels::RopeRotate(k_.data() + i * kv_dim, c.n_kv_head, angles, rope);
       }
     });
     // K/V of every token of the step are stored before any query reads them: a query then

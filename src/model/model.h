@@ -69,16 +69,17 @@ class Model {
 
   // Scratch reused across steps, grown on demand (never shrinks).
   size_t scratch_tokens_ = 0;
-  AlignedBuffer<float> x_;       // [tokens][n_embd] residual stream
-  AlignedBuffer<float> normed_;  // [tokens][n_embd]
-  AlignedBuffer<float> q_;       // [tokens][q_dim]
-  AlignedBuffer<float> k_;       // [tokens][kv_dim]
-  AlignedBuffer<float> v_;       // [tokens][kv_dim]
-  AlignedBuffer<float> attn_;    // [tokens][q_dim]
-  AlignedBuffer<float> proj_;    // [tokens][n_embd]
-  AlignedBuffer<float> gate_;    // [tokens][n_ff]
-  AlignedBuffer<float> up_;      // [tokens][n_ff]
-  AlignedBuffer<float> final_;   // [logit rows][n_embd]
+  AlignedBuffer<float> x_;          // [tokens][n_embd] residual stream
+  AlignedBuffer<float> normed_;     // [tokens][n_embd]
+  AlignedBuffer<float> q_;          // [tokens][q_dim]
+  AlignedBuffer<float> k_;          // [tokens][kv_dim]
+  AlignedBuffer<float> v_;          // [tokens][kv_dim]
+  AlignedBuffer<float> attn_;       // [tokens][q_dim]
+  AlignedBuffer<float> proj_;       // [tokens][n_embd]
+  AlignedBuffer<float> gate_;       // [tokens][n_ff]
+  AlignedBuffer<float> up_;         // [tokens][n_ff]
+  std::vector<float> rope_angles_;  // [tokens][rope_dim] cos, sin of each token's position
+  AlignedBuffer<float> final_;      // [logit rows][n_embd]
   // Attention work of the current step: runs of batch rows [first, first + count) that are
   // consecutive positions of one sequence, at most kAttentionRunTokens long.
   struct AttentionRun {

@@ -85,6 +85,68 @@ TEST(KernelOpsTest, SwiGlu) {
   }
 }
 
+// SwiGlu's own exp: within a few float ulps of the exact value over the whole range where silu
+// is not yet g or 0 (and sane beyond it), and every element's bits independent of the length of
+// the call and of its place in it (the tail goes through the same lanes).
+TEST(KernelOpsTest, SwiGluIsAccurateOverTheRangeAndIndependentOfLength) {
+  std::vector<float> gate, up;
+  for (float g = -120.0f; g <= 120.0f; g += 0.0137f) {
+    gate.push_back(g);
+    up.push_back(1.0f + 0.001f * static_cast<float>(gate.size() % 7));
+  }
+  const auto n = static_cast<int64_t>(gate.size());
+  std::vector<float> out(gate.size());
+  SwiGlu(gate.data(), up.data(), n, out.data());
+  double worst = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate[i];
+    const double expected = g / (1.0 + std::exp(-g)) * up[i];
+    if (std::fabs(expected) < 1e-30) {
+      EXPECT_LT(std::fabs(out[i]), 1e-30) << "g = " << g;
+      continue;
+    }
+    worst = std::max(worst, std::fabs(out[i] - expected) / std::fabs(expected));
+  }
+  EXPECT_LT(worst, 1e-6);
+  for (int64_t length : {1, 2, 3, 5, 7}) {
+    for (int64_t first = 0; first + length <= 40; first += 3) {
+      std::vector<float> part(static_cast<size_t>(length));
+      SwiGlu(gate.data() + first, up.data() + first, length, part.data());
+      for (int64_t i = 0; i < length; ++i) ASSERT_EQ(part[i], out[first + i]) << first + i;
+    }
+  }
+}
+
+TEST(KernelOpsTest, RopeAnglesThenRotateIsRope) {
+  std::vector<float> factors = {1.0f, 2.0f, 4.0f, 8.0f, 1.5f, 1.0f, 3.0f, 1.0f};
+  for (RopeStyle style : {RopeStyle::kNormal, RopeStyle::kNeox}) {
+    RopeParams params{
+        .head_dim = 16, .rope_dim = 16, .freq_factors = factors.data(), .style = style};
+    std::vector<float> x = RandomValues(48, 8);
+    std::vector<float> whole = x, halves = x;
+    Rope(whole.data(), 3, 1234, params);
+    std::vector<float> angles(16);
+    RopeAngles(1234, params, angles.data());
+    RopeRotate(halves.data(), 3, angles.data(), params);
+    EXPECT_EQ(whole, halves);
+  }
+}
+
+TEST(KernelOpsTest, RmsNormMatchesDouble) {
+  for (int64_t n : {1, 3, 4, 7, 576, 1001}) {
+    std::vector<float> x = RandomValues(static_cast<size_t>(n), 9, 3.0f);
+    std::vector<float> w = RandomValues(static_cast<size_t>(n), 10);
+    std::vector<float> out(static_cast<size_t>(n));
+    RmsNorm(x.data(), w.data(), n, 1e-5f, out.data());
+    double squares = 0.0;
+    for (float v : x) squares += static_cast<double>(v) * v;
+    const double inverse = 1.0 / std::sqrt(squares / static_cast<double>(n) + 1e-5);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(out[i], x[i] * inverse * w[i], 1e-5 * std::fabs(x[i] * inverse * w[i]) + 1e-7);
+    }
+  }
+}
+
 TEST(KernelOpsTest, Softmax) {
   std::vector<float> x = {1.0f, 2.0f, 3.0f, 1000.0f, -1000.0f};
   Softmax(x.data(), 5);

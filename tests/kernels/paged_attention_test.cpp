@@ -206,7 +206,7 @@ TEST(KernelPagedAttentionTest, LongContextSplitsMatchReferenceAndSingleQueries) 
   const int n_kv_head = 2, head_dim = 64, group = 3;
   for (CpuTarget target : Targets())
     for (int block_size : {16, 256}) {
-      const int n = 2 * kAttentionSplitPositions + 300;  // three splits
+      const int n = 2 * kAttentionSplitPositions + kAttentionSplitPositions / 2;  // three splits
       const int num_blocks = (n + block_size - 1) / block_size;
       ASSERT_EQ(AttentionSplits(block_size, n), 3);
       ASSERT_EQ(AttentionSplits(block_size, kAttentionSplitPositions), 1);
