@@ -1,9 +1,10 @@
 // PagedAttention with AVX-512 + F16C (compiled with those flags only for this file; chosen at
-// run time). Same algorithm and blocking as the portable version in paged_attention.cpp:
+// run time). The portable version's algorithm (paged_attention.cpp), with the online softmax
+// taken per span of several blocks rather than per block:
 //
-//   for each KV block in order:
+//   for each softmax span (kSoftmaxSpanPositions positions in whole blocks) in order:
 //     s[g][j] = scale * (even + odd), the fused sums of q[g][d] * k[j][d] over even and odd d,
-//     16 slots j at once from the keys, stored transposed ([head_dim][block_size])
+//     16 slots j at once from each block's keys, stored transposed ([head_dim][block_size])
 //     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (the sum lane-wise
 //     over 16-slot chunks, then HorizontalSum; both exps by one fixed polynomial, ExpNonPositive)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
@@ -75,7 +76,7 @@ inline void WidenKeys(const uint8_t* k_plane, size_t column_bytes, int j0, int c
   }
 }
 
-constexpr int kGroupStep = 4;    // query rows whose dot products are accumulated together
+constexpr int kGroupStep = 4;  // query rows whose dot products are accumulated together
 
 // ScoreRowTile's vector operations at 16 lanes.
 struct Lanes16 {
@@ -85,17 +86,19 @@ struct Lanes16 {
   static Vec MultiplyAdd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   static Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
 };
+// A row's scores of one softmax span (see Attention), kScoreStride floats apart.
+constexpr int kScoreStride = std::max(kMaxAttentionBlockSize, kSoftmaxSpanPositions);
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
 // The value pass of one block for rows [first_row, num_rows) and dimensions [d0, d0 + 64):
 // out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
-// p = scores. v[j][d0 + e] is element `offset + e` of row j of `v` (rows `stride` bytes apart,
-// of type kSrc); masks: the chunks of [d0, d0 + 64) inside head_dim.
+// p[r][j] = scores[r * kScoreStride + j]. v[j][d0 + e] is element `offset + e` of row j of `v`
+// (rows `stride` bytes apart, of type kSrc); masks: the chunks of [d0, d0 + 64) inside head_dim.
 template <KvType kSrc>
 void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
-               int first_row, int num_rows, const int* filled,
-               const float (*scores)[kMaxAttentionBlockSize], float* const* out_rows, int d0) {
+               int first_row, int num_rows, const int* filled, const float* scores,
+               float* const* out_rows, int d0) {
   for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
     const int nr = std::min(kValueHeads, num_rows - r0);
     // Rows past the end repeat the first one and are not stored.
@@ -113,7 +116,9 @@ void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&ma
     for (int j = 0; j < common; ++j) {
       const uint8_t* v_row = v + j * stride;
       __m512 p[kValueHeads];
-      for (int i = 0; i < kValueHeads; ++i) p[i] = _mm512_set1_ps(scores[rows[i]][j]);
+      for (int i = 0; i < kValueHeads; ++i) {
+        p[i] = _mm512_set1_ps(scores[rows[i] * kScoreStride + j]);
+      }
       for (int c = 0; c < kValueChunks; ++c) {
         const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
         for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm512_fmadd_ps(p[i], vv, acc[i][c]);
@@ -124,7 +129,7 @@ void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&ma
       __m512 p[kValueHeads];
       __mmask16 live[kValueHeads];  // all lanes while j is one of the row's slots, else none
       for (int i = 0; i < kValueHeads; ++i) {
-        p[i] = _mm512_set1_ps(scores[rows[i]][j]);
+        p[i] = _mm512_set1_ps(scores[rows[i] * kScoreStride + j]);
         live[i] = j < filled[rows[i]] ? static_cast<__mmask16>(0xFFFF) : 0;
       }
       for (int c = 0; c < kValueChunks; ++c) {
@@ -163,58 +168,71 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   float* running_max = state.running_max;
   float* running_sum = state.running_sum;
   const int* filled = state.filled;
-  float scores[kMaxAttentionRows][kMaxAttentionBlockSize];  // [num_rows][block_size]
-  alignas(64) float kt[kMaxAttentionHeadDim][16];           // [head_dim][16 slots] keys
+  float scores[kMaxAttentionRows][kScoreStride];   // [num_rows][span positions]
+  alignas(64) float kt[kMaxAttentionHeadDim][16];  // [head_dim][16 slots] keys
   alignas(64) float v_wide[kMaxAttentionBlockSize][16 * kValueChunks];  // [slot][64] values
 
   const int total_positions = first_position + num_tokens;  // of the last token
   const int num_blocks = (total_positions + block_size - 1) / block_size;
   const int end_block = std::min(num_blocks, blocks.end_block);
-  for (int b = blocks.first_block; b < end_block; ++b) {
-    // Rows [first_row, num_rows) reach into this block; their filled counts do not decrease.
-    const int first_row = state.EnterBlock(b, block_size);
-    const int max_filled = filled[num_rows - 1];
-    const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
-    const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
-    if (b + 1 < end_block) {
-      PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
-    }
-    // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
-    // where even and odd sum q[d] * k[s][d] over the even and the odd d in order (fused
-    // multiply-adds). Slots up to the longest row's are computed; a row reads only its own filled
-    // ones. A single row tile (decode) reads the stored keys directly; several widen them once.
-    const bool stage_keys = num_rows - first_row > kGroupStep;
-    for (int j0 = 0; j0 < max_filled; j0 += 16) {
-      const int count = std::min(16, max_filled - j0);
-      const __mmask16 store_mask = ChunkMask(count, 0);
-      if (stage_keys) WidenKeys<kType>(k_plane, column_bytes, j0, count, head_dim, &kt[0][0]);
-      // The row tiles, given where key dimension d of the 16 slots comes from (a branch-free
-      // inner loop either way).
-      auto score_rows = [&](auto keys) {
-        for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
-          // A constant number of rows keeps the accumulators in registers; rows past the end
-          // repeat the first one and are not stored.
-          const int nr = std::min(kGroupStep, num_rows - r0);
-          const float* rows[kGroupStep];
-          for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
-          __m512 sums[kGroupStep];
-          ScoreRowTile<Lanes16>(rows, head_dim, keys, sums);
-          const __m512 scale16 = _mm512_set1_ps(scale);
-          for (int i = 0; i < nr; ++i) {
-            _mm512_mask_storeu_ps(scores[r0 + i] + j0, store_mask, _mm512_mul_ps(sums[i], scale16));
+  // Softmax spans: the online softmax's max, correction and sums are taken once per span of
+  // kSoftmaxSpanPositions positions (whole blocks, a fixed partition of positions that splits
+  // never cut), not per block, so small blocks do not pay that bookkeeping every 16 positions.
+  const int span_blocks = std::max(1, kSoftmaxSpanPositions / block_size);
+  for (int span_first = blocks.first_block; span_first < end_block;) {
+    const int span_end = std::min(end_block, (span_first / span_blocks + 1) * span_blocks);
+    const int span_start = span_first * block_size;  // its first position
+    const int span_length = (span_end - span_first) * block_size;
+    // Rows [first_row, num_rows) reach into the span; a row's positions in it are contiguous from
+    // span_start, and a row that ends inside one block reaches no later block.
+    const int first_row = state.EnterBlock(span_first, block_size);
+    for (int b = span_first; b < span_end; ++b) {
+      const int block_row = state.EnterBlock(b, block_size);
+      const int max_filled = filled[num_rows - 1];
+      const int column = (b - span_first) * block_size;
+      const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
+      if (b + 1 < end_block) {
+        PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
+      }
+      // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
+      // where even and odd sum q[d] * k[s][d] over the even and the odd d in order (fused
+      // multiply-adds). Slots up to the longest row's are computed; a row reads only its own
+      // filled ones. A single row tile (decode) reads the stored keys directly; several widen
+      // them once.
+      const bool stage_keys = num_rows - block_row > kGroupStep;
+      for (int j0 = 0; j0 < max_filled; j0 += 16) {
+        const int count = std::min(16, max_filled - j0);
+        const __mmask16 store_mask = ChunkMask(count, 0);
+        if (stage_keys) WidenKeys<kType>(k_plane, column_bytes, j0, count, head_dim, &kt[0][0]);
+        // The row tiles, given where key dimension d of the 16 slots comes from (a branch-free
+        // inner loop either way).
+        auto score_rows = [&](auto keys) {
+          for (int r0 = block_row; r0 < num_rows; r0 += kGroupStep) {
+            // A constant number of rows keeps the accumulators in registers; rows past the end
+            // repeat the first one and are not stored.
+            const int nr = std::min(kGroupStep, num_rows - r0);
+            const float* rows[kGroupStep];
+            for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
+            __m512 sums[kGroupStep];
+            ScoreRowTile<Lanes16>(rows, head_dim, keys, sums);
+            const __m512 scale16 = _mm512_set1_ps(scale);
+            for (int i = 0; i < nr; ++i) {
+              _mm512_mask_storeu_ps(scores[r0 + i] + column + j0, store_mask,
+                                    _mm512_mul_ps(sums[i], scale16));
+            }
           }
+        };
+        if (stage_keys) {
+          score_rows([&](int d) { return _mm512_load_ps(kt[d]); });
+        } else {
+          score_rows(
+              [&](int d) { return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask); });
         }
-      };
-      if (stage_keys) {
-        score_rows([&](int d) { return _mm512_load_ps(kt[d]); });
-      } else {
-        score_rows(
-            [&](int d) { return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask); });
       }
     }
-    // Softmax bookkeeping, then values.
+    // Softmax bookkeeping over the row's positions in the span, then values block by block.
     for (int r = first_row; r < num_rows; ++r) {
-      const int n = filled[r];
+      const int n = std::min(span_length, state.positions[r] - span_start);
       const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
       __m512 maxes = minus_inf;  // a max is exact in any order
       for (int j = 0; j < n; j += 16) {
@@ -224,7 +242,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       const float new_max = std::max(running_max[r], _mm512_reduce_max_ps(maxes));
       const float correction =
           _mm512_cvtss_f32(ExpNonPositive(_mm512_set1_ps(running_max[r] - new_max)));
-      // The block's probabilities summed lane-wise over its 16-slot chunks, then by the fixed
+      // The span's probabilities summed lane-wise over its 16-slot chunks, then by the fixed
       // tree of HorizontalSum.
       const __m512 max = _mm512_set1_ps(new_max);
       __m512 sums = _mm512_setzero_ps();
@@ -245,31 +263,39 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
                               _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
       }
     }
-    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
-    // 4 rows x 64 dimensions held in registers across the block's slots. A slot past a row's
-    // filled ones leaves that row's accumulators as they are (masked fma), so garbage in later
-    // slots never reaches it. With several row tiles, f16 values are widened once per block
-    // (exact) into v_wide and read from there.
-    for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
-      __mmask16 masks[kValueChunks];
-      for (int c = 0; c < kValueChunks; ++c) {
-        const int d = d0 + 16 * c;
-        masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
-      }
-      if (kType == KvType::kF16 && num_rows - first_row > kValueHeads) {
-        for (int j = 0; j < max_filled; ++j) {
-          for (int c = 0; c < kValueChunks; ++c) {
-            _mm512_store_ps(v_wide[j] + 16 * c,
-                            LoadRow<kType>(v_plane + j * row_bytes, d0 + 16 * c, masks[c]));
-          }
+    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, block by block,
+    // with a tile of 4 rows x 64 dimensions held in registers across a block's slots. A slot
+    // past a row's filled ones leaves that row's accumulators as they are (masked fma), so
+    // garbage in later slots never reaches it. With several row tiles, f16 values are widened
+    // once per block (exact) into v_wide and read from there.
+    for (int b = span_first; b < span_end; ++b) {
+      const int block_row = state.EnterBlock(b, block_size);
+      const int max_filled = filled[num_rows - 1];
+      const float* block_scores = &scores[0][0] + (b - span_first) * block_size;
+      const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
+      for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
+        __mmask16 masks[kValueChunks];
+        for (int c = 0; c < kValueChunks; ++c) {
+          const int d = d0 + 16 * c;
+          masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
         }
-        ValuePass<KvType::kF32>(reinterpret_cast<const uint8_t*>(&v_wide[0][0]), sizeof(v_wide[0]),
-                                0, masks, first_row, num_rows, filled, scores, out_rows, d0);
-      } else {
-        ValuePass<kType>(v_plane, row_bytes, d0, masks, first_row, num_rows, filled, scores,
-                         out_rows, d0);
+        if (kType == KvType::kF16 && num_rows - block_row > kValueHeads) {
+          for (int j = 0; j < max_filled; ++j) {
+            for (int c = 0; c < kValueChunks; ++c) {
+              _mm512_store_ps(v_wide[j] + 16 * c,
+                              LoadRow<kType>(v_plane + j * row_bytes, d0 + 16 * c, masks[c]));
+            }
+          }
+          ValuePass<KvType::kF32>(reinterpret_cast<const uint8_t*>(&v_wide[0][0]),
+                                  sizeof(v_wide[0]), 0, masks, block_row, num_rows, filled,
+                                  block_scores, out_rows, d0);
+        } else {
+          ValuePass<kType>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled, block_scores,
+                           out_rows, d0);
+        }
       }
     }
+    span_first = span_end;
   }
   if (blocks.max != nullptr) {  // a split's partial state, merged later
     for (int r = 0; r < num_rows; ++r) {

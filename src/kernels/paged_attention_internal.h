@@ -14,6 +14,10 @@
 namespace reprise::kernels {
 
 inline constexpr int kMaxAttentionBlockSize = 256;
+// Positions over which the AVX-512 kernel takes one online-softmax step (whole blocks: one block
+// when blocks are larger). A divisor of kAttentionSplitPositions, so no split cuts a span.
+inline constexpr int kSoftmaxSpanPositions = 64;
+static_assert(kAttentionSplitPositions % kSoftmaxSpanPositions == 0);
 inline constexpr int kMaxAttentionGroup = 64;
 inline constexpr int kMaxAttentionHeadDim = 512;
 // Query rows (tokens x group heads) one kernel call keeps state for; PagedAttentionTokensOnTarget
