@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "reprise/cache_blocks.h"
+
 namespace reprise {
 
 struct GenerationRequest;
@@ -323,6 +325,9 @@ class Engine {
   // Drops, from each named tier, the blocks that requests with CacheOptions::owner == `owner`
   // added (in the disk and remote tiers, those whose header names that owner).
   size_t ClearCache(const std::vector<std::string>& tiers, const std::string& owner);
+  // The blocks the cache holds now, per tier, with the KV events' position they match (see
+  // CacheBlockList).
+  CacheBlockList ListCacheBlocks();
 
  private:
   std::unique_ptr<EngineImpl> impl_;
