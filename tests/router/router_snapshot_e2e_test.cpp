@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -177,6 +178,44 @@ TEST_F(RouterSnapshotE2eTest, TheListIsForAdminsAndFollowsTheDiskTier) {
   }));
   EXPECT_EQ(stored, removed);
   EXPECT_EQ(stored, KeysOf(listed.disk));
+}
+
+// Two replicas share one Redis tier: each lists and tells the blocks it wrote there, not the
+// other's, though the other loads them; a clear of the remote tier tells each block's removal.
+TEST_F(RouterSnapshotE2eTest, EachReplicaListsAndTellsItsOwnRemoteWrites) {
+  RedisServer redis;
+  ServerProcess a(EventReplicaArgs(redis, {"--kv-redis-url", redis.url()}));
+  ServerProcess b(EventReplicaArgs(redis, {"--kv-redis-url", redis.url()}));
+  const json body = Chat(Document(4), "Who?");
+  ASSERT_EQ(PostJson(a.port(), "/v1/chat/completions", body).status, 200);
+  ASSERT_EQ(PostJson(a.port(), "/v1/cache/clear", json::object()).status, 200);  // written back
+  const std::set<Digest> written = KeysOf(Blocks(a.port()).remote);
+  const router::RequestKeys keys = KeysOfChat(body);
+  for (const Digest& key : keys.block_keys) EXPECT_EQ(written.count(key), 1u);
+  auto loaded = PostJson(b.port(), "/v1/chat/completions", body);
+  ASSERT_EQ(loaded.status, 200) << loaded.body;
+  EXPECT_GT(loaded.json["usage"]["cache_sources"]["remote"].get<long>(), 60) << loaded.body;
+  EXPECT_TRUE(Blocks(b.port()).remote.empty());
+
+  ASSERT_EQ(PostJson(a.port(), "/v1/cache/clear", json{{"tiers", {"remote"}}}).status, 200);
+  EXPECT_TRUE(Blocks(a.port()).remote.empty());
+  std::map<std::string, std::set<Digest>> stored, removed;  // by replica id
+  ASSERT_TRUE(WaitFor([&] {
+    stored.clear();
+    removed.clear();
+    for (const kvevents::KvEventBatch& batch : ReadEvents(redis)) {
+      for (const kvevents::KvEvent& event : batch.events) {
+        if (event.tier != kvevents::KvEventTier::kRemote) continue;
+        (event.type == kvevents::KvEventType::kStored ? stored : removed)[batch.replica].insert(
+            event.key);
+      }
+    }
+    return removed.size() == 1 && removed.begin()->second.size() == written.size();
+  }));
+  ASSERT_EQ(stored.size(), 1u);  // replica b wrote nothing there
+  EXPECT_EQ(stored.begin()->first, removed.begin()->first);
+  EXPECT_EQ(stored.begin()->second, written);
+  EXPECT_EQ(removed.begin()->second, written);
 }
 
 }  // namespace
