@@ -1,4 +1,4 @@
-// The JSON form of a CacheBlockList (include/reprise/cache_blocks.h), as GET /v1/cache/blocks
+// The JSON form of a CacheBlockList (include/reprise/engine.h), as GET /v1/cache/blocks
 // answers it and the router reads it: one place for the format, so both sides agree.
 //
 //   {"object": "cache.blocks", "replica_id": ID, "root": HEX,
@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "reprise/cache_blocks.h"
+#include "reprise/engine.h"
 
 namespace reprise::kvevents {
 

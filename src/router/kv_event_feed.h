@@ -24,7 +24,7 @@
 
 #include "kvevents/kv_event.h"
 #include "redis/redis_client.h"
-#include "reprise/cache_blocks.h"
+#include "reprise/engine.h"
 #include "router/prefix_directory.h"
 
 namespace reprise::router {
