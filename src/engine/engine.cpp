@@ -105,5 +105,6 @@ size_t Engine::ClearCache(const std::vector<std::string>& tiers) {
 size_t Engine::ClearCache(const std::vector<std::string>& tiers, const std::string& owner) {
   return impl_->ClearCache(tiers, owner);
 }
+CacheBlockList Engine::ListCacheBlocks() { return impl_->ListCacheBlocks(); }
 
 }  // namespace reprise

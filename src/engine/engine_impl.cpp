@@ -263,6 +263,38 @@ size_t EngineImpl::ClearCache(const std::vector<std::string>& tiers,
   });
 }
 
+CacheBlockList EngineImpl::ListCacheBlocks() {
+  // The events' position first, then the lists: every change told below it is in them, and one
+  // told after it that is in them too does no harm (see CacheBlockList).
+  CacheBlockList list = RunOnEngineThread<CacheBlockList>([this] {
+    CacheBlockList memory;
+    memory.replica_id = config_.kv_replica_id;
+    memory.root = cache_->root_fingerprint();
+    if (kv_events_) {
+      memory.kv_events = true;
+      memory.instance = kv_events_->instance();
+      memory.next_seq = kv_events_->next_seq();
+    }
+    // Memory's events are told on this thread: the list matches the position exactly.
+    cache_->ForEachIndexed([&](const CachedBlockInfo& block) {
+      if (!block.full) return;  // as the events: only full blocks
+      memory.memory.push_back({*block.key, *block.parent_key, *block.extras_digest,
+                               block.owner ? *block.owner : Digest{}});
+    });
+    return memory;
+  });
+  if (!tier_link_) return list;
+  const TierSet& tiers = tier_link_->tiers();
+  for (size_t i = 0; i < tiers.size(); ++i) {
+    std::vector<CacheBlockRef>& out =
+        std::string_view(tiers.TierName(i)) == "disk" ? list.disk : list.remote;
+    for (const TierBlockRef& block : tiers.Blocks(i)) {
+      out.push_back({block.key, block.parent_key, block.extras_digest, block.owner});
+    }
+  }
+  return list;
+}
+
 void EngineImpl::Loop() {
   while (true) {
     std::vector<uint64_t> cancels;

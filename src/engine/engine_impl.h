@@ -18,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/tier_events.h"
 #include "engine/tier_link.h"
 #include "kernels/paged_attention.h"
 #include "kvcache/prefix_cache.h"
@@ -50,6 +51,7 @@ class EngineImpl {
   // Clears the named tiers ("memory", "disk", "remote"); with `owner`, only the blocks that
   // owner's requests (CacheOptions::owner) added, in each of them.
   size_t ClearCache(const std::vector<std::string>& tiers, const std::optional<std::string>& owner);
+  CacheBlockList ListCacheBlocks();
 
  private:
   struct TaskPrompt {
@@ -101,8 +103,9 @@ class EngineImpl {
   std::unique_ptr<Scheduler> scheduler_;
   // Before tier_link_: the tiers' writing thread tells it of blocks stored, up to its end.
   std::unique_ptr<kvevents::KvEventPublisher> kv_events_;  // null without KV events
-  std::unique_ptr<TierLink> tier_link_;                    // null without tiers beyond memory
-  PrefixCacheListeners cache_listeners_;                   // the tiers and the events
+  std::unique_ptr<TierEvents> tier_events_;  // the tiers' listener; null without KV events
+  std::unique_ptr<TierLink> tier_link_;      // null without tiers beyond memory
+  PrefixCacheListeners cache_listeners_;     // the tiers and the events
   kernels::PagedKv paged_kv_;
   int64_t max_context_ = 0;
   int64_t num_blocks_ = 0;

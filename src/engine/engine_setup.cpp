@@ -1,8 +1,6 @@
 // EngineImpl's start-up: the configuration checked, the model and the KV pool sized and
 // opened, the tiers beyond memory and the KV event publisher attached, static task prompts
 // computed (or loaded). The step loop and request handling are in engine_impl.cpp.
-#include "engine/engine_impl.h"
-
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -17,6 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
+#include "engine/engine_impl.h"
 #include "engine/prompt_keys.h"
 #include "engine/task_prompts.h"
 #include "model/kv_layout.h"
@@ -181,10 +180,13 @@ void EngineImpl::OpenTiers(const ModelConfig& model_config) {
   identity.layout_digest = layout.Finish();
   identity.block_size = static_cast<uint32_t>(config_.block_size);
   identity.block_bytes = block_bytes_;
+  // Whatever the tiers gain or lose is told on the KV event stream, when there is one.
+  if (kv_events_) tier_events_ = std::make_unique<TierEvents>(*kv_events_);
   std::vector<std::unique_ptr<KvTier>> tiers;  // nearest first
   if (!config_.kv_disk_path.empty()) {
     tiers.push_back(std::make_unique<DiskTier>(
-        identity, DiskTierConfig{config_.kv_disk_path, config_.kv_disk_size_bytes, false}));
+        identity, DiskTierConfig{config_.kv_disk_path, config_.kv_disk_size_bytes, false,
+                                 tier_events_.get()}));
   }
   if (!config_.kv_redis_url.empty()) {
     redis::RedisEndpoint endpoint = redis::ParseRedisUrl(config_.kv_redis_url);
@@ -192,25 +194,14 @@ void EngineImpl::OpenTiers(const ModelConfig& model_config) {
     RedisTierConfig redis_config;
     redis_config.ttl = std::chrono::seconds(config_.kv_redis_ttl_seconds);
     redis_config.capacity_bytes = config_.kv_redis_size_bytes;
+    redis_config.listener = tier_events_.get();
     spdlog::info("remote KV tier: Redis at {}", endpoint.Describe());
     tiers.push_back(std::make_unique<RedisTier>(
         identity, redis_config, std::make_shared<redis::RedisClient>(std::move(endpoint))));
   }
-  TierStoredHook on_stored;
-  if (kv_events_) {
-    std::vector<kvevents::KvEventTier> kinds;  // of each tier, nearest first
-    for (const auto& tier : tiers) {
-      kinds.push_back(std::string_view(tier->name()) == "disk" ? kvevents::KvEventTier::kDisk
-                                                               : kvevents::KvEventTier::kRemote);
-    }
-    on_stored = [events = kv_events_.get(), kinds](const BlockMeta& meta, size_t tier) {
-      events->Publish({kvevents::KvEventType::kStored, kinds[tier], meta.key, meta.parent_key,
-                       meta.extras_digest});
-    };
-  }
   tier_link_ = std::make_unique<TierLink>(
-      std::make_unique<TierSet>(identity, std::move(tiers), TierSetConfig{}, std::move(on_stored)),
-      *cache_, config_.kv_write_through_priority);
+      std::make_unique<TierSet>(identity, std::move(tiers), TierSetConfig{}), *cache_,
+      config_.kv_write_through_priority);
   tier_link_->tiers().SetWakeup([this] {
     {
       std::lock_guard lock(mutex_);

@@ -15,13 +15,6 @@ std::optional<KvEventType> TypeNamed(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<KvEventTier> TierNamed(const std::string& name) {
-  for (KvEventTier tier : {KvEventTier::kMemory, KvEventTier::kDisk, KvEventTier::kRemote}) {
-    if (name == EventTierName(tier)) return tier;
-  }
-  return std::nullopt;
-}
-
 bool DigestField(const nlohmann::json& event, const char* name, Digest& out) {
   auto it = event.find(name);
   return it != event.end() && it->is_string() && ParseHexDigest(it->get<std::string>(), out);
@@ -51,6 +44,13 @@ const char* EventTierName(KvEventTier tier) {
       return "remote";
   }
   return "?";
+}
+
+std::optional<KvEventTier> EventTierNamed(std::string_view name) {
+  for (KvEventTier tier : {KvEventTier::kMemory, KvEventTier::kDisk, KvEventTier::kRemote}) {
+    if (name == EventTierName(tier)) return tier;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> EncodeBatch(const KvEventBatch& batch) {
@@ -114,7 +114,7 @@ std::optional<KvEventBatch> DecodeBatch(const std::vector<std::string>& fields) 
       auto tier_it = item.find("tier");
       std::optional<KvEventTier> tier;
       if (tier_it != item.end() && tier_it->is_string())
-        tier = TierNamed(tier_it->get<std::string>());
+        tier = EventTierNamed(tier_it->get<std::string>());
       if (!tier || !DigestField(item, "key", event.key) ||
           !DigestField(item, "parent", event.parent) ||
           !DigestField(item, "salt_digest", event.salt_digest) ||

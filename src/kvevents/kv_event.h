@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/sha256.h"
@@ -19,8 +20,9 @@ enum class KvEventType { kStored, kRemoved, kCleared };
 // Where the block is (or was) held: the replica's memory, its disk tier, or the shared tier.
 enum class KvEventTier { kMemory, kDisk, kRemote };
 
-const char* EventTypeName(KvEventType type);  // "stored", "removed", "cleared"
-const char* EventTierName(KvEventTier tier);  // "memory", "disk", "remote"
+const char* EventTypeName(KvEventType type);                       // "stored", "removed", "cleared"
+const char* EventTierName(KvEventTier tier);                       // "memory", "disk", "remote"
+std::optional<KvEventTier> EventTierNamed(std::string_view name);  // nullopt: none of those
 
 struct KvEvent {
   KvEventType type = KvEventType::kStored;

@@ -85,6 +85,11 @@ bool KvEventPublisher::Flush(std::chrono::milliseconds timeout) {
   return idle_.wait_for(lock, timeout, [this] { return queue_.empty() && !writing_; });
 }
 
+uint64_t KvEventPublisher::next_seq() const {
+  std::lock_guard lock(mutex_);
+  return next_seq_;
+}
+
 KvEventPublisherStats KvEventPublisher::stats() const {
   std::lock_guard lock(mutex_);
   KvEventPublisherStats stats = stats_;

@@ -60,6 +60,8 @@ class KvEventPublisher : public PrefixCacheListener {
 
   KvEventPublisherStats stats() const;
   const std::string& instance() const { return instance_; }
+  // The number the next event will get.
+  uint64_t next_seq() const;
   const KvEventPublisherConfig& config() const { return config_; }
 
  private:

@@ -138,8 +138,10 @@ void ReplicaSet::Check(size_t i) {
     std::lock_guard lock(ids_mutex_);
     ids_[i] = health_body["replica_id"].get<std::string>();
   }
+  httplib::Headers headers;
+  if (!authorization_.empty()) headers.emplace("Authorization", authorization_);
   const int mine_before = replica.in_flight.load();
-  if (auto metrics = client.Get("/metrics"); metrics && metrics->status == 200) {
+  if (auto metrics = client.Get("/metrics", headers); metrics && metrics->status == 200) {
     const int reported = static_cast<int>(Sample(metrics->body, "reprise:num_requests_running") +
                                           Sample(metrics->body, "reprise:num_requests_waiting"));
     replica.reported_load = reported;
@@ -149,7 +151,7 @@ void ReplicaSet::Check(size_t i) {
   }
   if (replica.healthy.load()) return;
   ReplicaKvSettings settings;
-  if (auto stats = client.Get("/v1/cache/stats"); stats && stats->status == 200) {
+  if (auto stats = client.Get("/v1/cache/stats", headers); stats && stats->status == 200) {
     nlohmann::json body = nlohmann::json::parse(stats->body, nullptr, false);
     if (body.is_object()) {
       settings.kv_type = body.value("kv_type", "");

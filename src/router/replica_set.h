@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace reprise::router {
@@ -65,6 +66,9 @@ class ReplicaSet {
   // (-1: none).
   std::string Id(size_t i) const;
   int IndexOfId(const std::string& id) const;
+  // "Bearer KEY" sent with the checks' /metrics and /v1/cache/stats, for replicas with API keys
+  // (before Start).
+  void SetAuthorization(std::string authorization) { authorization_ = std::move(authorization); }
   // A request found replica i unreachable: skip it until a health check passes again.
   void MarkDown(size_t i);
   void CheckAll();
@@ -74,6 +78,7 @@ class ReplicaSet {
 
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::function<void(size_t, const ReplicaKvSettings&)> on_up_;
+  std::string authorization_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

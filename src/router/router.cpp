@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kvevents/kv_snapshot.h"
 #include "redis/redis_url.h"
 #include "router/upstream_call.h"
 #include "server/api_error.h"
@@ -66,6 +67,17 @@ Router::Router(RouterOptions options)
           "from it");
     }
     server::TenantSetup setup = server::MakeTenantSetup(settings);
+    // The replicas' snapshots are for admins: the router reads them with the first admin key.
+    // Their KV settings and load it reads with any key (an admin's when there is one).
+    for (const server::ApiKeyEntry& entry : setup.keys) {
+      if (entry.role == server::TenantRole::kAdmin) {
+        snapshot_authorization_ = "Bearer " + entry.key;
+        break;
+      }
+    }
+    replicas_.SetAuthorization(!snapshot_authorization_.empty() ? snapshot_authorization_
+                               : setup.keys.empty()             ? std::string()
+                                                                : "Bearer " + setup.keys[0].key);
     keyer_.SetTenants(std::make_unique<server::TenantRegistry>(
         setup.keys, setup.cache_secret, options_.share_cache_across_tenants));
   }
@@ -80,7 +92,7 @@ Router::Router(RouterOptions options)
         options_.kv_events_stream,
         std::make_shared<redis::RedisClient>(std::move(endpoint), client_options), directory_,
         [this](const std::string& id) { return replicas_.IndexOfId(id); },
-        [this] { return keyer_.root(); });
+        [this] { return keyer_.root(); }, [this](int i) { return FetchSnapshot(i); });
   }
   RegisterRoutes();
 }
@@ -110,8 +122,9 @@ void Router::Start() {
   replicas_.Start(options_.health_interval, [this](size_t i, const ReplicaKvSettings& settings) {
     // A replica that comes (back) up may have restarted with an empty cache. When its events
     // flow they say so themselves (a new instance), and a replica that was only slow to answer
-    // keeps what it holds.
+    // keeps what it holds; its snapshot (fetched on the feed's thread) says what it holds now.
     if (!feed_ || !feed_->Live(static_cast<int>(i))) directory_.ClearReplica(static_cast<int>(i));
+    if (feed_) feed_->RequestSnapshot(static_cast<int>(i));
     if (settings.block_size <= 0) {
       spdlog::warn("replica {} did not report its KV settings; routing it by load only",
                    replicas_.at(i).address.url);
@@ -233,7 +246,10 @@ bool Router::Choose(const RequestKeys& keys, const std::vector<bool>& excluded, 
     const Replica& replica = replicas_.at(i);
     if (excluded[i] || !replica.healthy) continue;
     Candidate c{static_cast<int>(i), 0, replica.Load(), directory_.HeldBy(static_cast<int>(i))};
-    c.cached_tokens = directory_.MatchedBlocks(keys.block_keys, static_cast<int>(i)) *
+    // Its memory and its own disk tier: a block on its disk is loaded, not computed. (The shared
+    // tier is every replica's: it tells none apart.)
+    c.cached_tokens = directory_.MatchedBlocks(keys.block_keys, static_cast<int>(i),
+                                               {KvEventTier::kMemory, KvEventTier::kDisk}) *
                       static_cast<size_t>(keys.block_size);
     if (affinity && affinity->replica == i) {
       // The client says this request shares its prefix with the earlier ones under its key.
@@ -359,6 +375,35 @@ bool Router::Forward(const httplib::Request& request, httplib::Response& respons
   return false;
 }
 
+std::optional<CacheBlockList> Router::FetchSnapshot(int i) {
+  const Replica& replica = replicas_.at(static_cast<size_t>(i));
+  httplib::Client client(replica.address.host, replica.address.port);
+  client.set_connection_timeout(1, 0);
+  client.set_read_timeout(30, 0);  // a large cache's list is some megabytes
+  httplib::Headers headers;
+  if (!snapshot_authorization_.empty()) {
+    headers.emplace("Authorization", snapshot_authorization_);
+  }
+  auto result = client.Get("/v1/cache/blocks", headers);
+  std::string why;
+  std::optional<CacheBlockList> list;
+  if (!result) {
+    why = httplib::to_string(result.error());
+  } else if (result->status != 200) {
+    why = fmt::format("HTTP {}{}", result->status,
+                      result->status == 401 || result->status == 403
+                          ? " (give the router an admin key of the replicas in --api-keys-file)"
+                          : "");
+  } else {
+    list = kvevents::ParseCacheBlocksJson(result->body, &why);
+  }
+  if (!list) {
+    spdlog::warn("replica {}: no snapshot of its cache ({}); following its events alone",
+                 replica.address.url, why);
+  }
+  return list;
+}
+
 std::string Router::RenderMetrics() const {
   std::string out;
   auto header = [&](const char* name, const char* type, const char* help) {
@@ -414,14 +459,23 @@ std::string Router::RenderMetrics() const {
          "Replicas' KV events applied to the directory.");
   out += fmt::format("reprise:router_kv_events_applied_total {}\n", events.events_applied);
   header("reprise:router_kv_events_skipped_total", "counter",
-         "KV events skipped: another model's, or of a replica id no --replica reports.");
+         "KV events skipped: another model's, of a replica id no --replica reports, or already "
+         "in a replica's snapshot.");
   out += fmt::format("reprise:router_kv_events_skipped_total{{reason=\"foreign_model\"}} {}\n",
                      events.events_foreign);
   out += fmt::format("reprise:router_kv_events_skipped_total{{reason=\"unknown_replica\"}} {}\n",
                      events.events_unmatched);
+  out += fmt::format("reprise:router_kv_events_skipped_total{{reason=\"stale\"}} {}\n",
+                     events.events_stale);
   header("reprise:router_kv_events_gaps_total", "counter",
          "Times a replica's events were lost or it restarted (what it holds is forgotten).");
   out += fmt::format("reprise:router_kv_events_gaps_total {}\n", events.gaps + events.restarts);
+  header("reprise:router_kv_snapshots_total", "counter",
+         "Replicas' block lists (GET /v1/cache/blocks) fetched to resync the directory.");
+  out +=
+      fmt::format("reprise:router_kv_snapshots_total{{result=\"applied\"}} {}\n", events.snapshots);
+  out += fmt::format("reprise:router_kv_snapshots_total{{result=\"failed\"}} {}\n",
+                     events.snapshot_failures);
   header("reprise:router_kv_events_connected", "gauge",
          "1 when the last read of the stream worked.");
   out += fmt::format("reprise:router_kv_events_connected {}\n", events.connected ? 1 : 0);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -85,6 +86,8 @@ class Router {
   // Sends to replicas until one answers (at most two tries); false when none could be reached.
   bool Forward(const httplib::Request& request, httplib::Response& response,
                const RequestKeys* keys);
+  // Replica i's block list (GET /v1/cache/blocks); nullopt, logged, when it cannot be had.
+  std::optional<CacheBlockList> FetchSnapshot(int i);
 
   RouterOptions options_;
   RequestKeyer keyer_;
@@ -94,6 +97,7 @@ class Router {
   std::unique_ptr<server::WideBacklogServer> http_;
   std::thread thread_;
   int port_ = -1;
+  std::string snapshot_authorization_;  // "Bearer KEY" of an admin of the replicas, or empty
 
   std::mutex affinity_mutex_;
   struct Affinity {

@@ -44,4 +44,6 @@ size_t EngineBackend::ClearCache(const std::vector<std::string>& tiers,
   return owner ? engine_->ClearCache(tiers, *owner) : engine_->ClearCache(tiers);
 }
 
+CacheBlockList EngineBackend::ListCacheBlocks() { return engine_->ListCacheBlocks(); }
+
 }  // namespace reprise::server

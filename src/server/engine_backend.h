@@ -25,6 +25,7 @@ class EngineBackend : public InferenceBackend {
   std::vector<TaskPromptInfo> TaskPrompts() const override;
   size_t ClearCache(const std::vector<std::string>& tiers,
                     const std::optional<std::string>& owner) override;
+  CacheBlockList ListCacheBlocks() override;
 
  private:
   std::unique_ptr<Engine> engine_;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kvevents/kv_snapshot.h"
 #include "server/api_error.h"
 #include "server/http_common.h"
 #include "server/http_connection.h"
@@ -291,6 +292,8 @@ void HttpServer::RegisterRoutes() {
              route([this](const Request& q, Response& r) { HandleCacheStats(q, r); }));
   http_->Post("/v1/cache/clear",
               route([this](const Request& q, Response& r) { HandleCacheClear(q, r); }));
+  http_->Get("/v1/cache/blocks",
+             route([this](const Request& q, Response& r) { HandleCacheBlocks(q, r); }));
 }
 
 void HttpServer::HandleHealth(httplib::Response& response) {
@@ -543,6 +546,28 @@ void HttpServer::HandleCacheClear(const httplib::Request& request, httplib::Resp
   SetJson(response, {{"cleared_blocks", cleared},
                      {"tiers", tiers},
                      {"tenant", whose ? nlohmann::json(whose->name) : nlohmann::json(nullptr)}});
+}
+
+// Every block key the cache holds, per tier, with the KV events' position they match: where a
+// router starts from. Admins only: the keys tell which prompts every tenant sent.
+void HttpServer::HandleCacheBlocks(const httplib::Request& request, httplib::Response& response) {
+  std::shared_ptr<const ReadyBackend> ready = state_.RequireReady();
+  const Tenant& caller = state_.Caller(request.get_header_value("Authorization"));
+  if (!caller.admin()) {
+    throw ApiError(403, "listing the cache's blocks needs an admin key", "permission_error",
+                   "forbidden");
+  }
+  auto list = std::make_shared<const CacheBlockList>(ready->backend->ListCacheBlocks());
+  // Written as it is encoded: a large cache's list is not held whole a second time.
+  response.set_chunked_content_provider(
+      "application/json", [list](size_t, httplib::DataSink& sink) {
+        bool open = true;
+        kvevents::WriteCacheBlocksJson(*list, [&](std::string_view piece) {
+          open = open && sink.write(piece.data(), piece.size());
+        });
+        if (open) sink.done();
+        return open;
+      });
 }
 
 }  // namespace reprise::server

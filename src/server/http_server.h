@@ -71,6 +71,7 @@ class HttpServer {
   void HandleTasks(httplib::Response& response);
   void HandleCacheStats(const httplib::Request& request, httplib::Response& response);
   void HandleCacheClear(const httplib::Request& request, httplib::Response& response);
+  void HandleCacheBlocks(const httplib::Request& request, httplib::Response& response);
 
   ServerState state_;
   CompletionHandler completions_;

@@ -32,6 +32,7 @@ class InferenceBackend {
   // only the blocks that owner's requests added, in each of them.
   virtual size_t ClearCache(const std::vector<std::string>& tiers,
                             const std::optional<std::string>& owner) = 0;
+  virtual CacheBlockList ListCacheBlocks() = 0;
 };
 
 }  // namespace reprise::server

@@ -114,8 +114,7 @@ std::string DiskTier::BlockPath(const Digest& key) const {
 
 void DiskTier::Rebuild() {
   struct Found {
-    Digest key;
-    Digest owner;
+    TierBlockRef ref;
     uint64_t bytes;
     int64_t mtime_ns;
   };
@@ -171,7 +170,7 @@ void DiskTier::Rebuild() {
         Discard(key, path, check);
         continue;
       }
-      found.push_back({key, decoded.meta.owner, static_cast<uint64_t>(status.st_size),
+      found.push_back({RefOf(decoded.meta), static_cast<uint64_t>(status.st_size),
                        int64_t{status.st_mtim.tv_sec} * 1000000000 + status.st_mtim.tv_nsec});
     }
   }
@@ -179,7 +178,8 @@ void DiskTier::Rebuild() {
   std::sort(found.begin(), found.end(),
             [](const Found& a, const Found& b) { return a.mtime_ns < b.mtime_ns; });
   std::lock_guard lock(mutex_);
-  for (const Found& block : found) IndexLocked(block.key, block.bytes, block.owner);
+  // Not told to the listener: a snapshot of the tier (Blocks) tells what a start found.
+  for (const Found& block : found) IndexLocked(block.ref, block.bytes);
   rebuild_.blocks = static_cast<int64_t>(index_.size());
   MakeRoomLocked(0);
 }
@@ -242,7 +242,8 @@ bool DiskTier::Store(const BlockMeta& meta, std::span<const uint8_t> payload) {
     NoteError(fmt::format("cannot write {}", path), error_number);
     return false;
   }
-  IndexLocked(meta.key, bytes, meta.owner);
+  IndexLocked(RefOf(meta), bytes);
+  if (config_.listener) config_.listener->OnTierBlockStored(name(), RefOf(meta));
   ++stats_.blocks_written;
   stats_.bytes_written += bytes;
   return true;
@@ -317,10 +318,11 @@ bool DiskTier::Remove(const Digest& key) {
 size_t DiskTier::Clear() {
   std::lock_guard lock(mutex_);
   const size_t dropped = index_.size();
-  for (const auto& [key, entry] : index_) ::unlink(BlockPath(key).c_str());
-  index_.clear();
-  lru_.clear();
-  bytes_ = 0;
+  while (!lru_.empty()) {
+    const Digest key = lru_.back();
+    ::unlink(BlockPath(key).c_str());
+    ForgetLocked(key);
+  }
   return dropped;
 }
 
@@ -328,13 +330,21 @@ size_t DiskTier::ClearOwned(const Digest& owner) {
   std::lock_guard lock(mutex_);
   std::vector<Digest> owned;
   for (const auto& [key, entry] : index_) {
-    if (entry.owner == owner) owned.push_back(key);
+    if (entry.ref.owner == owner) owned.push_back(key);
   }
   for (const Digest& key : owned) {
     ::unlink(BlockPath(key).c_str());
     ForgetLocked(key);
   }
   return owned.size();
+}
+
+std::vector<TierBlockRef> DiskTier::Blocks() const {
+  std::lock_guard lock(mutex_);
+  std::vector<TierBlockRef> blocks;
+  blocks.reserve(index_.size());
+  for (const auto& [key, entry] : index_) blocks.push_back(entry.ref);
+  return blocks;
 }
 
 TierStats DiskTier::Stats() const {
@@ -345,24 +355,26 @@ TierStats DiskTier::Stats() const {
   return stats;
 }
 
-void DiskTier::IndexLocked(const Digest& key, uint64_t bytes, const Digest& owner) {
+void DiskTier::IndexLocked(const TierBlockRef& ref, uint64_t bytes) {
+  const Digest& key = ref.key;
   auto found = index_.find(key);
   if (found != index_.end()) {
     bytes_ -= found->second.bytes;
     found->second.bytes = bytes;
-    found->second.owner = owner;
+    found->second.ref = ref;
     bytes_ += bytes;
     lru_.splice(lru_.begin(), lru_, found->second.lru);
     return;
   }
   lru_.push_front(key);
-  index_.emplace(key, Entry{bytes, owner, lru_.begin()});
+  index_.emplace(key, Entry{bytes, ref, lru_.begin()});
   bytes_ += bytes;
 }
 
 void DiskTier::ForgetLocked(const Digest& key) {
   auto found = index_.find(key);
   if (found == index_.end()) return;
+  if (config_.listener) config_.listener->OnTierBlockRemoved(name(), found->second.ref);
   bytes_ -= found->second.bytes;
   lru_.erase(found->second.lru);
   index_.erase(found);

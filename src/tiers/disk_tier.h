@@ -23,9 +23,10 @@
 namespace reprise {
 
 struct DiskTierConfig {
-  std::string path;             // DIR; created when missing
-  uint64_t capacity_bytes = 0;  // 0: no cap
-  bool fsync = false;           // fdatasync each file before renaming it into place
+  std::string path;                  // DIR; created when missing
+  uint64_t capacity_bytes = 0;       // 0: no cap
+  bool fsync = false;                // fdatasync each file before renaming it into place
+  TierListener* listener = nullptr;  // told of blocks indexed and dropped (may be null)
 };
 
 // What the start-up scan found.
@@ -51,6 +52,7 @@ class DiskTier : public KvTier {
   size_t Clear() override;
   size_t ClearOwned(const Digest& owner) override;
   TierStats Stats() const override;
+  std::vector<TierBlockRef> Blocks() const override;
 
   const DiskRebuild& rebuild() const { return rebuild_; }
   // The file that holds (or would hold) the block keyed `key`.
@@ -59,14 +61,15 @@ class DiskTier : public KvTier {
  private:
   struct Entry {
     uint64_t bytes = 0;
-    Digest owner{};                   // from the block's header
+    TierBlockRef ref;                 // from the block's header
     std::list<Digest>::iterator lru;  // position in lru_
   };
 
   void Rebuild();
   bool LoadOne(const BlockMeta& expected, uint8_t* dest);
   // Index bookkeeping; the caller holds mutex_.
-  void IndexLocked(const Digest& key, uint64_t bytes, const Digest& owner);
+  void IndexLocked(const TierBlockRef& ref, uint64_t bytes);
+  // Unindexes the block (its file is gone or going) and tells the listener.
   void ForgetLocked(const Digest& key);
   // Deletes least recently used files until `incoming` more bytes fit under the cap.
   void MakeRoomLocked(uint64_t incoming);

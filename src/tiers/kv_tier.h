@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/sha256.h"
 #include "tiers/block_format.h"
@@ -31,6 +32,29 @@ struct TierStats {
   uint64_t corrupt_blocks = 0;  // refused (bad checksum, truncated, wrong key...) and deleted
   uint64_t foreign_blocks = 0;  // another model, KV layout or block size: ignored
   uint64_t errors = 0;          // I/O errors (disk full, unwritable, connection lost...)
+};
+
+// A block a tier holds, named without its tokens and bytes: what a listing or an event carries.
+struct TierBlockRef {
+  Digest key{};
+  Digest parent_key{};  // the root fingerprint for a first block
+  Digest extras_digest{};
+  Digest owner{};  // BlockMeta::owner
+};
+
+inline TierBlockRef RefOf(const BlockMeta& meta) {
+  return {meta.key, meta.parent_key, meta.extras_digest, meta.owner};
+}
+
+// Told of each block a tier gains (stored) or loses (evicted under its cap, deleted as bad,
+// cleared, found gone, its TTL passed), so that whoever tells other processes what this one
+// holds can. The tier calls it on the thread that made the change and under its own lock, so the
+// changes of one block arrive in the order they happened; it must not block or call the tier.
+class TierListener {
+ public:
+  virtual ~TierListener() = default;
+  virtual void OnTierBlockStored(const char* tier, const TierBlockRef& block) = 0;
+  virtual void OnTierBlockRemoved(const char* tier, const TierBlockRef& block) = 0;
 };
 
 class KvTier {
@@ -66,6 +90,15 @@ class KvTier {
   virtual size_t ClearOwned(const Digest& owner) = 0;
 
   virtual TierStats Stats() const = 0;
+
+  // The blocks the tier holds as far as this process knows, without I/O: what its listener has
+  // been told (the disk tier: its index; the remote tier: the blocks this process wrote whose TTL
+  // has not passed).
+  virtual std::vector<TierBlockRef> Blocks() const = 0;
+
+  // Upkeep the tier set's writing thread runs about once a second (the remote tier tells of
+  // blocks whose TTL passed).
+  virtual void Maintain() {}
 };
 
 }  // namespace reprise

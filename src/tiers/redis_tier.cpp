@@ -70,7 +70,8 @@ bool RedisTier::ShouldStore(const Digest& key) const {
   return written_.count(key) == 0;
 }
 
-void RedisTier::NoteWritten(const Digest& key, uint64_t bytes, const Digest& owner) {
+void RedisTier::NoteWritten(const TierBlockRef& ref, uint64_t bytes) {
+  const Digest& key = ref.key;
   missing_.erase(key);
   auto [it, inserted] = written_.try_emplace(key);
   if (!inserted) {
@@ -80,13 +81,16 @@ void RedisTier::NoteWritten(const Digest& key, uint64_t bytes, const Digest& own
     ++stats_.blocks;
   }
   written_order_.push_back(key);
-  it->second = {bytes, owner, std::prev(written_order_.end())};
+  it->second = {bytes, ref, std::chrono::steady_clock::now() + config_.ttl, !inserted,
+                std::prev(written_order_.end())};
   stats_.bytes += bytes;
 }
 
 void RedisTier::ForgetWrittenLocked(const Digest& key) {
   auto it = written_.find(key);
   if (it == written_.end()) return;
+  if (it->second.confirmed && config_.listener)
+    config_.listener->OnTierBlockRemoved(name(), it->second.ref);
   stats_.bytes -= it->second.bytes;
   --stats_.blocks;
   written_order_.erase(it->second.age);
@@ -97,13 +101,10 @@ std::vector<RedisCommand> RedisTier::TrimLocked() {
   std::vector<RedisCommand> deletes;
   while (config_.capacity_bytes > 0 && stats_.bytes > config_.capacity_bytes &&
          !written_order_.empty()) {
-    Digest oldest = written_order_.front();
-    written_order_.pop_front();
-    auto it = written_.find(oldest);
-    stats_.bytes -= it->second.bytes;
-    --stats_.blocks;
+    const Digest oldest = written_order_.front();
+    // Told as gone even if the DEL fails: a reader then errs towards "not held", a miss.
+    ForgetWrittenLocked(oldest);
     ++stats_.evictions;
-    written_.erase(it);
     deletes.push_back({"DEL", RedisKey(oldest)});
   }
   return deletes;
@@ -116,7 +117,7 @@ bool RedisTier::Store(const BlockMeta& meta, std::span<const uint8_t> payload) {
                                          std::to_string(config_.ttl.count())}};
   {
     std::lock_guard lock(mutex_);
-    NoteWritten(meta.key, encoded.size(), meta.owner);
+    NoteWritten(RefOf(meta), encoded.size());
     std::vector<RedisCommand> deletes = TrimLocked();
     commands.insert(commands.end(), deletes.begin(), deletes.end());
   }
@@ -131,6 +132,13 @@ bool RedisTier::Store(const BlockMeta& meta, std::span<const uint8_t> payload) {
     }
     return false;
   }
+  // Trimmed away by its own write (a block beyond the whole bound): nothing to tell.
+  auto written = written_.find(meta.key);
+  if (written == written_.end()) return false;
+  written->second.confirmed = true;
+  // Counted from the store's answer, so that the TTL has passed there when it has here.
+  written->second.expires = std::chrono::steady_clock::now() + config_.ttl;
+  if (config_.listener) config_.listener->OnTierBlockStored(name(), RefOf(meta));
   ++stats_.blocks_written;
   stats_.bytes_written += encoded.size();
   return true;
@@ -149,6 +157,11 @@ size_t RedisTier::LoadPrefix(std::span<const BlockMeta> blocks, std::span<uint8_
     if (reply.type != RedisReply::Type::kString) {
       std::lock_guard lock(mutex_);
       missing_[blocks[loaded].key] = std::chrono::steady_clock::now();
+      // One this process wrote is gone before its TTL: Redis evicted it (maxmemory), another
+      // replica deleted it, or the store restarted empty.
+      // (One still being written is left alone: its write may not have landed yet.)
+      auto it = written_.find(blocks[loaded].key);
+      if (it != written_.end() && it->second.confirmed) ForgetWrittenLocked(blocks[loaded].key);
       break;
     }
     auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(reply.text.data()),
@@ -161,6 +174,7 @@ size_t RedisTier::LoadPrefix(std::span<const BlockMeta> blocks, std::span<uint8_
       spdlog::warn("remote KV tier: refused block {} ({}); deleted, to be recomputed",
                    ToHex(blocks[loaded].key).substr(0, 16), BlockCheckName(check));
       discard.push_back({"DEL", RedisKey(blocks[loaded].key)});
+      ForgetWrittenLocked(blocks[loaded].key);
       break;
     }
     std::lock_guard lock(mutex_);
@@ -211,10 +225,30 @@ size_t RedisTier::ClearOwned(const Digest& owner) {
   {
     std::lock_guard lock(mutex_);
     for (const auto& [key, written] : written_) {
-      if (written.owner == owner) keys.push_back(key);
+      if (written.ref.owner == owner) keys.push_back(key);
     }
   }
   return DeleteWritten(keys);
+}
+
+std::vector<TierBlockRef> RedisTier::Blocks() const {
+  std::lock_guard lock(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<TierBlockRef> blocks;
+  blocks.reserve(written_.size());
+  for (const auto& [key, written] : written_) {
+    if (written.confirmed && written.expires > now) blocks.push_back(written.ref);
+  }
+  return blocks;
+}
+
+void RedisTier::Maintain() {
+  std::lock_guard lock(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  // One TTL for all: the oldest write expires first.
+  while (!written_order_.empty() && written_.at(written_order_.front()).expires <= now) {
+    ForgetWrittenLocked(written_order_.front());
+  }
 }
 
 TierStats RedisTier::Stats() const {

@@ -8,6 +8,11 @@
 // this process wrote, as other replicas clear theirs. Redis down, slow or restarted: counted,
 // logged once, the tier answers "not held" and the client reconnects with backoff; a request never
 // fails for it.
+//
+// What it tells its listener, and lists in Blocks, is the blocks this process wrote, each until it
+// is deleted, found gone, or its TTL (counted from its last write here) has passed: several
+// replicas share one store, and each tells only of its own writes, so a reader keeping one record
+// per writer never counts a block twice and never keeps one that its writer saw end.
 #pragma once
 
 #include <chrono>
@@ -32,6 +37,9 @@ struct RedisTierConfig {
   // A key found missing is not looked up again for this long (ProbablyHeld must not block, so
   // it answers from what the tier saw).
   std::chrono::milliseconds miss_memory{2000};
+  // Told of the blocks this process wrote and of their end: deleted by it (size bound, clears,
+  // refused at load), found gone at a load, or their TTL passed without a new write (may be null).
+  TierListener* listener = nullptr;
 };
 
 class RedisTier : public KvTier {
@@ -48,6 +56,9 @@ class RedisTier : public KvTier {
   size_t Clear() override;
   size_t ClearOwned(const Digest& owner) override;
   TierStats Stats() const override;
+  std::vector<TierBlockRef> Blocks() const override;
+  // Forgets (and tells of) the blocks whose TTL has passed.
+  void Maintain() override;
 
   // The Redis key of a block.
   std::string RedisKey(const Digest& key) const;
@@ -57,7 +68,8 @@ class RedisTier : public KvTier {
   // false. Logs when the store answers again.
   bool Run(const std::vector<redis::RedisCommand>& commands, std::vector<redis::RedisReply>& out);
   // Caller holds mutex_.
-  void NoteWritten(const Digest& key, uint64_t bytes, const Digest& owner);
+  void NoteWritten(const TierBlockRef& ref, uint64_t bytes);
+  // Forgets a block this process wrote, telling the listener it is gone when it was told stored.
   void ForgetWrittenLocked(const Digest& key);
   // DELs `keys` and forgets them; returns how many the store still held.
   size_t DeleteWritten(const std::vector<Digest>& keys);
@@ -71,11 +83,13 @@ class RedisTier : public KvTier {
   mutable std::mutex mutex_;  // guards everything below
   struct Written {
     uint64_t bytes = 0;
-    Digest owner{};
+    TierBlockRef ref;
+    std::chrono::steady_clock::time_point expires;  // its TTL, from its last write here
+    bool confirmed = false;                         // the store said OK (else: being written)
     std::list<Digest>::iterator age;
   };
   std::unordered_map<Digest, Written, DigestHash> written_;  // by this process, still counted
-  std::list<Digest> written_order_;                          // oldest first
+  std::list<Digest> written_order_;  // oldest first (so also soonest to expire)
   mutable std::unordered_map<Digest, std::chrono::steady_clock::time_point, DigestHash> missing_;
   TierStats stats_;
   bool down_ = false;

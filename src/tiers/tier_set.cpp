@@ -22,11 +22,10 @@ struct TierSet::Load {
 };
 
 TierSet::TierSet(const TierIdentity& identity, std::vector<std::unique_ptr<KvTier>> tiers,
-                 const TierSetConfig& config, TierStoredHook on_stored)
+                 const TierSetConfig& config)
     : identity_(identity),
       tiers_(std::move(tiers)),
       config_(config),
-      on_stored_(std::move(on_stored)),
       load_buckets_(std::size(kLoadSecondsBounds) + 1, 0) {
   REPRISE_CHECK(config_.load_threads >= 1, "a tier set needs a load thread");
   writer_ = std::thread([this] { WriteLoop(); });
@@ -218,21 +217,26 @@ void TierSet::SetWakeup(std::function<void()> wakeup) {
 }
 
 void TierSet::WriteLoop() {
+  Clock::time_point maintained = Clock::now();
   while (true) {
     Write write;
     {
       std::unique_lock lock(mutex_);
-      write_ready_.wait(lock, [&] { return stopping_ || !writes_.empty(); });
-      if (writes_.empty()) return;  // stopping, and every queued write is done
+      write_ready_.wait_until(lock, maintained + config_.maintain_interval,
+                              [&] { return stopping_ || !writes_.empty(); });
+      if (writes_.empty() && stopping_) return;  // every queued write is done
+      if (Clock::now() - maintained >= config_.maintain_interval) {
+        lock.unlock();
+        for (auto& tier : tiers_) tier->Maintain();
+        maintained = Clock::now();
+        continue;
+      }
+      if (writes_.empty()) continue;
       write = std::move(writes_.front());
       writes_.pop_front();
       ++writing_;
     }
-    for (size_t target : write.targets) {
-      if (tiers_[target]->Store(write.meta, *write.payload) && on_stored_) {
-        on_stored_(write.meta, target);
-      }
-    }
+    for (size_t target : write.targets) tiers_[target]->Store(write.meta, *write.payload);
     {
       std::lock_guard lock(mutex_);
       --writing_;

@@ -4,6 +4,7 @@
 // and starts loads into blocks it has set aside; finished loads are collected on its own thread.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -28,11 +29,9 @@ struct TierSetConfig {
   // rather than holding the engine.
   size_t staging_bytes = size_t{256} << 20;
   int load_threads = 2;  // a load's blocks are split over these
+  // How often the writing thread runs each tier's upkeep (KvTier::Maintain).
+  std::chrono::milliseconds maintain_interval{1000};
 };
-
-// Called on the writing thread after tier `tier` (an index, nearest first) stored a block:
-// whoever tells others what this process holds listens here.
-using TierStoredHook = std::function<void(const BlockMeta& meta, size_t tier)>;
 
 // A finished load.
 struct TierLoad {
@@ -60,7 +59,7 @@ struct TierSetStats {
 class TierSet {
  public:
   TierSet(const TierIdentity& identity, std::vector<std::unique_ptr<KvTier>> tiers,
-          const TierSetConfig& config = {}, TierStoredHook on_stored = {});
+          const TierSetConfig& config = {});
   // Finishes the writes already queued (so a clean stop keeps them) and any load in flight.
   ~TierSet();
   TierSet(const TierSet&) = delete;
@@ -69,6 +68,8 @@ class TierSet {
   const TierIdentity& identity() const { return identity_; }
   size_t size() const { return tiers_.size(); }
   const char* TierName(size_t index) const { return tiers_[index]->name(); }
+  // What tier `index` holds as far as this process knows (KvTier::Blocks).
+  std::vector<TierBlockRef> Blocks(size_t index) const { return tiers_[index]->Blocks(); }
 
   // Engine thread. Copies `payload` and queues it for every tier that does not hold the block;
   // with `wait_for_room` false a full staging area drops it (counted) instead of waiting.
@@ -118,7 +119,6 @@ class TierSet {
   TierIdentity identity_;
   std::vector<std::unique_ptr<KvTier>> tiers_;
   TierSetConfig config_;
-  TierStoredHook on_stored_;  // may be empty
 
   mutable std::mutex mutex_;  // guards the members below
   std::condition_variable write_ready_;

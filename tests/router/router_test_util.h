@@ -4,15 +4,21 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e/server_process.h"
 #include "http_test_client.h"
+#include "kvevents/kv_event.h"
+#include "redis/redis_client.h"
+#include "redis/redis_url.h"
+#include "redis_test_server.h"
 #include "test_support.h"
 
 namespace reprise::testing {
@@ -24,6 +30,49 @@ inline std::string ModelPath() { return Fixture("models/TinyStories-656K-f32.ggu
 inline std::vector<std::string> ReplicaArgs() {
   return {"--model",           ModelPath(), "--chat-template", "chatml",
           "--kv-cache-memory", "64MiB",     "--threads",       "1"};
+}
+
+// Tests with replicas that publish KV events: they need the fixture model and redis-server.
+class EventsE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REPRISE_REQUIRE_FIXTURES();
+    REPRISE_REQUIRE_REDIS();
+  }
+};
+
+// A replica that publishes KV events to `redis`.
+inline std::vector<std::string> EventReplicaArgs(const RedisServer& redis,
+                                                 std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = ReplicaArgs();
+  args.insert(args.end(), {"--kv-events-redis-url", redis.url()});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Waits until `done()` (polled), at most 20 s.
+template <typename Done>
+bool WaitFor(Done&& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// Every event on the stream, in order.
+inline std::vector<kvevents::KvEventBatch> ReadEvents(const RedisServer& redis) {
+  redis::RedisClient client(redis::ParseRedisUrl(redis.url()));
+  redis::RedisReply reply = client.Run({"XRANGE", kvevents::kDefaultStream, "-", "+"});
+  std::vector<kvevents::KvEventBatch> batches;
+  for (const redis::RedisReply& entry : reply.elements) {
+    std::vector<std::string> fields;
+    for (const redis::RedisReply& field : entry.elements.at(1).elements)
+      fields.push_back(field.text);
+    if (auto batch = kvevents::DecodeBatch(fields)) batches.push_back(*batch);
+  }
+  return batches;
 }
 
 inline std::unique_ptr<ServerProcess> StartRouter(const std::vector<const ServerProcess*>& replicas,

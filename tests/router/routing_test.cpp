@@ -42,6 +42,43 @@ TEST(PrefixDirectory, ForgetsTheLeastRecentlyUsedKeysBeyondItsCapacity) {
   EXPECT_EQ(directory.MatchedBlocks({Key(3)}, 0), 1u);
 }
 
+// Each tier of a replica is its own record: a block dropped from its disk stays in its memory.
+TEST(PrefixDirectory, KeepsEachTierOfAReplicaApart) {
+  PrefixDirectory directory(100);
+  const auto disk = KvEventTier::kDisk;
+  const auto memory = KvEventTier::kMemory;
+  directory.Record({Key(1), Key(2), Key(3)}, 0, disk);
+  directory.Record({Key(1), Key(2)}, 0, memory);
+  EXPECT_EQ(directory.MatchedBlocks({Key(1), Key(2), Key(3)}, 0), 2u);  // memory by default
+  EXPECT_EQ(directory.MatchedBlocks({Key(1), Key(2), Key(3)}, 0, {memory, disk}), 3u);
+  EXPECT_EQ(directory.MatchedBlocks({Key(1), Key(2), Key(3)}, 0, {disk}), 3u);
+  directory.Remove(Key(2), 0, disk);
+  EXPECT_EQ(directory.MatchedBlocks({Key(1), Key(2), Key(3)}, 0), 2u);
+  EXPECT_EQ(directory.MatchedBlocks({Key(1), Key(2), Key(3)}, 0, {disk}), 1u);
+  // Held in memory, 2 still joins the chain to 3 on disk.
+  EXPECT_EQ(directory.MatchedBlocks({Key(1), Key(2), Key(3)}, 0, {memory, disk}), 3u);
+  directory.Remove(Key(2), 0, memory);
+  EXPECT_EQ(directory.MatchedBlocks({Key(1), Key(2), Key(3)}, 0, {memory, disk}), 1u);
+  EXPECT_EQ(directory.size(), 2u);  // 2 is held nowhere: forgotten
+  EXPECT_EQ(directory.HeldBy(0), 1u);
+  EXPECT_EQ(directory.HeldBy(0, disk), 2u);
+
+  // A replica's whole record replaced in one step (a snapshot): its other tiers and the other
+  // replicas keep theirs.
+  directory.Record({Key(7)}, 1, memory);
+  std::vector<Digest> held[kTierCount];
+  held[static_cast<size_t>(memory)] = {Key(5)};
+  held[static_cast<size_t>(KvEventTier::kRemote)] = {Key(6)};
+  directory.ReplaceReplica(0, held);
+  EXPECT_EQ(directory.MatchedBlocks({Key(1)}, 0, {memory, disk}), 0u);
+  EXPECT_EQ(directory.MatchedBlocks({Key(5)}, 0), 1u);
+  EXPECT_EQ(directory.MatchedBlocks({Key(6)}, 0, {KvEventTier::kRemote}), 1u);
+  EXPECT_EQ(directory.MatchedBlocks({Key(7)}, 1), 1u);
+  EXPECT_EQ(directory.HeldBy(0), 1u);
+  EXPECT_EQ(directory.HeldBy(0, disk), 0u);
+  EXPECT_EQ(directory.size(), 3u);
+}
+
 TEST(RoutingPolicy, PrefersTheCachedPrefixUntilTheLoadGapIsTooWide) {
   PolicyConfig config;  // 512 tokens per request of load, gap 4
   // Replica 1 holds 900 of 1000 tokens; replica 0 is idle.

@@ -172,6 +172,20 @@ class FakeBackend : public InferenceBackend {
     return cleared;
   }
 
+  // One memory block per prompt it remembers (keys made of their order), no events.
+  CacheBlockList ListCacheBlocks() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    CacheBlockList list;
+    list.replica_id = "fake";
+    for (size_t i = 0; i < history_.size(); ++i) {
+      CacheBlockRef block;
+      block.key.fill(static_cast<uint8_t>(i + 1));
+      block.parent.fill(static_cast<uint8_t>(i));
+      list.memory.push_back(block);
+    }
+    return list;
+  }
+
   std::vector<std::string> cleared_tiers() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return cleared_tiers_;

@@ -2,11 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "core/sha256.h"
 #include "kvcache/block_key.h"
 #include "tiers/block_format.h"
+#include "tiers/kv_tier.h"
 
 namespace reprise::testing {
 
@@ -61,5 +64,47 @@ inline std::vector<Digest> Keys(const std::vector<BlockMeta>& chain) {
   for (const auto& meta : chain) keys.push_back(meta.key);
   return keys;
 }
+
+// Keeps what a tier told, in order: "+KEYHEX" stored, "-KEYHEX" removed, and each block's ref.
+class RecordingListener : public TierListener {
+ public:
+  void OnTierBlockStored(const char* tier, const TierBlockRef& block) override {
+    Note(tier, '+', block);
+  }
+  void OnTierBlockRemoved(const char* tier, const TierBlockRef& block) override {
+    Note(tier, '-', block);
+  }
+  std::vector<std::string> Told() const {
+    std::lock_guard lock(mutex_);
+    return told_;
+  }
+  std::vector<TierBlockRef> Refs() const {
+    std::lock_guard lock(mutex_);
+    return refs_;
+  }
+  std::string tier() const {
+    std::lock_guard lock(mutex_);
+    return tier_;
+  }
+  static std::string Stored(const BlockMeta& meta) { return Line('+', meta.key); }
+  static std::string Removed(const BlockMeta& meta) { return Line('-', meta.key); }
+
+ private:
+  static std::string Line(char sign, const Digest& key) {
+    std::string line(1, sign);
+    line += ToHex(key);
+    return line;
+  }
+  void Note(const char* tier, char sign, const TierBlockRef& block) {
+    std::lock_guard lock(mutex_);
+    tier_ = tier;
+    told_.push_back(Line(sign, block.key));
+    refs_.push_back(block);
+  }
+  mutable std::mutex mutex_;
+  std::string tier_;
+  std::vector<std::string> told_;
+  std::vector<TierBlockRef> refs_;
+};
 
 }  // namespace reprise::testing
