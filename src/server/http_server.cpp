@@ -116,6 +116,7 @@ void HttpServer::Start() {
   REPRISE_CHECK(!thread_.joinable(), "HttpServer::Start twice");
   thread_ = std::thread([this] {
     if (!http_->listen_after_bind()) spdlog::error("the HTTP server stopped with an error");
+    listen_finished_.store(true);
   });
 }
 
@@ -130,10 +131,19 @@ bool HttpServer::Drain(std::chrono::milliseconds timeout) {
 
 void HttpServer::Stop() {
   state_.SetStopping();
-  if (thread_.joinable()) {
-    http_->stop();
-    thread_.join();
+  if (!thread_.joinable()) return;
+  // httplib's stop() does nothing until its listening loop has begun, and a server that fails
+  // at start-up can get here before the listening thread did (on a busy machine it did, and the
+  // join below then waited forever). So stop it once it runs, or once it has given up.
+  bool stopped = false;
+  while (!listen_finished_.load()) {
+    if (!stopped && http_->is_running()) {
+      http_->stop();
+      stopped = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  thread_.join();
 }
 
 bool HttpServer::Authorized(const httplib::Request& request) const {

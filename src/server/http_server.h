@@ -3,6 +3,7 @@
 // SetBackend).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -77,6 +78,7 @@ class HttpServer {
   CompletionHandler completions_;
   std::unique_ptr<HardenedHttpServer> http_;
   std::thread thread_;
+  std::atomic<bool> listen_finished_{false};  // the listening thread has left httplib's loop
   std::string replica_id_;
   int port_ = -1;
 };
