@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <random>
+#include <utility>
 
 #include "core/error.h"
 
@@ -49,8 +49,21 @@ void Sampler::ApplyPenalties(std::span<float> logits) const {
   }
 }
 
-size_t Sampler::TopPCount(size_t ordered, double total,
-                          const std::function<double(size_t)>& weight) {
+namespace {
+
+// The order of ordered candidates: largest logit first, the lower token first on ties.
+bool LargerFirst(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first != b.first ? a.first > b.first : a.second < b.second;
+}
+
+// A candidate's softmax weight, exp(logit - max); its probability is weight / total.
+double Weight(const std::pair<float, int32_t>& candidate, float max_logit) {
+  return std::exp(static_cast<double>(candidate.first - max_logit));
+}
+
+}  // namespace
+
+size_t Sampler::TopPCount(size_t ordered, double total, float max_logit) {
   // The kept set is the smallest run of the largest candidates whose probabilities reach top_p.
   // Found by quickselect on probability mass: each round places the middle candidate of the
   // undecided range [lo, hi) by nth_element, and keeps to the side where the mass crosses top_p,
@@ -58,17 +71,14 @@ size_t Sampler::TopPCount(size_t ordered, double total,
   // Afterwards candidates_[0, count) is the kept set and weights[0, count) their weights.
   std::vector<double>& weights = probabilities_;
   const double target = static_cast<double>(config_.top_p) * total;
-  auto by_logit = [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  };
   auto at = [&](size_t i) { return candidates_.begin() + static_cast<ptrdiff_t>(i); };
   size_t lo = 0, hi = candidates_.size();
   double above = 0;  // mass of candidates_[0, lo), all larger than those in [lo, hi)
   while (hi - lo > 64 && lo >= ordered) {
     const size_t mid = lo + (hi - lo) / 2;
-    std::nth_element(at(lo), at(mid), at(hi), by_logit);
+    std::nth_element(at(lo), at(mid), at(hi), LargerFirst);
     double mass = 0;  // of [lo, mid]
-    for (size_t j = lo; j <= mid; ++j) mass += (weights[j] = weight(j));
+    for (size_t j = lo; j <= mid; ++j) mass += (weights[j] = Weight(candidates_[j], max_logit));
     if (above + mass >= target) {
       hi = mid + 1;
     } else {
@@ -77,8 +87,8 @@ size_t Sampler::TopPCount(size_t ordered, double total,
     }
   }
   if (lo >= ordered) {  // the crossing is in [lo, hi), which holds exactly those ranks: order it
-    std::sort(at(lo), at(hi), by_logit);
-    for (size_t j = lo; j < hi; ++j) weights[j] = weight(j);
+    std::sort(at(lo), at(hi), LargerFirst);
+    for (size_t j = lo; j < hi; ++j) weights[j] = Weight(candidates_[j], max_logit);
   }
   for (size_t j = lo; j < hi; ++j) {
     above += weights[j];
@@ -95,9 +105,6 @@ int32_t Sampler::Sample(std::span<float> logits) {
   // Only what top_k and top_p need is put in order: sorting a whole vocabulary of 32k-150k
   // entries for every token cost more than a small model's forward pass. Ordered candidates are
   // largest first, the lower token first on ties.
-  auto by_logit = [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  };
   candidates_.clear();
   candidates_.reserve(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
@@ -107,28 +114,26 @@ int32_t Sampler::Sample(std::span<float> logits) {
   if (config_.top_k > 0 && static_cast<size_t>(config_.top_k) < candidates_.size()) {
     const auto keep = static_cast<ptrdiff_t>(config_.top_k);
     std::nth_element(candidates_.begin(), candidates_.begin() + keep - 1, candidates_.end(),
-                     by_logit);
+                     LargerFirst);
     candidates_.resize(static_cast<size_t>(keep));
-    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+    std::sort(candidates_.begin(), candidates_.end(), LargerFirst);
     ordered = candidates_.size();
   }
 
   // Softmax over the candidates: weights exp(logit - max), probabilities weight / total.
   float max_logit = candidates_.front().first;
   for (const auto& candidate : candidates_) max_logit = std::max(max_logit, candidate.first);
-  auto weight = [&](size_t i) {
-    return std::exp(static_cast<double>(candidates_[i].first - max_logit));
-  };
   std::vector<double>& weights = probabilities_;
   weights.resize(candidates_.size());
   double total = 0;
-  for (size_t i = 0; i < candidates_.size(); ++i) total += (weights[i] = weight(i));
+  for (size_t i = 0; i < candidates_.size(); ++i)
+    total += (weights[i] = Weight(candidates_[i], max_logit));
 
   // min_p keeps the tokens whose probability is at least min_p times the largest one's (the
   // largest weight is 1); top_p keeps the largest ones until their probabilities reach top_p.
   const double min_weight = config_.min_p > 0.0f ? static_cast<double>(config_.min_p) : 0.0;
   size_t count = candidates_.size();  // with top_p: candidates_[0, count) are kept
-  if (config_.top_p < 1.0f) count = TopPCount(ordered, total, weight);
+  if (config_.top_p < 1.0f) count = TopPCount(ordered, total, max_logit);
 
   // Draw among the kept candidates, in their order: largest first when ordered, else as arranged.
   double kept_total = 0;

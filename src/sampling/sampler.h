@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <random>
 #include <span>
 #include <unordered_map>
@@ -30,7 +29,7 @@ class Sampler {
  private:
   void ApplyPenalties(std::span<float> logits) const;
   // How many candidates top_p keeps (see Sample); `ordered` leading candidates are already sorted.
-  size_t TopPCount(size_t ordered, double total, const std::function<double(size_t)>& weight);
+  size_t TopPCount(size_t ordered, double total, float max_logit);
 
   SamplerConfig config_;
   std::mt19937_64 generator_;
