@@ -1,7 +1,10 @@
 #include "sampling/sampler.h"
 
+#include <xmmintrin.h>
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <utility>
 
@@ -10,11 +13,28 @@
 namespace reprise {
 
 int32_t ArgMax(std::span<const float> logits) {
-  int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  // Greedy decoding runs this on every token while the kernel threads wait: the largest value by
+  // four-lane maxima (a max is exact in any order), then the first index holding it. A loop
+  // comparing each logit with the best so far is a chain of dependent loads and branches, about
+  // 10x slower over a 32k-150k vocabulary. NaN logits are skipped (maxps returns its second
+  // operand when the first is NaN).
+  const size_t n = logits.size();
+  const float* data = logits.data();
+  __m128 lanes[4];
+  for (__m128& lane : lanes) lane = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int k = 0; k < 4; ++k) lanes[k] = _mm_max_ps(_mm_loadu_ps(data + i + 4 * k), lanes[k]);
   }
-  return best;
+  const __m128 both = _mm_max_ps(_mm_max_ps(lanes[0], lanes[1]), _mm_max_ps(lanes[2], lanes[3]));
+  alignas(16) float four[4];
+  _mm_store_ps(four, both);
+  float best = std::max(std::max(four[0], four[1]), std::max(four[2], four[3]));
+  for (; i < n; ++i) best = data[i] > best ? data[i] : best;
+  for (size_t j = 0; j < n; ++j) {
+    if (data[j] == best) return static_cast<int32_t>(j);
+  }
+  return 0;  // every logit NaN (or none)
 }
 
 Sampler::Sampler(const SamplerConfig& config, std::span<const int32_t> prompt)

@@ -16,6 +16,32 @@ TEST(SamplerTest, GreedyPicksTheMaximumAndLowestIndexOnTies) {
   EXPECT_EQ(sampler.Sample(logits), 1);
 }
 
+// ArgMax takes the maximum by vector lanes, then the first index holding it: compared with the
+// plain first-largest loop over lengths around the lane multiples, with ties planted in every
+// position class, and NaNs skipped.
+TEST(SamplerTest, ArgMaxMatchesFirstLargestLoop) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(-3, 3);  // few distinct values: many ties
+  for (size_t n : {1, 2, 15, 16, 17, 31, 32, 33, 100, 32000}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> logits(n);
+      for (float& value : logits) value = static_cast<float>(small(rng)) * 0.5f;
+      int32_t expected = 0;
+      for (size_t i = 1; i < n; ++i) {
+        if (logits[i] > logits[static_cast<size_t>(expected)]) expected = static_cast<int32_t>(i);
+      }
+      ASSERT_EQ(ArgMax(logits), expected) << "n " << n << " trial " << trial;
+    }
+  }
+  std::vector<float> with_nan(40, 1.0f);
+  with_nan[3] = std::nanf("");
+  with_nan[20] = 2.0f;
+  with_nan[37] = std::nanf("");
+  EXPECT_EQ(ArgMax(with_nan), 20);
+  std::vector<float> signed_zeros = {-0.0f, 0.0f, -1.0f};
+  EXPECT_EQ(ArgMax(signed_zeros), 0);
+}
+
 TEST(SamplerTest, RepetitionPenaltyCoversPromptTokens) {
   SamplerConfig config;
   config.repetition_penalty = 4.0f;
