@@ -91,6 +91,11 @@ void PrefetchRows(const uint8_t* data, size_t row_bytes, int64_t first, int64_t 
   }
 }
 
+// The target's activation quantizer (every one gives QuantizeActivationRow's output).
+auto ActivationQuantizer(const TargetKernels& kernels) {
+  return kernels.quantize_row != nullptr ? kernels.quantize_row : QuantizeActivationRow;
+}
+
 struct Job {
   const TargetKernels* kernels;
   const WeightView* w;
@@ -282,10 +287,10 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     int8_t* q = reinterpret_cast<int8_t*>(scratch);                      // [tokens][cols]
     float* d = reinterpret_cast<float*>(scratch + q_bytes);              // [tokens][cols/16]
     float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);  // [tokens][cols/32]
+    const auto quantize_row = ActivationQuantizer(kernels);
     pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t) {
-        QuantizeActivationRow(x + t * cols, cols, q + t * cols, d + t * (cols / 16),
-                              sum + t * (cols / 32));
+        quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
       }
     });
     job.qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols};
@@ -359,9 +364,9 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
   int8_t* q = reinterpret_cast<int8_t*>(scratch);
   float* d = reinterpret_cast<float*>(scratch + q_bytes);
   float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);
+  const auto quantize_row = ActivationQuantizer(kernels);
   for (int64_t t = 0; t < tokens; ++t) {
-    QuantizeActivationRow(x + t * cols, cols, q + t * cols, d + t * (cols / 16),
-                          sum + t * (cols / 32));
+    quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
   }
   std::vector<Job> jobs;
   std::vector<int64_t> first_row;  // of each matrix in the concatenation, then the total

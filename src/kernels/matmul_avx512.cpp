@@ -586,6 +586,32 @@ void Widen(WeightType type, const void* src, int64_t n, float* dst) {
 
 }  // namespace
 
+void QuantizeActivationRowAvx512(const float* x, int64_t cols, int8_t* q, float* d, float* sum) {
+  // QuantizeActivationRow's steps on 16 lanes: the max of |x| (exact in any order), the same
+  // scalar scale and inverse, then (x * inverse + magic) - magic as two separate roundings (no
+  // fused multiply-add: -ffp-contract=off), so every q, d and sum is the portable one's.
+  constexpr float kRoundingMagic = 12582912.0f;
+  const __m512 magic = _mm512_set1_ps(kRoundingMagic);
+  const __m512 magnitude = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    const __m512 lo = _mm512_loadu_ps(x + b * 32);
+    const __m512 hi = _mm512_loadu_ps(x + b * 32 + 16);
+    const float amax = _mm512_reduce_max_ps(
+        _mm512_max_ps(_mm512_and_ps(lo, magnitude), _mm512_and_ps(hi, magnitude)));
+    const float scale = amax / 127.0f;
+    const __m512 inverse = _mm512_set1_ps(amax > 1e-30f ? 127.0f / amax : 0.0f);
+    const __m512i qlo =
+        _mm512_cvtps_epi32(_mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(lo, inverse), magic), magic));
+    const __m512i qhi =
+        _mm512_cvtps_epi32(_mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(hi, inverse), magic), magic));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32), _mm512_cvtepi32_epi8(qlo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * 32 + 16), _mm512_cvtepi32_epi8(qhi));
+    const int32_t total = _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
+    d[2 * b] = d[2 * b + 1] = scale;
+    sum[b] = scale * static_cast<float>(total);
+  }
+}
+
 const TargetKernels& Avx512Kernels() {
   static const TargetKernels kernels = {
       .float_token_tile = kFloatTokenTile,
@@ -596,6 +622,7 @@ const TargetKernels& Avx512Kernels() {
       .quant_tile = QuantTile,
       .quant_tile_raw = QuantTileRaw,
       .widen = Widen,
+      .quantize_row = QuantizeActivationRowAvx512,
       .unpack = UnpackBlocksAvx2,
   };
   return kernels;

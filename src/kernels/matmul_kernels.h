@@ -72,6 +72,9 @@ struct TargetKernels {
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
 
+  // QuantizeActivationRow, or a faster equivalent with identical output (null: that function).
+  void (*quantize_row)(const float* x, int64_t cols, int8_t* q, float* d, float* sum) = nullptr;
+
   // UnpackBlocks (unpacked.h), or a faster equivalent with byte-identical output.
   void (*unpack)(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
                  uint8_t* q, float* scale, float* min) = nullptr;
@@ -91,6 +94,10 @@ void UnpackBlocksAvx512NoPrefetch(WeightType type, const void* row, int64_t firs
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();
 const TargetKernels& Avx512Kernels();
+
+// QuantizeActivationRow with AVX-512: the same operations per element, so the same output
+// (matmul_avx512.cpp).
+void QuantizeActivationRowAvx512(const float* x, int64_t cols, int8_t* q, float* d, float* sum);
 
 // Quantizes one activation row per block of 32: d = max|x| / 127, q = round_even(x * 127 / max|x|)
 // (q = 0 when max|x| <= 1e-30).

@@ -9,6 +9,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/cpu_target.h"
+#include "kernels/matmul_kernels.h"
 #include "test_util.h"
 
 namespace reprise::kernels {
@@ -255,6 +256,29 @@ TEST(KernelMatMulTest, DefaultTargetIsTheBest) {
   std::vector<float> y(3 * 8);
   MatMul(w.view, x.data(), 3, y.data(), pool);
   EXPECT_EQ(y, RunMatMul(BestCpuTarget(), w.view, x, 3, 1));
+}
+
+// The AVX-512 activation quantizer gives the portable one's bytes: random rows of several
+// magnitudes, a block of zeros, one of denormals, values on a rounding tie, and infinities' worth
+// of range (large finite values).
+TEST(MatMulTest, AvxActivationQuantizerMatchesPortable) {
+  if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "no AVX-512 on this machine";
+  constexpr int64_t kCols = 32 * 12;
+  std::vector<float> x = RandomValues(kCols, 5);
+  for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(32 + i)] = 0.0f;
+  for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(64 + i)] = 1e-40f * static_cast<float>(i);
+  for (int64_t i = 0; i < 32; ++i)
+    x[static_cast<size_t>(96 + i)] = 0.5f * static_cast<float>(i - 16);
+  x[127] = 127.0f;  // scale 1: the halves above are exact ties, rounded to even
+  for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(128 + i)] *= 3e37f;
+  for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(160 + i)] *= 1e-6f;
+  std::vector<int8_t> q1(kCols), q2(kCols);
+  std::vector<float> d1(kCols / 16), d2(kCols / 16), s1(kCols / 32), s2(kCols / 32);
+  QuantizeActivationRow(x.data(), kCols, q1.data(), d1.data(), s1.data());
+  QuantizeActivationRowAvx512(x.data(), kCols, q2.data(), d2.data(), s2.data());
+  EXPECT_EQ(q1, q2);
+  EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), s1.size() * sizeof(float)));
 }
 
 }  // namespace
