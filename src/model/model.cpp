@@ -233,27 +233,49 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   size_t partial_floats = 0;
   for (size_t r = 0; r < attention_runs_.size(); ++r) {
     const AttentionRun& run = attention_runs_[r];
-    const int splits =
-        kernels::AttentionSplits(kv.block_size, batch.positions[run.first] + run.count);
+    const int positions = batch.positions[run.first] + run.count;  // of the run's last query
+    const int splits = kernels::AttentionSplits(kv.block_size, positions);
+    const int split_positions = (positions + splits - 1) / splits;  // about; for the cost only
     for (int h = 0; h < c.n_kv_head; ++h) {
+      const size_t first_split = attention_items_.size();
       for (int s = 0; s < splits; ++s) {
+        const int read = std::min(split_positions, positions - s * split_positions);
         attention_items_.push_back(
-            {.run = r, .kv_head = h, .split = s, .splits = splits, .partial = {}});
+            {.run = r,
+             .kv_head = h,
+             .split = s,
+             .splits = splits,
+             .first_split = first_split,
+             .cost = static_cast<size_t>(std::max(read, 1)) * static_cast<size_t>(run.count)});
         if (splits > 1) partial_floats += run.count * (partial_row + 2 * group);
       }
     }
   }
-  const bool any_splits = partial_floats > 0;  // else no merge pass
+  const size_t num_items = attention_items_.size();
   if (attention_partials_.size() < partial_floats) attention_partials_.resize(partial_floats);
+  attention_item_partials_.assign(num_items, kernels::AttentionPartial{});
   float* next_partial = attention_partials_.data();
-  for (AttentionItem& item : attention_items_) {
+  for (size_t k = 0; k < num_items; ++k) {
+    const AttentionItem& item = attention_items_[k];
     if (item.splits == 1) continue;
     const size_t rows = static_cast<size_t>(attention_runs_[item.run].count) * group;
-    item.partial = {.acc = next_partial,
-                    .acc_stride = static_cast<int64_t>(partial_row),
-                    .max = next_partial + rows * c.head_dim,
-                    .sum = next_partial + rows * c.head_dim + rows};
+    attention_item_partials_[k] = {.acc = next_partial,
+                                   .acc_stride = static_cast<int64_t>(partial_row),
+                                   .max = next_partial + rows * c.head_dim,
+                                   .sum = next_partial + rows * c.head_dim + rows};
     next_partial += rows * (c.head_dim + 2);
+  }
+  // Threads take items one at a time, costliest first, so a thread that starts late or runs slow
+  // does not leave the others waiting on a fixed share; which thread computes an item never
+  // changes its bits.
+  attention_order_.resize(num_items);
+  for (size_t k = 0; k < num_items; ++k) attention_order_[k] = k;
+  std::stable_sort(attention_order_.begin(), attention_order_.end(), [&](size_t a, size_t b) {
+    return attention_items_[a].cost > attention_items_[b].cost;
+  });
+  if (attention_splits_left_size_ < num_items) {
+    attention_splits_left_ = std::make_unique<std::atomic<int>[]>(num_items);
+    attention_splits_left_size_ = num_items;
   }
 
   for (int l = 0; l < c.n_layer; ++l) {
@@ -285,43 +307,43 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
                        v_.data() + i * kv_dim);
     }
     // One call per item (run, KV head, split): each K/V block is read once for all the run's
-    // tokens and heads, and each token still gets the bits it would get alone. A run's cost grows
-    // with its positions and the pool gives each thread a contiguous range, so the items are
-    // dealt from both ends (0, n-1, 1, n-2, ...) to even the threads' shares.
-    const size_t num_items = attention_items_.size();
-    pool.ParallelFor(num_items, [&](size_t begin, size_t end) {
-      for (size_t k = begin; k < end; ++k) {
-        const AttentionItem& item = attention_items_[k % 2 == 0 ? k / 2 : num_items - 1 - k / 2];
-        const AttentionRun& run = attention_runs_[item.run];
-        auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[run.first])];
-        const size_t head_offset =
-            run.first * q_dim + static_cast<size_t>(item.kv_head) * group * c.head_dim;
-        if (item.splits == 1) {
-          kernels::PagedAttentionTokens(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
-                                        table, batch.positions[run.first], run.count, scale,
-                                        attn_.data() + head_offset, q_dim);
-        } else {
-          kernels::PagedAttentionPartial(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
-                                         table, batch.positions[run.first], run.count, scale,
-                                         item.split, item.partial);
-        }
+    // tokens and heads, and each token still gets the bits it would get alone. The last split of
+    // a (run, KV head) to finish merges its partials (acquire: it sees the others' writes).
+    for (size_t k = 0; k < num_items; ++k) {
+      const AttentionItem& item = attention_items_[k];
+      if (item.splits > 1 && item.split == 0) {
+        attention_splits_left_[k].store(item.splits, std::memory_order_relaxed);
+      }
+    }
+    auto run_item = [&](size_t k) {
+      const AttentionItem& item = attention_items_[k];
+      const AttentionRun& run = attention_runs_[item.run];
+      auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[run.first])];
+      const size_t head_offset =
+          run.first * q_dim + static_cast<size_t>(item.kv_head) * group * c.head_dim;
+      if (item.splits == 1) {
+        kernels::PagedAttentionTokens(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
+                                      table, batch.positions[run.first], run.count, scale,
+                                      attn_.data() + head_offset, q_dim);
+        return;
+      }
+      kernels::PagedAttentionPartial(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
+                                     table, batch.positions[run.first], run.count, scale,
+                                     item.split, attention_item_partials_[k]);
+      if (attention_splits_left_[item.first_split].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        kernels::MergeAttentionPartials(
+            kv, group, batch.positions[run.first], run.count,
+            std::span(attention_item_partials_)
+                .subspan(item.first_split, static_cast<size_t>(item.splits)),
+            attn_.data() + head_offset, q_dim);
+      }
+    };
+    std::atomic<size_t> next_item{0};
+    pool.ParallelFor(static_cast<size_t>(pool.num_threads()), [&](size_t, size_t) {
+      for (size_t k; (k = next_item.fetch_add(1, std::memory_order_relaxed)) < num_items;) {
+        run_item(attention_order_[k]);
       }
     });
-    // Merges: the items of one (run, KV head) with several splits are consecutive, split 0 first.
-    if (any_splits)
-      pool.ParallelFor(num_items, [&](size_t begin, size_t end) {
-        for (size_t k = begin; k < end; ++k) {
-          const AttentionItem& item = attention_items_[k];
-          if (item.splits == 1 || item.split != 0) continue;
-          std::vector<kernels::AttentionPartial> partials;  // few: a run's splits
-          for (int s = 0; s < item.splits; ++s) partials.push_back(attention_items_[k + s].partial);
-          const AttentionRun& run = attention_runs_[item.run];
-          const size_t head_offset =
-              run.first * q_dim + static_cast<size_t>(item.kv_head) * group * c.head_dim;
-          kernels::MergeAttentionPartials(kv, group, batch.positions[run.first], run.count,
-                                          partials, attn_.data() + head_offset, q_dim);
-        }
-      });
     kernels::MatMul(layer.wo, attn_.data(), tokens, proj_.data(), pool);
     kernels::Add(x, proj_.data(), tokens * n_embd, x);
 

@@ -2,6 +2,7 @@
 // batch of tokens from many sequences that reads and writes K/V through block tables.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,15 +90,22 @@ class Model {
   std::vector<AttentionRun> attention_runs_;
   // One (run, KV head, split) of the step's attention. A run whose last query needs one split
   // writes its output directly; the splits of a longer one are separate items (so that one long
-  // sequence keeps every thread busy), each into its partial, merged in split order afterwards.
+  // sequence keeps every thread busy), each into its partial; the thread that finishes the last
+  // split of a (run, KV head) merges them, in split order.
   struct AttentionItem {
     size_t run = 0;
     int kv_head = 0;
     int split = 0;
     int splits = 1;
-    kernels::AttentionPartial partial;  // when splits > 1
+    size_t first_split = 0;  // index of this (run, KV head)'s split 0 item
+    size_t cost = 0;         // positions read times the run's tokens, for dealing the items
   };
   std::vector<AttentionItem> attention_items_;
+  std::vector<kernels::AttentionPartial> attention_item_partials_;  // [item], when splits > 1
+  std::vector<size_t> attention_order_;                             // item indices, costliest first
+  // [item] at split 0 items: splits of that (run, KV head) not finished in the current layer.
+  std::unique_ptr<std::atomic<int>[]> attention_splits_left_;
+  size_t attention_splits_left_size_ = 0;
   std::vector<float> attention_partials_;  // the partials' rows, max and sum
 };
 
