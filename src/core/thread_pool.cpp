@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace reprise {
 
@@ -24,7 +25,8 @@ inline void Relax(int round) {
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
-  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (num_threads <= 0)
+    num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
@@ -47,10 +49,18 @@ void ThreadPool::RunShare(int share_index) {
   size_t last = first + per_share + (static_cast<size_t>(share_index) < extra ? 1 : 0);
   size_t begin = std::min(first * grain_, count_);
   size_t end = std::min(last * grain_, count_);
-  if (begin < end) (*task_)(begin, end);
+  if (begin >= end) return;
+  try {
+    (*task_)(begin, end);
+  } catch (...) {
+    // A task's exception goes to ParallelFor's caller (the engine's fault boundary), never
+    // out of a worker thread, where it would end the process.
+    std::lock_guard lock(error_mutex_);
+    if (error_ == nullptr) error_ = std::current_exception();
+  }
 }
 
-void ThreadPool::ParallelFor(size_t count, const RangeTask& task, size_t grain) {
+void ThreadPool::ParallelFor(size_t count, RangeTask task, size_t grain) {
   if (count == 0) return;
   grain = std::max<size_t>(grain, 1);
   size_t units = (count + grain - 1) / grain;
@@ -72,6 +82,10 @@ void ThreadPool::ParallelFor(size_t count, const RangeTask& task, size_t grain) 
   if (sleepers_.load() > 0) wake_.notify_all();
   RunShare(0);
   for (int round = 0; pending_.load(std::memory_order_acquire) > 0; ++round) Relax(round);
+  if (error_ != nullptr) {  // every share has finished: nobody else touches it now
+    std::exception_ptr error = std::exchange(error_, nullptr);
+    std::rethrow_exception(error);
+  }
 }
 
 void ThreadPool::WorkerLoop(int worker_index) {

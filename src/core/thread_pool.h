@@ -5,9 +5,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
-#include <functional>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace reprise {
@@ -24,9 +26,28 @@ class ThreadPool {
 
   // Runs task(begin, end) over a partition of [0, count) into at most num_threads() contiguous
   // ranges, each a multiple of `grain` (except the last); returns when all are done.
-  // Not reentrant: call it from one thread at a time, never from inside a task.
-  using RangeTask = std::function<void(size_t begin, size_t end)>;
-  void ParallelFor(size_t count, const RangeTask& task, size_t grain = 1);
+  // The first exception a task throws (on any thread) is rethrown here once every range has
+  // finished. Not reentrant: call it from one thread at a time, never from inside a task.
+  //
+  // The task is referenced, not copied: a std::function holding a lambda with many captures
+  // allocated on every call, and a decode step makes about 150 of them.
+  class RangeTask {
+   public:
+    template <typename F>
+    requires std::is_invocable_v<F&, size_t, size_t> &&
+        (!std::is_same_v<std::remove_cvref_t<F>, RangeTask>)
+            RangeTask(F&& task)  // NOLINT(google-explicit-constructor): takes lambdas in place
+        : object_(const_cast<void*>(static_cast<const void*>(std::addressof(task)))),
+          call_([](void* object, size_t begin, size_t end) {
+            (*static_cast<std::remove_reference_t<F>*>(object))(begin, end);
+          }) {}
+    void operator()(size_t begin, size_t end) const { call_(object_, begin, end); }
+
+   private:
+    void* object_;
+    void (*call_)(void* object, size_t begin, size_t end);
+  };
+  void ParallelFor(size_t count, RangeTask task, size_t grain = 1);
 
  private:
   void WorkerLoop(int worker_index);
@@ -47,6 +68,9 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<int> sleepers_{0};
+  // The first exception a share threw in the current job, rethrown by ParallelFor.
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
 };
 
 }  // namespace reprise

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <vector>
 
 namespace reprise {
@@ -31,6 +32,25 @@ TEST(ThreadPoolTest, RangesRespectGrain) {
       },
       8);
   EXPECT_EQ(misaligned.load(), 0);
+}
+
+// An exception thrown on a worker thread reaches ParallelFor's caller once every range is done,
+// instead of ending the process; the pool keeps working after it.
+TEST(ThreadPoolTest, TaskExceptionReachesCaller) {
+  ThreadPool pool(3);
+  for (size_t thrower : {0u, 1u, 2u}) {  // the caller's range and the workers'
+    std::atomic<int> finished{0};
+    EXPECT_THROW(pool.ParallelFor(3,
+                                  [&](size_t begin, size_t) {
+                                    if (begin == thrower) throw std::runtime_error("bad range");
+                                    finished.fetch_add(1);
+                                  }),
+                 std::runtime_error);
+    EXPECT_EQ(finished.load(), 2);
+  }
+  std::atomic<int> total{0};
+  pool.ParallelFor(30, [&](size_t begin, size_t end) { total.fetch_add(static_cast<int>(end - begin)); });
+  EXPECT_EQ(total.load(), 30);
 }
 
 }  // namespace
