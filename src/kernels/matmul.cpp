@@ -17,6 +17,7 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -95,6 +96,9 @@ void PrefetchRows(const uint8_t* data, size_t row_bytes, int64_t first, int64_t 
 auto ActivationQuantizer(const TargetKernels& kernels) {
   return kernels.quantize_row != nullptr ? kernels.quantize_row : QuantizeActivationRow;
 }
+
+// MatMuls fuses at most this many matrices into one pass (Q, K and V; gate and up).
+constexpr size_t kMaxFusedOutputs = 4;
 
 struct Job {
   const TargetKernels* kernels;
@@ -346,7 +350,8 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
   // one pass over all the rows. Anything else is MatMul on each (the same bits: every output is
   // one tile call over its whole reduction, wherever the threads' ranges fall).
   bool fused = tokens >= 1 && tokens <= kernels.quant_token_tile && !outputs.empty() &&
-               kernels.quant_tile_raw != nullptr && CpuTargetSupported(target);
+               outputs.size() <= kMaxFusedOutputs && kernels.quant_tile_raw != nullptr &&
+               CpuTargetSupported(target);
   for (const MatMulOutput& out : outputs) {
     fused = fused && IsQuantized(out.w->type) && out.w->cols == outputs[0].w->cols &&
             out.w->cols <= kMaxRawCols && out.w->rows > 0 &&
@@ -368,27 +373,30 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
   for (int64_t t = 0; t < tokens; ++t) {
     quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
   }
-  std::vector<Job> jobs;
-  std::vector<int64_t> first_row;  // of each matrix in the concatenation, then the total
+  // Fixed arrays: this runs several times per layer and token, and should not allocate.
+  std::array<Job, kMaxFusedOutputs> jobs;
+  std::array<int64_t, kMaxFusedOutputs + 1> first_row;  // of each matrix, then the total
   int64_t total = 0;
-  for (const MatMulOutput& out : outputs) {
-    jobs.push_back(Job{.kernels = &kernels,
-                       .w = out.w,
-                       .x = x,
-                       .x_stride = cols,
-                       .qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols},
-                       .tokens = tokens,
-                       .y = out.y,
-                       .panel_rows = 0,
-                       .decode = true});
-    first_row.push_back(total);
+  const size_t count = std::min(outputs.size(), kMaxFusedOutputs);  // all of them (fused)
+  for (size_t m = 0; m < count; ++m) {
+    const MatMulOutput& out = outputs[m];
+    jobs[m] = (Job{.kernels = &kernels,
+                   .w = out.w,
+                   .x = x,
+                   .x_stride = cols,
+                   .qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols},
+                   .tokens = tokens,
+                   .y = out.y,
+                   .panel_rows = 0,
+                   .decode = true});
+    first_row[m] = total;
     total += out.w->rows;
   }
-  first_row.push_back(total);
+  first_row[count] = total;
   pool.ParallelFor(
       static_cast<size_t>(total),
       [&](size_t begin, size_t end) {
-        for (size_t m = 0; m < jobs.size(); ++m) {
+        for (size_t m = 0; m < count; ++m) {
           const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), first_row[m]);
           const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), first_row[m + 1]);
           if (lo < hi) RunQuantRange(jobs[m], lo - first_row[m], hi - first_row[m], 0, tokens);
