@@ -91,6 +91,9 @@ void UnpackBlocksAvx2NoPrefetch(WeightType type, const void* row, int64_t first_
 void UnpackBlocksAvx512NoPrefetch(WeightType type, const void* row, int64_t first_block,
                                   int64_t num_blocks, uint8_t* q, float* scale, float* min);
 
+// FloatsToHalves with F16C (unpack_avx2.cpp).
+void FloatsToHalvesF16c(const float* src, int64_t n, uint16_t* dst);
+
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();
 const TargetKernels& Avx512Kernels();

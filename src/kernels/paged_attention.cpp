@@ -42,17 +42,6 @@ void LoadRow(const uint8_t* src, KvType type, int n, float* dst) {
   }
 }
 
-void StoreRow(const float* src, KvType type, int n, uint8_t* dst) {
-  if (type == KvType::kF32) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-    return;
-  }
-  for (int i = 0; i < n; ++i) {
-    uint16_t bits = FloatToHalf(src[i]);
-    std::memcpy(dst + 2 * i, &bits, sizeof(bits));
-  }
-}
-
 // Key of `slot` from a transposed key plane ([head_dim][block_size]) as f32. dst: [head_dim]
 void LoadKey(const uint8_t* k_plane, KvType type, int block_size, int head_dim, int slot,
              float* dst) {
@@ -148,12 +137,30 @@ void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float*
   const size_t row_bytes = static_cast<size_t>(kv.head_dim) * element;
   for (int h = 0; h < kv.n_kv_head; ++h) {
     uint8_t* k_plane = kv.Plane(block, layer, 0, h);
-    for (int d = 0; d < kv.head_dim; ++d) {  // keys are stored transposed: a column per slot
-      StoreRow(k + static_cast<int64_t>(h) * kv.head_dim + d, kv.type, 1,
-               k_plane + (static_cast<size_t>(d) * kv.block_size + slot) * element);
+    uint8_t* v_row = kv.Plane(block, layer, 1, h) + slot * row_bytes;
+    const float* k_head = k + static_cast<int64_t>(h) * kv.head_dim;
+    const float* v_head = v + static_cast<int64_t>(h) * kv.head_dim;
+    if (kv.type == KvType::kF32) {
+      for (int d = 0; d < kv.head_dim; ++d) {  // keys are stored transposed: a column per slot
+        std::memcpy(k_plane + (static_cast<size_t>(d) * kv.block_size + slot) * element, k_head + d,
+                    sizeof(float));
+      }
+      std::memcpy(v_row, v_head, row_bytes);
+      continue;
     }
-    StoreRow(v + static_cast<int64_t>(h) * kv.head_dim, kv.type, kv.head_dim,
-             kv.Plane(block, layer, 1, h) + slot * row_bytes);
+    // F16: whole rows converted at once (F16C where present, same bits), keys then scattered.
+    constexpr int kChunk = 64;
+    uint16_t halves[kChunk];
+    for (int d0 = 0; d0 < kv.head_dim; d0 += kChunk) {
+      const int n = std::min(kChunk, kv.head_dim - d0);
+      FloatsToHalves(k_head + d0, n, halves);
+      for (int d = 0; d < n; ++d) {
+        std::memcpy(k_plane + (static_cast<size_t>(d0 + d) * kv.block_size + slot) * element,
+                    halves + d, sizeof(uint16_t));
+      }
+      FloatsToHalves(v_head + d0, n, halves);
+      std::memcpy(v_row + static_cast<size_t>(d0) * element, halves, n * sizeof(uint16_t));
+    }
   }
 }
 

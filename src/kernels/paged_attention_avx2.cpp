@@ -100,7 +100,7 @@ inline void StoreAcc(float* p, int n, __m256 v) {
   }
 }
 
-constexpr int kGroupStep = 4;    // query rows whose dot products are accumulated together
+constexpr int kGroupStep = 4;  // query rows whose dot products are accumulated together
 
 // ScoreRowTile's vector operations at 8 lanes.
 struct Lanes8 {

@@ -204,4 +204,13 @@ void UnpackBlocksAvx2NoPrefetch(WeightType type, const void* row, int64_t first_
   UnpackAny<false>(type, row, first_block, num_blocks, q, scale, min);
 }
 
+void FloatsToHalvesF16c(const float* src, int64_t n, uint16_t* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) dst[i] = FloatToHalf(src[i]);
+}
+
 }  // namespace reprise::kernels

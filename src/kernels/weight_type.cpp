@@ -1,6 +1,8 @@
 #include "kernels/weight_type.h"
 
 #include "core/error.h"
+#include "kernels/cpu_target.h"
+#include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 
 namespace reprise::kernels {
@@ -151,6 +153,16 @@ uint16_t FloatToHalf(float value) {
   if (exponent < 102) return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
   uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
   return static_cast<uint16_t>(sign | ShiftRightRoundEven(mantissa, 126 - exponent));
+}
+
+void FloatsToHalves(const float* src, int64_t n, uint16_t* dst) {
+#if defined(REPRISE_KERNELS_AVX2)
+  if (CpuTargetSupported(CpuTarget::kAvx2)) {  // AVX2 here implies F16C (cpu_target.cpp)
+    FloatsToHalvesF16c(src, n, dst);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalf(src[i]);
 }
 
 float HalfToFloat(uint16_t value) {

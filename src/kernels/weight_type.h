@@ -33,6 +33,9 @@ std::string_view WeightTypeName(WeightType type);
 // IEEE half and bfloat16 conversions (round to nearest even), scalar and exact.
 uint16_t FloatToHalf(float value);
 float HalfToFloat(uint16_t value);
+// dst[i] = FloatToHalf(src[i]), with F16C where the CPU has it (the same bits: both round to
+// nearest even, saturate to infinity at 65520 and keep a NaN's top payload bits, quieted).
+void FloatsToHalves(const float* src, int64_t n, uint16_t* dst);
 uint16_t FloatToBfloat16(float value);
 inline float Bfloat16ToFloat(uint16_t value) {
   uint32_t bits = static_cast<uint32_t>(value) << 16;

@@ -205,6 +205,13 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       }
     });
   };
+  // x += delta, row by row on the pool (elementwise: the same bits however rows are shared).
+  auto add_rows = [&](float* rows, const float* delta) {
+    pool.ParallelFor(num_tokens, [&](size_t begin, size_t end) {
+      kernels::Add(rows + begin * n_embd, delta + begin * n_embd,
+                   static_cast<int64_t>(end - begin) * n_embd, rows + begin * n_embd);
+    });
+  };
   auto add_bias = [&](float* rows, const float* bias, int64_t width) {
     if (bias == nullptr) return;
     for (size_t i = 0; i < num_tokens; ++i)
@@ -288,24 +295,22 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
     add_bias(k_.data(), layer.bk, kv_dim);
     add_bias(v_.data(), layer.bv, kv_dim);
 
+    // Rotary embedding, then K/V of every token of the step are stored before any query reads
+    // them: a query then reads its own and earlier positions from the cache storage, the same
+    // bits whether they were computed now or in an earlier step. Tokens write distinct slots.
     pool.ParallelFor(num_tokens, [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) {
         const float* angles = rope_angles_.data() + i * rope_width;
         kernels::RopeRotate(q_.data() + i * q_dim, c.n_head, angles, rope);
         kernels::RopeRotate(k_.data() + i * kv_dim, c.n_kv_head, angles, rope);
+        const int32_t position = batch.positions[i];
+        auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[i])];
+        const auto block_index = static_cast<size_t>(position / kv.block_size);
+        REPRISE_CHECK(block_index < table.size(), "position {} has no block", position);
+        kernels::StoreKv(kv, l, table[block_index], position % kv.block_size,
+                         k_.data() + i * kv_dim, v_.data() + i * kv_dim);
       }
     });
-    // K/V of every token of the step are stored before any query reads them: a query then
-    // reads its own and earlier positions from the cache storage, the same bits whether they
-    // were computed now or in an earlier step.
-    for (size_t i = 0; i < num_tokens; ++i) {
-      int32_t position = batch.positions[i];
-      auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[i])];
-      size_t block_index = static_cast<size_t>(position / kv.block_size);
-      REPRISE_CHECK(block_index < table.size(), "position {} has no block", position);
-      kernels::StoreKv(kv, l, table[block_index], position % kv.block_size, k_.data() + i * kv_dim,
-                       v_.data() + i * kv_dim);
-    }
     // One call per item (run, KV head, split): each K/V block is read once for all the run's
     // tokens and heads, and each token still gets the bits it would get alone. The last split of
     // a (run, KV head) to finish merges its partials (acquire: it sees the others' writes).
@@ -345,15 +350,18 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       }
     });
     kernels::MatMul(layer.wo, attn_.data(), tokens, proj_.data(), pool);
-    kernels::Add(x, proj_.data(), tokens * n_embd, x);
+    add_rows(x, proj_.data());
 
     rms_norm_rows(x, layer.ffn_norm, normed_.data());
     const kernels::MatMulOutput gate_up[] = {{&layer.w_gate, gate_.data()},
                                              {&layer.w_up, up_.data()}};
     kernels::MatMuls(gate_up, normed_.data(), tokens, pool);
-    kernels::SwiGlu(gate_.data(), up_.data(), tokens * n_ff, gate_.data());
+    pool.ParallelFor(num_tokens, [&](size_t begin, size_t end) {
+      kernels::SwiGlu(gate_.data() + begin * n_ff, up_.data() + begin * n_ff,
+                      static_cast<int64_t>(end - begin) * n_ff, gate_.data() + begin * n_ff);
+    });
     kernels::MatMul(layer.w_down, gate_.data(), tokens, proj_.data(), pool);
-    kernels::Add(x, proj_.data(), tokens * n_embd, x);
+    add_rows(x, proj_.data());
   }
 
   const size_t num_logit_rows = batch.logit_rows.size();

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 namespace reprise::kernels {
 namespace {
@@ -107,6 +108,32 @@ TEST(KernelHalfTest, RoundsToNearestEven) {
     }
     if (error == std::fabs(above - value) || (h > 0 && error == std::fabs(below - value))) {
       ASSERT_EQ(h & 1, 0) << value;
+    }
+  }
+}
+
+// FloatsToHalves (F16C where present) gives FloatToHalf's bits: every exponent with random
+// mantissas and signs (NaNs, infinities, denormals and the overflow edge included), at lengths
+// that leave a scalar tail.
+TEST(KernelHalfTest, BatchConversionMatchesScalar) {
+  std::mt19937 rng(3);
+  std::vector<float> values;
+  for (uint32_t exponent = 0; exponent < 256; ++exponent) {
+    for (int k = 0; k < 64; ++k) {
+      const uint32_t bits = (rng() & 0x80000000u) | (exponent << 23) | (rng() & 0x7FFFFFu);
+      float value;
+      std::memcpy(&value, &bits, sizeof(value));
+      values.push_back(value);
+    }
+  }
+  for (float edge : {65504.0f, 65519.99f, 65520.0f, 5.9604645e-8f, 2.9802322e-8f, -0.0f}) {
+    values.push_back(edge);
+  }
+  for (size_t n : {values.size(), size_t{7}, size_t{13}}) {
+    std::vector<uint16_t> batch(n);
+    FloatsToHalves(values.data(), static_cast<int64_t>(n), batch.data());
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(batch[i], FloatToHalf(values[i])) << "value " << values[i] << " at " << i;
     }
   }
 }
