@@ -88,63 +88,97 @@ struct Lanes16 {
 };
 // A row's scores of one softmax span (see Attention), kScoreStride floats apart.
 constexpr int kScoreStride = std::max(kMaxAttentionBlockSize, kSoftmaxSpanPositions);
+
+// Scores of kRows query rows (the rows present: a group of 3 heads computes no padded fourth
+// one) for one chunk of up to 16 slots: out[i * kScoreStride + s] = scale * sum, under `mask`.
+// keys(d) gives key dimension d of the chunk's slots. A row's sums are its own whatever tile it
+// is in, so the tiling never changes its bits.
+template <int kRows, typename Keys>
+inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows, int head_dim,
+                                                     const Keys& keys, float scale, __mmask16 mask,
+                                                     float* out) {
+  const float* rows[kRows];
+  for (int i = 0; i < kRows; ++i) rows[i] = q_rows[i];
+  __m512 sums[kRows];
+  ScoreRowTile<Lanes16>(rows, head_dim, keys, sums);
+  const __m512 scale16 = _mm512_set1_ps(scale);
+  for (int i = 0; i < kRows; ++i) {
+    _mm512_mask_storeu_ps(out + i * kScoreStride, mask, _mm512_mul_ps(sums[i], scale16));
+  }
+}
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
-// The value pass of one block for rows [first_row, num_rows) and dimensions [d0, d0 + 64):
+// The value pass of one block for rows r0 .. r0 + kRows - 1 and dimensions [d0, d0 + 64):
 // out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
 // p[r][j] = scores[r * kScoreStride + j]. v[j][d0 + e] is element `offset + e` of row j of `v`
 // (rows `stride` bytes apart, of type kSrc); masks: the chunks of [d0, d0 + 64) inside head_dim.
+// kRows is the number of rows present (a constant keeps the accumulators in registers).
+template <KvType kSrc, int kRows>
+void ValueTile(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
+               int r0, const int* filled, const float* scores, float* const* out_rows, int d0) {
+  const int tile_filled = filled[r0 + kRows - 1];
+  __m512 acc[kRows][kValueChunks];
+  for (int i = 0; i < kRows; ++i) {
+    for (int c = 0; c < kValueChunks; ++c) {
+      acc[i][c] = _mm512_maskz_loadu_ps(masks[c], out_rows[r0 + i] + d0 + 16 * c);
+    }
+  }
+  // Slots every row of the tile reads, then (rows of a later token only) the rest.
+  const int common = filled[r0];
+  for (int j = 0; j < common; ++j) {
+    const uint8_t* v_row = v + j * stride;
+    __m512 p[kRows];
+    for (int i = 0; i < kRows; ++i) p[i] = _mm512_set1_ps(scores[(r0 + i) * kScoreStride + j]);
+    for (int c = 0; c < kValueChunks; ++c) {
+      const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
+      for (int i = 0; i < kRows; ++i) acc[i][c] = _mm512_fmadd_ps(p[i], vv, acc[i][c]);
+    }
+  }
+  for (int j = common; j < tile_filled; ++j) {
+    const uint8_t* v_row = v + j * stride;
+    __m512 p[kRows];
+    __mmask16 live[kRows];  // all lanes while j is one of the row's slots, else none
+    for (int i = 0; i < kRows; ++i) {
+      p[i] = _mm512_set1_ps(scores[(r0 + i) * kScoreStride + j]);
+      live[i] = j < filled[r0 + i] ? static_cast<__mmask16>(0xFFFF) : 0;
+    }
+    for (int c = 0; c < kValueChunks; ++c) {
+      const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
+      for (int i = 0; i < kRows; ++i) {
+        acc[i][c] = _mm512_mask3_fmadd_ps(p[i], vv, acc[i][c], live[i]);
+      }
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    for (int c = 0; c < kValueChunks; ++c) {
+      _mm512_mask_storeu_ps(out_rows[r0 + i] + d0 + 16 * c, masks[c], acc[i][c]);
+    }
+  }
+}
+
+// ValueTile over rows [first_row, num_rows), kValueHeads at a time, the last tile as many as
+// remain. A row's operations are its own whatever tile it is in, so the tiling keeps its bits.
 template <KvType kSrc>
 void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
                int first_row, int num_rows, const int* filled, const float* scores,
                float* const* out_rows, int d0) {
-  for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
-    const int nr = std::min(kValueHeads, num_rows - r0);
-    // Rows past the end repeat the first one and are not stored.
-    int rows[kValueHeads];
-    for (int i = 0; i < kValueHeads; ++i) rows[i] = r0 + (i < nr ? i : 0);
-    const int tile_filled = filled[rows[nr - 1]];
-    __m512 acc[kValueHeads][kValueChunks];
-    for (int i = 0; i < kValueHeads; ++i) {
-      for (int c = 0; c < kValueChunks; ++c) {
-        acc[i][c] = _mm512_maskz_loadu_ps(masks[c], out_rows[rows[i]] + d0 + 16 * c);
-      }
-    }
-    // Slots every row of the tile reads, then (rows of a later token only) the rest.
-    const int common = filled[rows[0]];
-    for (int j = 0; j < common; ++j) {
-      const uint8_t* v_row = v + j * stride;
-      __m512 p[kValueHeads];
-      for (int i = 0; i < kValueHeads; ++i) {
-        p[i] = _mm512_set1_ps(scores[rows[i] * kScoreStride + j]);
-      }
-      for (int c = 0; c < kValueChunks; ++c) {
-        const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
-        for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm512_fmadd_ps(p[i], vv, acc[i][c]);
-      }
-    }
-    for (int j = common; j < tile_filled; ++j) {
-      const uint8_t* v_row = v + j * stride;
-      __m512 p[kValueHeads];
-      __mmask16 live[kValueHeads];  // all lanes while j is one of the row's slots, else none
-      for (int i = 0; i < kValueHeads; ++i) {
-        p[i] = _mm512_set1_ps(scores[rows[i] * kScoreStride + j]);
-        live[i] = j < filled[rows[i]] ? static_cast<__mmask16>(0xFFFF) : 0;
-      }
-      for (int c = 0; c < kValueChunks; ++c) {
-        const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
-        for (int i = 0; i < kValueHeads; ++i) {
-          acc[i][c] = _mm512_mask3_fmadd_ps(p[i], vv, acc[i][c], live[i]);
-        }
-      }
-    }
-    for (int i = 0; i < kValueHeads; ++i) {  // constant trip counts keep acc in registers
-      if (i >= nr) break;
-      for (int c = 0; c < kValueChunks; ++c) {
-        _mm512_mask_storeu_ps(out_rows[r0 + i] + d0 + 16 * c, masks[c], acc[i][c]);
-      }
-    }
+  int r0 = first_row;
+  for (; r0 + kValueHeads <= num_rows; r0 += kValueHeads) {
+    ValueTile<kSrc, kValueHeads>(v, stride, offset, masks, r0, filled, scores, out_rows, d0);
+  }
+  switch (num_rows - r0) {
+    case 3:
+      ValueTile<kSrc, 3>(v, stride, offset, masks, r0, filled, scores, out_rows, d0);
+      break;
+    case 2:
+      ValueTile<kSrc, 2>(v, stride, offset, masks, r0, filled, scores, out_rows, d0);
+      break;
+    case 1:
+      ValueTile<kSrc, 1>(v, stride, offset, masks, r0, filled, scores, out_rows, d0);
+      break;
+    default:
+      break;
   }
 }
 
@@ -208,17 +242,22 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         // inner loop either way).
         auto score_rows = [&](auto keys) {
           for (int r0 = block_row; r0 < num_rows; r0 += kGroupStep) {
-            // A constant number of rows keeps the accumulators in registers; rows past the end
-            // repeat the first one and are not stored.
-            const int nr = std::min(kGroupStep, num_rows - r0);
-            const float* rows[kGroupStep];
-            for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
-            __m512 sums[kGroupStep];
-            ScoreRowTile<Lanes16>(rows, head_dim, keys, sums);
-            const __m512 scale16 = _mm512_set1_ps(scale);
-            for (int i = 0; i < nr; ++i) {
-              _mm512_mask_storeu_ps(scores[r0 + i] + column + j0, store_mask,
-                                    _mm512_mul_ps(sums[i], scale16));
+            // Tiles of kGroupStep rows, the last one as many as remain (a constant number of
+            // rows keeps the accumulators in registers).
+            float* out = &scores[r0][column + j0];
+            switch (std::min(kGroupStep, num_rows - r0)) {
+              case 1:
+                ScoreTile<1>(q_rows + r0, head_dim, keys, scale, store_mask, out);
+                break;
+              case 2:
+                ScoreTile<2>(q_rows + r0, head_dim, keys, scale, store_mask, out);
+                break;
+              case 3:
+                ScoreTile<3>(q_rows + r0, head_dim, keys, scale, store_mask, out);
+                break;
+              default:
+                ScoreTile<kGroupStep>(q_rows + r0, head_dim, keys, scale, store_mask, out);
+                break;
             }
           }
         };
