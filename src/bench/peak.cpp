@@ -1,5 +1,6 @@
 #include "bench/peak.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,8 +13,6 @@
 #include "core/aligned_buffer.h"
 #include "core/clock.h"
 #include "core/error.h"
-
-#include <fmt/format.h>
 
 namespace reprise::bench {
 
@@ -117,8 +116,8 @@ double MeasureFmaPeak(kernels::CpuTarget target, ThreadPool& pool, double second
     if (elapsed >= seconds / 8 || iterations > (int64_t{1} << 40)) break;
     iterations *= 4;
   }
-  iterations = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(iterations) * seconds /
-                                                         std::max(elapsed, 1e-9)));
+  iterations = std::max<int64_t>(
+      1, static_cast<int64_t>(static_cast<double>(iterations) * seconds / std::max(elapsed, 1e-9)));
   double best = 0;
   for (int trial = 0; trial < std::max(1, trials); ++trial) {
     double flops = RunFmaOnAllThreads(loop, iterations, pool, &elapsed);
@@ -127,29 +126,54 @@ double MeasureFmaPeak(kernels::CpuTarget target, ThreadPool& pool, double second
   return best;
 }
 
-double MeasureReadBandwidth(kernels::CpuTarget target, ThreadPool& pool, size_t bytes, int passes) {
+struct ReadBandwidthProbe::State {
+  ThreadPool& pool;
+  std::vector<ReadSum> reads;
+  size_t floats;
+  size_t chunks;                // threads split whole 512-byte chunks
+  AlignedBuffer<float> buffer;  // [floats]
+  size_t next = 0;              // read loop of the next pass
+  std::atomic<float> sink{0};
+};
+
+ReadBandwidthProbe::ReadBandwidthProbe(kernels::CpuTarget target, ThreadPool& pool, size_t bytes) {
   REPRISE_CHECK(kernels::CpuTargetSupported(target), "CPU target {} not supported",
                 kernels::CpuTargetName(target));
-  const std::vector<ReadSum> reads = ReadSumsFor(target);
   const size_t floats = std::max<size_t>(bytes / sizeof(float) / 128, 1) * 128;
-  const size_t chunks = floats / 128;  // threads split whole 512-byte chunks
-  AlignedBuffer<float> buffer(floats);  // [floats]
+  state_.reset(new State{.pool = pool,
+                         .reads = ReadSumsFor(target),
+                         .floats = floats,
+                         .chunks = floats / 128,
+                         .buffer = AlignedBuffer<float>(floats)});
+  State& s = *state_;
   // Each thread writes the share it will read, so its pages sit near it.
-  pool.ParallelFor(chunks, [&](size_t begin, size_t end) {
-    std::fill(buffer.data() + begin * 128, buffer.data() + end * 128, 1.0f);
+  pool.ParallelFor(s.chunks, [&](size_t begin, size_t end) {
+    std::fill(s.buffer.data() + begin * 128, s.buffer.data() + end * 128, 1.0f);
   });
-  std::atomic<float> sink{0};
+}
+
+ReadBandwidthProbe::~ReadBandwidthProbe() = default;
+
+double ReadBandwidthProbe::Pass() {
+  State& s = *state_;
+  ReadSum read = s.reads[s.next++ % s.reads.size()];
+  Clock::time_point start = Clock::now();
+  s.pool.ParallelFor(s.chunks, [&](size_t begin, size_t end) {
+    s.sink.store(read(s.buffer.data() + begin * 128, (end - begin) * 128),
+                 std::memory_order_relaxed);
+  });
+  const double elapsed = SecondsSince(start);
+  return static_cast<double>(s.floats * sizeof(float)) / elapsed / 1e9;
+}
+
+double ReadBandwidthProbe::Best(int passes) {
   double best = 0;
-  for (int pass = 0; pass < std::max(1, passes); ++pass) {
-    ReadSum read = reads[static_cast<size_t>(pass) % reads.size()];
-    Clock::time_point start = Clock::now();
-    pool.ParallelFor(chunks, [&](size_t begin, size_t end) {
-      sink.store(read(buffer.data() + begin * 128, (end - begin) * 128), std::memory_order_relaxed);
-    });
-    double elapsed = SecondsSince(start);
-    best = std::max(best, static_cast<double>(floats * sizeof(float)) / elapsed / 1e9);
-  }
+  for (int pass = 0; pass < std::max(1, passes); ++pass) best = std::max(best, Pass());
   return best;
+}
+
+double MeasureReadBandwidth(kernels::CpuTarget target, ThreadPool& pool, size_t bytes, int passes) {
+  return ReadBandwidthProbe(target, pool, bytes).Best(passes);
 }
 
 }  // namespace reprise::bench

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu_target.h"
@@ -15,11 +16,29 @@ namespace reprise::bench {
 // the kernels' best runs (a few milliseconds each) are.
 double MeasureFmaPeak(kernels::CpuTarget target, ThreadPool& pool, double seconds, int trials);
 
-// Best GB/s (1e9 bytes) of reading a `bytes` buffer (first touched by the reading threads), each
-// thread summing its contiguous share, over `passes` passes that take turns among the target's
-// read loops (one stream, four streams, narrower vectors).
 // Bytes of the largest cache of CPU 0 (sysfs, else sysconf), or 32 MiB when neither says.
 size_t LastLevelCacheBytes();
+
+// Streaming-read bandwidth: a `bytes` buffer (first touched by the reading threads), each thread
+// summing its contiguous share. A pass takes one of the target's read loops (one stream, four
+// streams, narrower vectors) in turn. Passes can be interleaved with the runs of a kernel, so
+// that kernel and peak see the same moments of a shared machine.
+class ReadBandwidthProbe {
+ public:
+  ReadBandwidthProbe(kernels::CpuTarget target, ThreadPool& pool, size_t bytes);
+  ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
+  ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
+  ~ReadBandwidthProbe();
+
+  double Pass();            // GB/s (1e9 bytes) of one pass, with the next read loop
+  double Best(int passes);  // the best of `passes` passes
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Best GB/s of `passes` passes of a ReadBandwidthProbe of `bytes`.
 double MeasureReadBandwidth(kernels::CpuTarget target, ThreadPool& pool, size_t bytes, int passes);
 
 }  // namespace reprise::bench
