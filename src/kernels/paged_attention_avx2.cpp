@@ -113,6 +113,74 @@ struct Lanes8 {
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 2;  //   8-wide chunks of V accumulated in registers
 
+// Scores of kRows query rows (the rows present: a group of 3 heads computes no padded fourth
+// one) for one chunk of 8 slots: out[i * out_stride + s] = scale * sum. keys(d) gives key
+// dimension d of the chunk's slots. A row's sums are its own whatever tile it is in.
+template <int kRows, typename Keys>
+inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows, int head_dim,
+                                                     const Keys& keys, float scale, float* out,
+                                                     int out_stride) {
+  const float* rows[kRows];
+  for (int i = 0; i < kRows; ++i) rows[i] = q_rows[i];
+  __m256 sums[kRows];
+  ScoreRowTile<Lanes8>(rows, head_dim, keys, sums);
+  const __m256 scale8 = _mm256_set1_ps(scale);
+  for (int i = 0; i < kRows; ++i)
+    _mm256_store_ps(out + i * out_stride, _mm256_mul_ps(sums[i], scale8));
+}
+
+// The value pass of one block for the kRows rows from r0 (the rows present):
+// out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
+// p[r][j] = scores[r * scores_stride + j], a tile of kRows rows x 16 dimensions held in registers
+// across the block's slots.
+template <KvType kType, int kRows>
+void ValueTile(const uint8_t* v_plane, size_t row_bytes, int head_dim, int r0, const int* filled,
+               const float* scores, int scores_stride, float* const* out_rows) {
+  const int common = filled[r0];  // slots every row of the tile reads
+  const int tile_filled = filled[r0 + kRows - 1];
+  for (int d0 = 0; d0 < head_dim; d0 += 8 * kValueChunks) {
+    int widths[kValueChunks];  // lanes of each chunk inside head_dim (0: past it)
+    for (int c = 0; c < kValueChunks; ++c) widths[c] = std::clamp(head_dim - (d0 + 8 * c), 0, 8);
+    __m256 acc[kRows][kValueChunks];
+    for (int i = 0; i < kRows; ++i) {
+      for (int c = 0; c < kValueChunks; ++c) {
+        acc[i][c] =
+            widths[c] > 0 ? LoadAcc(out_rows[r0 + i] + d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
+      }
+    }
+    // Slots every row of the tile reads, then (rows of a later token only) the rest.
+    for (int j = 0; j < common; ++j) {
+      const uint8_t* v_row = v_plane + j * row_bytes;
+      __m256 p[kRows];
+      for (int i = 0; i < kRows; ++i)
+        p[i] = _mm256_broadcast_ss(scores + (r0 + i) * scores_stride + j);
+      for (int c = 0; c < kValueChunks; ++c) {
+        const __m256 v =
+            widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
+        for (int i = 0; i < kRows; ++i) acc[i][c] = _mm256_fmadd_ps(p[i], v, acc[i][c]);
+      }
+    }
+    for (int j = common; j < tile_filled; ++j) {
+      const uint8_t* v_row = v_plane + j * row_bytes;
+      for (int c = 0; c < kValueChunks; ++c) {
+        const __m256 v =
+            widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
+        for (int i = 0; i < kRows; ++i) {
+          if (j < filled[r0 + i]) {
+            acc[i][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(scores + (r0 + i) * scores_stride + j),
+                                        v, acc[i][c]);
+          }
+        }
+      }
+    }
+    for (int i = 0; i < kRows; ++i) {
+      for (int c = 0; c < kValueChunks; ++c) {
+        if (widths[c] > 0) StoreAcc(out_rows[r0 + i] + d0 + 8 * c, widths[c], acc[i][c]);
+      }
+    }
+  }
+}
+
 // As the AVX-512 kernel's Attention (paged_attention_avx512.cpp), at 8 lanes.
 template <KvType kType>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
@@ -154,17 +222,23 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       // The row tiles, given where key dimension d of the 8 slots comes from (a branch-free
       // inner loop either way).
       auto score_rows = [&](auto keys) {
+        // Tiles of kGroupStep rows, the last one as many as remain.
         for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
-          // Rows past the end repeat the first one and are not stored.
-          const int nr = std::min(kGroupStep, num_rows - r0);
-          const float* rows[kGroupStep];
-          for (int i = 0; i < kGroupStep; ++i) rows[i] = q_rows[r0 + (i < nr ? i : 0)];
-          __m256 sums[kGroupStep];
-          ScoreRowTile<Lanes8>(rows, head_dim, keys, sums);
-          const __m256 scale8 = _mm256_set1_ps(scale);
-          for (int i = 0; i < kGroupStep; ++i) {  // constant trip counts keep sums in registers
-            if (i >= nr) break;
-            _mm256_store_ps(scores[r0 + i] + j0, _mm256_mul_ps(sums[i], scale8));
+          float* out = scores[r0] + j0;
+          constexpr int kStride = kMaxAttentionBlockSize;
+          switch (std::min(kGroupStep, num_rows - r0)) {
+            case 1:
+              ScoreTile<1>(q_rows + r0, head_dim, keys, scale, out, kStride);
+              break;
+            case 2:
+              ScoreTile<2>(q_rows + r0, head_dim, keys, scale, out, kStride);
+              break;
+            case 3:
+              ScoreTile<3>(q_rows + r0, head_dim, keys, scale, out, kStride);
+              break;
+            default:
+              ScoreTile<kGroupStep>(q_rows + r0, head_dim, keys, scale, out, kStride);
+              break;
           }
         }
       };
@@ -207,56 +281,28 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         StoreAcc(acc + d, m, _mm256_mul_ps(LoadAcc(acc + d, m), c));
       }
     }
-    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
-    // 4 rows x 16 dimensions held in registers across the block's slots.
+    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order (ValueTile), in
+    // tiles of kValueHeads rows, the last one as many as remain.
+    const float* block_scores = &scores[0][0];
+    constexpr int kStride = kMaxAttentionBlockSize;
     for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
-      const int nr = std::min(kValueHeads, num_rows - r0);
-      // Rows past the end repeat the first one and are not stored.
-      int rows[kValueHeads];
-      for (int i = 0; i < kValueHeads; ++i) rows[i] = r0 + (i < nr ? i : 0);
-      const int common = filled[rows[0]];
-      const int tile_filled = filled[rows[nr - 1]];
-      for (int d0 = 0; d0 < head_dim; d0 += 8 * kValueChunks) {
-        int widths[kValueChunks];  // lanes of each chunk inside head_dim (0: past it)
-        for (int c = 0; c < kValueChunks; ++c) {
-          widths[c] = std::clamp(head_dim - (d0 + 8 * c), 0, 8);
-        }
-        __m256 acc[kValueHeads][kValueChunks];
-        for (int i = 0; i < kValueHeads; ++i) {
-          for (int c = 0; c < kValueChunks; ++c) {
-            acc[i][c] = widths[c] > 0 ? LoadAcc(out_rows[rows[i]] + d0 + 8 * c, widths[c])
-                                      : _mm256_setzero_ps();
-          }
-        }
-        // Slots every row of the tile reads, then (rows of a later token only) the rest.
-        for (int j = 0; j < common; ++j) {
-          const uint8_t* v_row = v_plane + j * row_bytes;
-          __m256 p[kValueHeads];
-          for (int i = 0; i < kValueHeads; ++i) p[i] = _mm256_broadcast_ss(scores[rows[i]] + j);
-          for (int c = 0; c < kValueChunks; ++c) {
-            const __m256 v =
-                widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
-            for (int i = 0; i < kValueHeads; ++i) acc[i][c] = _mm256_fmadd_ps(p[i], v, acc[i][c]);
-          }
-        }
-        for (int j = common; j < tile_filled; ++j) {
-          const uint8_t* v_row = v_plane + j * row_bytes;
-          for (int c = 0; c < kValueChunks; ++c) {
-            const __m256 v =
-                widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
-            for (int i = 0; i < kValueHeads; ++i) {
-              if (j < filled[rows[i]]) {
-                acc[i][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(scores[rows[i]] + j), v, acc[i][c]);
-              }
-            }
-          }
-        }
-        for (int i = 0; i < kValueHeads; ++i) {  // constant trip counts keep acc in registers
-          if (i >= nr) break;
-          for (int c = 0; c < kValueChunks; ++c) {
-            if (widths[c] > 0) StoreAcc(out_rows[r0 + i] + d0 + 8 * c, widths[c], acc[i][c]);
-          }
-        }
+      switch (std::min(kValueHeads, num_rows - r0)) {
+        case 1:
+          ValueTile<kType, 1>(v_plane, row_bytes, head_dim, r0, filled, block_scores, kStride,
+                              out_rows);
+          break;
+        case 2:
+          ValueTile<kType, 2>(v_plane, row_bytes, head_dim, r0, filled, block_scores, kStride,
+                              out_rows);
+          break;
+        case 3:
+          ValueTile<kType, 3>(v_plane, row_bytes, head_dim, r0, filled, block_scores, kStride,
+                              out_rows);
+          break;
+        default:
+          ValueTile<kType, kValueHeads>(v_plane, row_bytes, head_dim, r0, filled, block_scores,
+                                        kStride, out_rows);
+          break;
       }
     }
   }
