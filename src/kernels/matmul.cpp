@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -90,6 +91,82 @@ void PrefetchRows(const uint8_t* data, size_t row_bytes, int64_t first, int64_t 
   for (size_t line = 0; line < bytes; line += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T1);
   }
+}
+
+// Decode splits rows over threads in chunks that a thread which finishes early takes from
+// another's share. Decode streams weights from memory, and two threads streaming equal halves
+// finish at different times (the machine's other work, memory channels): with fixed halves a
+// thread waited for the other at every matmul.
+constexpr int kChunksPerShare = 4;
+constexpr int kMaxChunkedThreads = 64;
+
+// Runs task(lo, hi, prefetch_end) over [0, count) cut into chunks of whole `grain` units: each
+// thread of `pool` owns about count / threads of them (kChunksPerShare chunks) and runs its own
+// from the front, then takes others' chunks from their back. prefetch_end is where the running
+// thread may prefetch up to: its share's end for its own chunks, the chunk's end for another's.
+// Every index runs exactly once; which thread runs it does not matter to the task's results.
+template <typename Task>
+void ParallelChunks(ThreadPool& pool, int64_t count, int64_t grain, const Task& task) {
+  const int threads = pool.num_threads();
+  const int64_t units = (count + grain - 1) / grain;
+  if (threads <= 1 || threads > kMaxChunkedThreads || units < 2 * threads) {
+    pool.ParallelFor(
+        static_cast<size_t>(count),
+        [&](size_t begin, size_t end) {
+          task(static_cast<int64_t>(begin), static_cast<int64_t>(end), static_cast<int64_t>(end));
+        },
+        static_cast<size_t>(grain));
+    return;
+  }
+  // A share's chunks not yet taken: [front, back) packed as front << 32 | back, claimed by
+  // compare-and-swap (a few per share and matmul); one cache line each.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> bounds{0};
+    int64_t first_unit = 0;
+    int64_t units = 0;
+    int chunks = 0;
+  };
+  std::array<Share, kMaxChunkedThreads> shares;
+  for (int t = 0; t < threads; ++t) {
+    Share& share = shares[static_cast<size_t>(t)];
+    share.first_unit = units * t / threads;
+    share.units = units * (t + 1) / threads - share.first_unit;
+    share.chunks = static_cast<int>(std::min<int64_t>(kChunksPerShare, share.units));
+    share.bounds.store(static_cast<uint64_t>(share.chunks), std::memory_order_relaxed);
+  }
+  auto row = [&](const Share& share, int chunk) {  // first index of a chunk (or the share's end)
+    const int64_t unit = share.first_unit + share.units * chunk / share.chunks;
+    return std::min(count, unit * grain);
+  };
+  auto claim = [](Share& share, bool from_front, int* chunk) {
+    uint64_t bounds = share.bounds.load(std::memory_order_relaxed);
+    for (;;) {
+      const auto front = static_cast<uint32_t>(bounds >> 32);
+      const auto back = static_cast<uint32_t>(bounds);
+      if (front >= back) return false;
+      const uint64_t next =
+          from_front ? (uint64_t{front + 1} << 32 | back) : (uint64_t{front} << 32 | (back - 1));
+      if (share.bounds.compare_exchange_weak(bounds, next, std::memory_order_acq_rel)) {
+        *chunk = static_cast<int>(from_front ? front : back - 1);
+        return true;
+      }
+    }
+  };
+  pool.ParallelFor(static_cast<size_t>(threads), [&](size_t begin, size_t end) {
+    for (size_t self = begin; self < end; ++self) {
+      Share& own = shares[self];
+      const int64_t own_end = row(own, own.chunks);
+      int chunk = 0;
+      while (claim(own, true, &chunk)) task(row(own, chunk), row(own, chunk + 1), own_end);
+      for (int k = 1; k < threads; ++k) {
+        Share& other = shares[(self + static_cast<size_t>(k)) % static_cast<size_t>(threads)];
+        while (claim(other, false, &chunk)) {
+          const int64_t hi = row(other, chunk + 1);
+          task(row(other, chunk), hi, hi);
+        }
+      }
+    }
+  });
 }
 
 // The target's activation quantizer (every one gives QuantizeActivationRow's output).
@@ -169,7 +246,10 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   }
 }
 
-void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end) {
+// Rows [r_begin, r_end) for tokens [t_begin, t_end). Decode tiles prefetch rows ahead of them up
+// to prefetch_end (>= r_end): a thread that goes on with the next rows lets them stream on.
+void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end,
+                   int64_t prefetch_end) {
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
   const int64_t cols = w.cols;
@@ -183,9 +263,10 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
                       .zero_point = ZeroPoint(w.type),
                       .has_min = has_min,
                       .prefetch_rows = DecodePrefetchRows(row_bytes, k.quant_row_tile),
-                      .prefetch_end = r_end};
+                      .prefetch_end = std::max(r_end, prefetch_end)};
     // The tiles ask for rows prefetch_rows ahead of their own: ask for the first ones here.
-    PrefetchRows(raw.data, row_bytes, r_begin, std::min(r_end, r_begin + raw.prefetch_rows));
+    PrefetchRows(raw.data, row_bytes, r_begin,
+                 std::min(raw.prefetch_end, r_begin + raw.prefetch_rows));
     for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
       for (int64_t r = r_begin; r < r_end; r += k.quant_row_tile) {
@@ -315,7 +396,19 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
       job.x_stride = stride;
     }
   }
-  auto run = quantized ? RunQuantRange : RunFloatRange;
+  if (quantized && decode) {
+    ParallelChunks(pool, w.rows, row_tile, [&](int64_t lo, int64_t hi, int64_t prefetch_end) {
+      RunQuantRange(job, lo, hi, 0, tokens, prefetch_end);
+    });
+    return;
+  }
+  auto run = [&](const Job& j, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end) {
+    if (quantized) {
+      RunQuantRange(j, r_begin, r_end, t_begin, t_end, r_end);
+    } else {
+      RunFloatRange(j, r_begin, r_end, t_begin, t_end);
+    }
+  };
   const int64_t row_tiles = (w.rows + row_tile - 1) / row_tile;
   if (row_tiles >= pool.num_threads() || decode) {
     pool.ParallelFor(
@@ -393,16 +486,17 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
     total += out.w->rows;
   }
   first_row[count] = total;
-  pool.ParallelFor(
-      static_cast<size_t>(total),
-      [&](size_t begin, size_t end) {
-        for (size_t m = 0; m < count; ++m) {
-          const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), first_row[m]);
-          const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), first_row[m + 1]);
-          if (lo < hi) RunQuantRange(jobs[m], lo - first_row[m], hi - first_row[m], 0, tokens);
-        }
-      },
-      static_cast<size_t>(kernels.quant_row_tile));
+  ParallelChunks(pool, total, kernels.quant_row_tile,
+                 [&](int64_t begin, int64_t end, int64_t prefetch_end) {
+                   for (size_t m = 0; m < count; ++m) {
+                     const int64_t lo = std::max(begin, first_row[m]);
+                     const int64_t hi = std::min(end, first_row[m + 1]);
+                     if (lo >= hi) continue;
+                     const int64_t ahead = std::min(prefetch_end, first_row[m + 1]);
+                     RunQuantRange(jobs[m], lo - first_row[m], hi - first_row[m], 0, tokens,
+                                   ahead - first_row[m]);
+                   }
+                 });
 }
 
 void MatMulReference(const WeightView& w, const float* x, int64_t tokens, float* y) {
