@@ -172,10 +172,6 @@ double ReadBandwidthProbe::Best(int passes) {
   return best;
 }
 
-double MeasureReadBandwidth(kernels::CpuTarget target, ThreadPool& pool, size_t bytes, int passes) {
-  return ReadBandwidthProbe(target, pool, bytes).Best(passes);
-}
-
 }  // namespace reprise::bench
 
 namespace reprise::bench {

@@ -38,7 +38,4 @@ class ReadBandwidthProbe {
   std::unique_ptr<State> state_;
 };
 
-// Best GB/s of `passes` passes of a ReadBandwidthProbe of `bytes`.
-double MeasureReadBandwidth(kernels::CpuTarget target, ThreadPool& pool, size_t bytes, int passes);
-
 }  // namespace reprise::bench
