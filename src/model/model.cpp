@@ -184,11 +184,17 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   rope.freq_factors = rope_freq_factors_.empty() ? nullptr : rope_freq_factors_.data();
   rope.style = c.rope_style;
 
-  // Each token's rotary angles, once for every layer and for both Q and K.
+  // Each token's rotary angles and K/V slot, once for every layer (the angles for both Q and K).
   const auto rope_width = static_cast<size_t>(c.rope_dim);
   rope_angles_.resize(num_tokens * rope_width);
+  kv_slots_.resize(num_tokens);
   for (size_t i = 0; i < num_tokens; ++i) {
-    kernels::RopeAngles(batch.positions[i], rope, rope_angles_.data() + i * rope_width);
+    const int32_t position = batch.positions[i];
+    kernels::RopeAngles(position, rope, rope_angles_.data() + i * rope_width);
+    auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[i])];
+    const auto block_index = static_cast<size_t>(position / kv.block_size);
+    REPRISE_CHECK(block_index < table.size(), "position {} has no block", position);
+    kv_slots_[i] = {.block = table[block_index], .slot = position % kv.block_size};
   }
 
   float* x = x_.data();  // [tokens][n_embd]
@@ -280,9 +286,8 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   std::stable_sort(attention_order_.begin(), attention_order_.end(), [&](size_t a, size_t b) {
     return attention_items_[a].cost > attention_items_[b].cost;
   });
-  if (attention_splits_left_size_ < num_items) {
-    attention_splits_left_ = std::make_unique<std::atomic<int>[]>(num_items);
-    attention_splits_left_size_ = num_items;
+  if (attention_splits_left_.size() < num_items) {
+    attention_splits_left_ = std::vector<std::atomic<int>>(num_items);
   }
 
   for (int l = 0; l < c.n_layer; ++l) {
@@ -303,12 +308,8 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
         const float* angles = rope_angles_.data() + i * rope_width;
         kernels::RopeRotate(q_.data() + i * q_dim, c.n_head, angles, rope);
         kernels::RopeRotate(k_.data() + i * kv_dim, c.n_kv_head, angles, rope);
-        const int32_t position = batch.positions[i];
-        auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[i])];
-        const auto block_index = static_cast<size_t>(position / kv.block_size);
-        REPRISE_CHECK(block_index < table.size(), "position {} has no block", position);
-        kernels::StoreKv(kv, l, table[block_index], position % kv.block_size,
-                         k_.data() + i * kv_dim, v_.data() + i * kv_dim);
+        kernels::StoreKv(kv, l, kv_slots_[i].block, kv_slots_[i].slot, k_.data() + i * kv_dim,
+                         v_.data() + i * kv_dim);
       }
     });
     // One call per item (run, KV head, split): each K/V block is read once for all the run's

@@ -80,7 +80,13 @@ class Model {
   AlignedBuffer<float> gate_;       // [tokens][n_ff]
   AlignedBuffer<float> up_;         // [tokens][n_ff]
   std::vector<float> rope_angles_;  // [tokens][rope_dim] cos, sin of each token's position
-  AlignedBuffer<float> final_;      // [logit rows][n_embd]
+  // Where each token's K/V go (the same in every layer): its block and slot in that block.
+  struct KvSlot {
+    int32_t block = 0;
+    int slot = 0;
+  };
+  std::vector<KvSlot> kv_slots_;  // [tokens]
+  AlignedBuffer<float> final_;    // [logit rows][n_embd]
   // Attention work of the current step: runs of batch rows [first, first + count) that are
   // consecutive positions of one sequence, at most kAttentionRunTokens long.
   struct AttentionRun {
@@ -104,9 +110,8 @@ class Model {
   std::vector<kernels::AttentionPartial> attention_item_partials_;  // [item], when splits > 1
   std::vector<size_t> attention_order_;                             // item indices, costliest first
   // [item] at split 0 items: splits of that (run, KV head) not finished in the current layer.
-  std::unique_ptr<std::atomic<int>[]> attention_splits_left_;
-  size_t attention_splits_left_size_ = 0;
-  std::vector<float> attention_partials_;  // the partials' rows, max and sum
+  std::vector<std::atomic<int>> attention_splits_left_;  // replaced, never resized, when short
+  std::vector<float> attention_partials_;                // the partials' rows, max and sum
 };
 
 }  // namespace reprise
