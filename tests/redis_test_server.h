@@ -56,24 +56,34 @@ inline bool PortOpen(int port) {
   return open;
 }
 
+// Binds a TCP socket to 127.0.0.1:port (0: any free port) and releases it; returns the port
+// bound, or -1 when it cannot be bound (a listener, or a connection's local end, holds it).
+inline int BindLoopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  int bound = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    bound = ntohs(address.sin_port);
+  }
+  ::close(fd);
+  return bound;
+}
+
 // A port that can be bound on loopback now, and (for cluster nodes) whose bus port, port+10000,
-// is free too.
+// can be bound too. The bus port is checked by binding, not by connecting: a port in the
+// ephemeral range may be the local end of another test's connection, which no connect sees but
+// which makes redis-server's bind fail.
 inline int FreePort(bool with_bus_port) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    int port = -1;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-      port = ntohs(address.sin_port);
-    }
-    ::close(fd);
+    const int port = BindLoopback(0);
     if (port <= 0) continue;
     if (!with_bus_port) return port;
-    if (port + 10000 <= 65535 && !PortOpen(port + 10000)) return port;
+    if (port + 10000 <= 65535 && BindLoopback(port + 10000) > 0) return port;
   }
   throw std::runtime_error("no free loopback port");
 }
