@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "tokenizer/unicode.h"
 
 namespace reprise {
 namespace {
@@ -61,6 +62,12 @@ Vocab Vocab::FromGguf(const gguf::GgufFile& file) {
   vocab.LoadTokens(file);
   if (vocab.type_ == VocabType::kBpe) {
     vocab.LoadMerges(file);
+    if (const int missing = vocab.MissingByteTokens(); missing > 0) {
+      spdlog::warn(
+          "{}: {} of the bytes that occur in UTF-8 have no token; text holding them loses "
+          "them when encoded",
+          file.path(), missing);
+    }
   }
   vocab.LoadSpecialIds(file);
   vocab.FindEndOfGeneration();
@@ -286,6 +293,20 @@ int32_t Vocab::ByteToToken(uint8_t byte) const {
   const char single[1] = {static_cast<char>(byte)};
   const int32_t plain = TextToToken(std::string_view(single, 1));
   return plain >= 0 ? plain : unk_id_;
+}
+
+int Vocab::MissingByteTokens() const {
+  int missing = 0;
+  for (int byte = 0; byte < 256; ++byte) {
+    if (byte == 0xC0 || byte == 0xC1 || byte >= 0xF5) {
+      continue;  // never in UTF-8: invalid input is read as U+FFFD before it is encoded
+    }
+    const char raw = static_cast<char>(byte);
+    std::string character;
+    unicode::AppendByteEncoded(std::string_view(&raw, 1), character);
+    missing += TextToToken(character) < 0 ? 1 : 0;
+  }
+  return missing;
 }
 
 int32_t Vocab::MergeRank(std::string_view left, std::string_view right) const {

@@ -69,6 +69,10 @@ class Vocab {
   int32_t ByteToToken(uint8_t byte) const;
   // Rank of the BPE merge "left right" (lower merges first), or -1 when there is no such merge.
   int32_t MergeRank(std::string_view left, std::string_view right) const;
+  // Byte-level BPE: how many of the bytes that occur in UTF-8 text have no byte-character token.
+  // Text holding such a byte loses it when encoded (as in llama.cpp, and in Hugging Face
+  // tokenizers without an unknown token).
+  int MissingByteTokens() const;
 
   // Tokens matched as whole units before the text is split (CONTROL, USER_DEFINED and UNKNOWN),
   // longest text first.

@@ -14,6 +14,7 @@
 #include "gguf/gguf_writer.h"
 #include "test_support.h"
 #include "tokenizer/unicode.h"
+#include "tokenizer/vocab.h"
 #include "vocab_cache.h"
 
 namespace reprise {
@@ -188,11 +189,33 @@ TEST(TokenizerEncode, InvalidUtf8BecomesReplacementCharacter) {
             "b");
 }
 
+TEST(TokenizerEncode, ByteWithoutATokenIsDroppedAsLlamaCppDoes) {
+  REPRISE_REQUIRE_FIXTURES();
+  // StarCoder's byte-level vocabulary has no token for the byte 0xF1 (the lead byte of planes
+  // 4-7): encoding keeps the bytes that are tokens and drops that one, as llama.cpp does. The
+  // fuzzer found this when it assumed every byte-level vocabulary round-trips.
+  const Tokenizer& starcoder = VocabTokenizer("starcoder");
+  EXPECT_EQ(starcoder.vocab().MissingByteTokens(), 1);
+  EXPECT_EQ(starcoder.Decode(starcoder.Encode("r\xF1\x91\x93\x96"
+                                              "ei",
+                                              false, false)),
+            "r\x91\x93\x96"
+            "ei");
+  for (const char* name : {"gpt-2", "llama-bpe", "qwen2"}) {
+    const Tokenizer& tokenizer = VocabTokenizer(name);
+    EXPECT_EQ(tokenizer.vocab().MissingByteTokens(), 0) << name;
+    EXPECT_EQ(tokenizer.Decode(tokenizer.Encode("r\xF1\x91\x93\x96"
+                                                "ei",
+                                                false, false)),
+              "r\xF1\x91\x93\x96"
+              "ei")
+        << name;
+  }
+}
+
 class TokenizerErrors : public ::testing::Test {
  protected:
-  void SetUp() override {
-    path_ = testing::ScratchPath("tokenizer_test.gguf");
-  }
+  void SetUp() override { path_ = testing::ScratchPath("tokenizer_test.gguf"); }
   void TearDown() override { std::filesystem::remove(path_); }
 
   // A tiny byte-level vocabulary: the 256 byte characters plus "ab".
