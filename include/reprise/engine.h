@@ -259,6 +259,7 @@ struct ModelInfo {
   int block_size = 0;
   bool prefix_caching = true;
   std::string kv_type;
+  std::string numerics;  // the kernels' arithmetic, e.g. "avx512.1": part of every block key
   int64_t kv_cache_blocks = 0;
   size_t kv_cache_bytes = 0;
   int num_threads = 0;

@@ -622,6 +622,7 @@ ModelInfo EngineImpl::Info() const {
   info.block_size = config_.block_size;
   info.prefix_caching = config_.enable_prefix_caching;
   info.kv_type = config_.kv_type;
+  info.numerics = numerics_;
   info.kv_cache_blocks = num_blocks_;
   info.kv_cache_bytes = static_cast<size_t>(num_blocks_) * block_bytes_;
   info.num_threads = pool_->num_threads();

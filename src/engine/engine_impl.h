@@ -110,6 +110,7 @@ class EngineImpl {
   int64_t max_context_ = 0;
   int64_t num_blocks_ = 0;
   size_t block_bytes_ = 0;
+  std::string numerics_;  // kernels::KernelNumerics of the target the model runs on
   ForwardBatch batch_;
   AlignedBuffer<float> logits_;         // [max_running][vocab]
   std::vector<float> logprob_scratch_;  // [vocab]: the log-softmax of the row being sampled

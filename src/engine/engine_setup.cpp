@@ -18,6 +18,7 @@
 #include "engine/engine_impl.h"
 #include "engine/prompt_keys.h"
 #include "engine/task_prompts.h"
+#include "kernels/cpu_target.h"
 #include "model/kv_layout.h"
 #include "sampling/logprobs.h"
 #include "tiers/disk_tier.h"
@@ -118,14 +119,16 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
                             block_bytes_));
   }
 
-  // The root of every block key: blocks of another model or KV setting can never match.
+  // The root of every block key: blocks of another model, KV setting or arithmetic can never
+  // match.
 
   PrefixCacheConfig cache_config;
   cache_config.num_blocks = num_blocks_;
   cache_config.block_size = block_size;
   cache_config.block_bytes = block_bytes_;
+  numerics_ = kernels::KernelNumerics(kernels::BestCpuTarget());
   cache_config.root_fingerprint =
-      KvRootFingerprint(model_->WeightsFingerprint(), paged_kv_.type, block_size);
+      KvRootFingerprint(model_->WeightsFingerprint(), paged_kv_.type, block_size, numerics_);
   cache_config.enable_reuse = config_.enable_prefix_caching;
   cache_config.protected_share = *protected_share;
   cache_ = std::make_unique<PrefixCache>(cache_config);

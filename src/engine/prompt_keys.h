@@ -15,9 +15,10 @@
 
 namespace reprise {
 
-// The cache's root fingerprint: the model file's weights fingerprint, the KV type and the block
-// size. Blocks of another model or KV setting can never match.
-Digest KvRootFingerprint(const Digest& weights_fingerprint, kernels::KvType kv_type,
-                         int block_size);
+// The cache's root fingerprint: the model file's weights fingerprint, the KV type, the block
+// size and the kernels' numerics (kernels::KernelNumerics). Blocks of another model, KV setting
+// or arithmetic can never match: a replica on another CPU target computes other bits.
+Digest KvRootFingerprint(const Digest& weights_fingerprint, kernels::KvType kv_type, int block_size,
+                         std::string_view numerics);
 
 }  // namespace reprise

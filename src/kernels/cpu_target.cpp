@@ -75,6 +75,10 @@ CpuTarget BestCpuTarget() {
   return best;
 }
 
+std::string KernelNumerics(CpuTarget target) {
+  return std::string(CpuTargetName(target)) + "." + std::to_string(kKernelNumericsVersion);
+}
+
 std::string_view CpuTargetName(CpuTarget target) {
   switch (target) {
     case CpuTarget::kScalar:

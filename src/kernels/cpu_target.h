@@ -2,6 +2,7 @@
 // at start-up; tests and benchmarks may name one explicitly.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace reprise::kernels {
@@ -20,5 +21,15 @@ bool CpuTargetSupported(CpuTarget target);
 CpuTarget BestCpuTarget();
 
 std::string_view CpuTargetName(CpuTarget target);
+
+// The version of the kernels' arithmetic: raise it whenever a change moves any kernel's output
+// bits on any target (another summation order, another rounding), so that KV blocks kept on disk
+// or in Redis by an older build are not reused by one that would compute other bits.
+inline constexpr int kKernelNumericsVersion = 1;
+
+// What a KV block computed by this process can be reused under, e.g. "avx512.1": the target's
+// name and kKernelNumericsVersion. Each target sums in its own order, so the same prompt gives
+// other K/V bits on another target; reusing them there would change that replica's answers.
+std::string KernelNumerics(CpuTarget target);
 
 }  // namespace reprise::kernels

@@ -156,10 +156,11 @@ void ReplicaSet::Check(size_t i) {
     if (body.is_object()) {
       settings.kv_type = body.value("kv_type", "");
       settings.block_size = body.value("block_size", 0);
+      settings.numerics = body.value("numerics", "");
     }
   }
-  spdlog::info("replica {} is up (block size {}, KV {})", replica.address.url, settings.block_size,
-               settings.kv_type);
+  spdlog::info("replica {} is up (block size {}, KV {}, kernels {})", replica.address.url,
+               settings.block_size, settings.kv_type, settings.numerics);
   if (on_up_) on_up_(i, settings);
   replica.healthy = true;
 }

@@ -44,6 +44,7 @@ struct Replica {
 struct ReplicaKvSettings {
   std::string kv_type;
   int block_size = 0;
+  std::string numerics;  // the kernels' arithmetic (kernels::KernelNumerics)
 };
 
 class ReplicaSet {

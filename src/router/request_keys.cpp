@@ -20,12 +20,14 @@ RequestKeyer::RequestKeyer(const std::string& model_path, std::string chat_templ
       chat_template_(ChatTemplate::Resolve(chat_template, tokenizer_)),
       weights_fingerprint_(WeightsFingerprint(file_)) {}
 
-bool RequestKeyer::Configure(const std::string& kv_type, int block_size) {
+bool RequestKeyer::Configure(const std::string& kv_type, int block_size,
+                             const std::string& numerics) {
   std::lock_guard lock(mutex_);
-  if (root_) return kv_type == kv_type_ && block_size == block_size_;
+  if (root_) return kv_type == kv_type_ && block_size == block_size_ && numerics == numerics_;
   kv_type_ = kv_type;
   block_size_ = block_size;
-  root_ = KvRootFingerprint(weights_fingerprint_, ParseKvType(kv_type), block_size);
+  numerics_ = numerics;
+  root_ = KvRootFingerprint(weights_fingerprint_, ParseKvType(kv_type), block_size, numerics);
   return true;
 }
 

@@ -34,9 +34,10 @@ class RequestKeyer {
   // Opens the model file (mapped, not loaded) and its tokenizer. Throws Error.
   RequestKeyer(const std::string& model_path, std::string chat_template);
 
-  // The replicas' KV settings (from their /v1/cache/stats); keys can be computed once known.
-  // Returns false (and keeps the first) when they differ from ones already set.
-  bool Configure(const std::string& kv_type, int block_size);
+  // The replicas' KV settings and kernels' numerics (from their /v1/cache/stats); keys can be
+  // computed once known. Returns false (and keeps the first) when they differ from ones already
+  // set.
+  bool Configure(const std::string& kv_type, int block_size, const std::string& numerics);
   bool configured() const;
   // The root fingerprint keys are computed under (nullopt until Configure).
   std::optional<Digest> root() const;
@@ -65,6 +66,7 @@ class RequestKeyer {
   std::optional<Digest> root_;
   std::string kv_type_;
   int block_size_ = 0;
+  std::string numerics_;
 };
 
 }  // namespace reprise::router

@@ -125,17 +125,17 @@ void Router::Start() {
     // keeps what it holds; its snapshot (fetched on the feed's thread) says what it holds now.
     if (!feed_ || !feed_->Live(static_cast<int>(i))) directory_.ClearReplica(static_cast<int>(i));
     if (feed_) feed_->RequestSnapshot(static_cast<int>(i));
-    if (settings.block_size <= 0) {
+    if (settings.block_size <= 0 || settings.numerics.empty()) {
       spdlog::warn("replica {} did not report its KV settings; routing it by load only",
                    replicas_.at(i).address.url);
       return;
     }
     try {
-      if (!keyer_.Configure(settings.kv_type, settings.block_size)) {
+      if (!keyer_.Configure(settings.kv_type, settings.block_size, settings.numerics)) {
         spdlog::warn(
-            "replica {} uses block size {} and KV {}, unlike the first replica: its "
+            "replica {} uses block size {}, KV {} and kernels {}, unlike the first replica: its "
             "cached prefixes are not counted right",
-            replicas_.at(i).address.url, settings.block_size, settings.kv_type);
+            replicas_.at(i).address.url, settings.block_size, settings.kv_type, settings.numerics);
       }
     } catch (const Error& error) {
       spdlog::warn("replica {}: {}", replicas_.at(i).address.url, error.what());

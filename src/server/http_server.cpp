@@ -462,6 +462,7 @@ void HttpServer::HandleCacheStats(const httplib::Request& request, httplib::Resp
     SetJson(response, {{"prefix_caching", ready->info.prefix_caching},
                        {"block_size", ready->info.block_size},
                        {"kv_type", ready->info.kv_type},
+                       {"numerics", ready->info.numerics},
                        {"tenant", std::move(own)}});
     return;
   }
@@ -481,6 +482,7 @@ void HttpServer::HandleCacheStats(const httplib::Request& request, httplib::Resp
   SetJson(response, {{"prefix_caching", ready->info.prefix_caching},
                      {"block_size", ready->info.block_size},
                      {"kv_type", ready->info.kv_type},
+                     {"numerics", ready->info.numerics},
                      {"kv_cache_bytes", ready->info.kv_cache_bytes},
                      {"blocks",
                       {{"total", stats.blocks_total},

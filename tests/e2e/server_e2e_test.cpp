@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "e2e/server_process.h"
 #include "http_test_client.h"
+#include "kernels/cpu_target.h"
 #include "test_support.h"
 
 namespace reprise::testing {
@@ -28,9 +31,9 @@ constexpr const char* kModel = "tiny";
 std::string ModelPath() { return Fixture("models/TinyStories-656K-f32.gguf"); }
 
 std::vector<std::string> ServeArgs(std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--model",         ModelPath(),   "--served-model-name",
-                                   kModel,            "--chat-template", "chatml",
-                                   "--kv-cache-memory", "64MiB",     "--threads", "2"};
+  std::vector<std::string> args = {"--model",         ModelPath(), "--served-model-name", kModel,
+                                   "--chat-template", "chatml",    "--kv-cache-memory",   "64MiB",
+                                   "--threads",       "2"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -56,10 +59,29 @@ json ChatBody(const std::string& content, json extra = json::object()) {
 std::string LongStory() {
   std::string text = "Once upon a time, there was a little girl named Lily. ";
   for (int i = 0; i < 6; ++i) {
-    text += "She loved to play outside in the park with her dog, Spot. One day, she saw a big, "
-            "red ball under a tree. ";
+    text +=
+        "She loved to play outside in the park with her dog, Spot. One day, she saw a big, "
+        "red ball under a tree. ";
   }
   return text;
+}
+
+// A streamed completion of LongStory() + "Then" (16 greedy tokens): its text, and its usage chunk.
+std::pair<std::string, json> AskLongStory(int port) {
+  const json body = {{"model", kModel},  {"prompt", LongStory() + "Then"},
+                     {"max_tokens", 16}, {"temperature", 0},
+                     {"stream", true},   {"stream_options", {{"include_usage", true}}}};
+  SseResult stream = PostSse(port, "/v1/completions", body);
+  EXPECT_EQ(stream.status, 200) << stream.raw;
+  std::string text;
+  json usage;
+  for (const std::string& event : stream.events) {
+    if (event == "[DONE]") continue;
+    json chunk = json::parse(event);
+    if (!chunk["choices"].empty()) text += chunk["choices"][0]["text"].get<std::string>();
+    if (chunk.contains("usage") && chunk["usage"].is_object()) usage = chunk["usage"];
+  }
+  return {text, usage};
 }
 
 size_t CommonPrefix(const json& a, const json& b) {
@@ -95,9 +117,10 @@ class ServerE2eTest : public ::testing::Test {
 ServerProcess* ServerE2eTest::server_ = nullptr;
 
 TEST_F(ServerE2eTest, ChatCompletion) {
-  auto result = PostJson(port(), "/v1/chat/completions",
-                         ChatBody("Tell me a story.", {{"max_tokens", 12}, {"temperature", 0},
-                                                       {"cache_salt", "chat-completion"}}));
+  auto result = PostJson(
+      port(), "/v1/chat/completions",
+      ChatBody("Tell me a story.",
+               {{"max_tokens", 12}, {"temperature", 0}, {"cache_salt", "chat-completion"}}));
   ASSERT_EQ(result.status, 200) << result.body;
   const json& body = result.json;
   EXPECT_EQ(body["object"], "chat.completion");
@@ -108,9 +131,9 @@ TEST_F(ServerE2eTest, ChatCompletion) {
               body["choices"][0]["finish_reason"] == "stop");
   EXPECT_GT(body["usage"]["prompt_tokens"].get<int>(), 5);
   EXPECT_LE(body["usage"]["completion_tokens"].get<int>(), 12);
-  EXPECT_EQ(body["usage"]["total_tokens"].get<int>(),
-            body["usage"]["prompt_tokens"].get<int>() +
-                body["usage"]["completion_tokens"].get<int>());
+  EXPECT_EQ(
+      body["usage"]["total_tokens"].get<int>(),
+      body["usage"]["prompt_tokens"].get<int>() + body["usage"]["completion_tokens"].get<int>());
   EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   EXPECT_EQ(body["reuse_len"], 0);
 
@@ -122,7 +145,8 @@ TEST_F(ServerE2eTest, ChatCompletion) {
 
 TEST_F(ServerE2eTest, StreamedChatAndTtft) {
   auto stream = PostSse(port(), "/v1/chat/completions",
-                        ChatBody(LongStory(), {{"max_tokens", 20}, {"stream", true},
+                        ChatBody(LongStory(), {{"max_tokens", 20},
+                                               {"stream", true},
                                                {"stream_options", {{"include_usage", true}}},
                                                {"cache_salt", "streamed"}}));
   ASSERT_EQ(stream.status, 200) << stream.raw;
@@ -189,7 +213,7 @@ TEST_F(ServerE2eTest, SameGreedyAnswerWithReuseOnAndOff) {
                {"max_tokens", 32},
                {"temperature", 0},
                {"cache_salt", "on-off"}};
-  auto warm = PostJson(port(), "/v1/completions", body);   // fills the cache
+  auto warm = PostJson(port(), "/v1/completions", body);    // fills the cache
   auto reused = PostJson(port(), "/v1/completions", body);  // computed mostly from cache
   auto fresh = PostJson(no_reuse.port(), "/v1/completions", body);
   auto fresh_again = PostJson(no_reuse.port(), "/v1/completions", body);
@@ -207,23 +231,7 @@ TEST_F(ServerE2eTest, SameGreedyAnswerWithReuseOnAndOff) {
 TEST_F(ServerE2eTest, DiskTierKeepsTheCacheAcrossARestart) {
   const std::string dir = ScratchPath("e2e-kv-disk");
   std::filesystem::remove_all(dir);
-  json body = {{"model", kModel},  {"prompt", LongStory() + "Then"},
-               {"max_tokens", 16}, {"temperature", 0},
-               {"stream", true},   {"stream_options", {{"include_usage", true}}}};
-  // The usage chunk of a streamed answer, and the text.
-  auto ask = [&](int server_port) {
-    SseResult stream = PostSse(server_port, "/v1/completions", body);
-    EXPECT_EQ(stream.status, 200) << stream.raw;
-    std::string text;
-    json usage;
-    for (const std::string& event : stream.events) {
-      if (event == "[DONE]") continue;
-      json chunk = json::parse(event);
-      if (!chunk["choices"].empty()) text += chunk["choices"][0]["text"].get<std::string>();
-      if (chunk.contains("usage") && chunk["usage"].is_object()) usage = chunk["usage"];
-    }
-    return std::make_pair(text, usage);
-  };
+  auto ask = AskLongStory;
   auto reference = ask(port());  // the shared server; its own answer computed or from memory
   {
     ServerProcess first(ServeArgs({"--kv-disk-path", dir}));
@@ -244,8 +252,7 @@ TEST_F(ServerE2eTest, DiskTierKeepsTheCacheAcrossARestart) {
   EXPECT_GT(stats.json["tiers"][0]["blocks_read"].get<int>(), 0);
   // The engine publishes its counters after the step that finished the request.
   const std::string line = "reprise:prompt_tokens_by_source_total{model_name=\"" +
-                           std::string(kModel) + "\",source=\"disk\"} " +
-                           std::to_string(from_disk);
+                           std::string(kModel) + "\",source=\"disk\"} " + std::to_string(from_disk);
   HttpResult metrics;
   for (int i = 0; i < 100; ++i) {
     metrics = Get(restarted.port(), "/metrics");
@@ -257,6 +264,49 @@ TEST_F(ServerE2eTest, DiskTierKeepsTheCacheAcrossARestart) {
   EXPECT_EQ(cleared.status, 200) << cleared.body;
   auto refused = PostJson(restarted.port(), "/v1/cache/clear", {{"tiers", {"tape"}}});
   EXPECT_EQ(refused.status, 400) << refused.body;
+}
+
+// Each CPU target sums in its own order, so K/V computed on one are other bits than another's:
+// a replica must not reuse blocks kept on disk by one on another target (its answers would then
+// differ from its own with reuse off). They live under another fingerprint and stay there.
+TEST_F(ServerE2eTest, DiskTierIsReusedOnlyUnderTheSameKernels) {
+  if (!kernels::CpuTargetSupported(kernels::CpuTarget::kAvx2)) {
+    GTEST_SKIP() << "this CPU has no AVX2: one kernel target only";
+  }
+  const std::string dir = ScratchPath("e2e-kv-disk-targets");
+  std::filesystem::remove_all(dir);
+  const std::map<std::string, std::string> on_avx2 = {{"REPRISE_CPU_TARGET", "avx2"}};
+  const std::map<std::string, std::string> on_scalar = {{"REPRISE_CPU_TARGET", "scalar"}};
+  std::string avx2_answer;
+  {
+    ServerProcess avx2(ServeArgs({"--kv-disk-path", dir}), on_avx2);
+    EXPECT_EQ(Get(avx2.port(), "/v1/cache/stats").json["numerics"],
+              "avx2." + std::to_string(kernels::kKernelNumericsVersion));
+    auto cold = AskLongStory(avx2.port());
+    EXPECT_EQ(cold.second["cache_sources"]["disk"], 0);
+    avx2_answer = cold.first;
+    EXPECT_EQ(avx2.Stop(), 0) << avx2.Log();
+  }
+  std::string scalar_answer;
+  {
+    ServerProcess scalar(ServeArgs({"--kv-disk-path", dir}), on_scalar);
+    EXPECT_EQ(Get(scalar.port(), "/v1/cache/stats").json["numerics"],
+              "scalar." + std::to_string(kernels::kKernelNumericsVersion));
+    auto answer = AskLongStory(scalar.port());
+    EXPECT_EQ(answer.second["cache_sources"]["disk"], 0) << answer.second.dump();
+    EXPECT_EQ(answer.second["prompt_tokens_details"]["cached_tokens"], 0);
+    scalar_answer = answer.first;
+    EXPECT_EQ(scalar.Stop(), 0) << scalar.Log();
+  }
+  size_t folders = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    folders += entry.is_directory();
+  EXPECT_EQ(folders, 2u) << "one fingerprint folder per target";
+  // The first target's blocks are still there for a replica on that target.
+  ServerProcess avx2_again(ServeArgs({"--kv-disk-path", dir}), on_avx2);
+  auto warm = AskLongStory(avx2_again.port());
+  EXPECT_GT(warm.second["cache_sources"]["disk"].get<int>(), 0) << warm.second.dump();
+  EXPECT_EQ(warm.first, avx2_answer);
 }
 
 void ExpectError(const HttpResult& result, int status, const std::string& code) {
@@ -271,10 +321,10 @@ void ExpectError(const HttpResult& result, int status, const std::string& code) 
 
 TEST_F(ServerE2eTest, ErrorStatuses) {
   ExpectError(PostText(port(), "/v1/chat/completions", "{\"model\": "), 400, "invalid_json");
-  ExpectError(PostJson(port(), "/v1/chat/completions", ChatBody("hi", {{"model", "gpt-4o"}})),
-              404, "model_not_found");
-  ExpectError(PostJson(port(), "/v1/chat/completions", ChatBody("hi", {{"top_p", "high"}})),
-              400, "");
+  ExpectError(PostJson(port(), "/v1/chat/completions", ChatBody("hi", {{"model", "gpt-4o"}})), 404,
+              "model_not_found");
+  ExpectError(PostJson(port(), "/v1/chat/completions", ChatBody("hi", {{"top_p", "high"}})), 400,
+              "");
   ExpectError(PostJson(port(), "/v1/chat/completions", ChatBody("hi", {{"n", 0}})), 400, "");
   std::string too_long;
   for (int i = 0; i < 300; ++i) too_long += "the dog ran. ";
@@ -330,9 +380,9 @@ TEST_F(ServerE2eTest, ConcurrentStreamsWithHangUpsLeakNoBlocks) {
     clients.emplace_back([&, i] {
       bool hang_up = i % 4 == 1;
       int seen = 0;
-      json body = ChatBody(LongStory() + " Client " + std::to_string(i % 5),
-                           {{"max_tokens", 64}, {"stream", true}, {"ignore_eos", true},
-                            {"seed", i}});
+      json body =
+          ChatBody(LongStory() + " Client " + std::to_string(i % 5),
+                   {{"max_tokens", 64}, {"stream", true}, {"ignore_eos", true}, {"seed", i}});
       auto stream = PostSse(port(), "/v1/chat/completions", body,
                             [&](const std::string&) { return !hang_up || ++seen < 4; });
       if (stream.hung_up) ++hung_up;
@@ -372,9 +422,10 @@ TEST_F(ServerE2eTest, RtpLlmRoutesAndTokenizeRoundTrip) {
   EXPECT_LE(result.json["aux_info"]["output_len"].get<int>(), 10);
   EXPECT_TRUE(result.json["aux_info"]["reuse_len"].is_number_integer());
   EXPECT_TRUE(result.json["aux_info"]["cost_time_ms"].is_number());
-  EXPECT_EQ(PostJson(port(), "/", {{"prompt", "Once"}, {"generate_config", {{"max_new_tokens", 2}}}})
-                .status,
-            200);
+  EXPECT_EQ(
+      PostJson(port(), "/", {{"prompt", "Once"}, {"generate_config", {{"max_new_tokens", 2}}}})
+          .status,
+      200);
 
   auto tokens = PostJson(port(), "/tokenize", {{"prompt", "Once upon a time"}});
   ASSERT_EQ(tokens.status, 200);

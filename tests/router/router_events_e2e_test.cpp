@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "kernels/cpu_target.h"
 #include "kvcache/block_key.h"
 #include "kvevents/kv_event.h"
 #include "redis/redis_client.h"
@@ -78,7 +79,8 @@ TEST_F(RouterEventsE2eTest, ATenantsEventsCarryItsSaltDigestAndTheRoutersKeys) {
   ASSERT_EQ(PostJson(replica.port(), "/v1/chat/completions", body, alice).status, 200);
 
   router::RequestKeyer keyer(ModelPath(), "chatml");
-  keyer.Configure("f16", 16);  // the replica's defaults
+  keyer.Configure("f16", 16,
+                  kernels::KernelNumerics(kernels::BestCpuTarget()));  // the replica's defaults
   server::TenantSetup setup;
   setup.keys =
       server::ParseApiKeys("alice-key-123456 alice user\nadmin-key-123456 ops admin\n", "keys");
@@ -141,7 +143,7 @@ TEST_F(RouterEventsE2eTest, BlocksWrittenToTheDiskTierAreToldWithTheirTier) {
   ASSERT_EQ(PostJson(replica.port(), "/v1/chat/completions", body).status, 200);
   ASSERT_EQ(PostJson(replica.port(), "/v1/cache/clear", json::object()).status, 200);
   router::RequestKeyer keyer(ModelPath(), "chatml");
-  keyer.Configure("f16", 16);
+  keyer.Configure("f16", 16, kernels::KernelNumerics(kernels::BestCpuTarget()));
   const router::RequestKeys keys = keyer.Compute(server::ApiKind::kChat, body);
   ASSERT_GT(keys.block_keys.size(), 3u);
   auto count = [&](kvevents::KvEventType type, kvevents::KvEventTier tier) {

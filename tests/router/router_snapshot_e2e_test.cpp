@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "kernels/cpu_target.h"
 #include "kvevents/kv_event.h"
 #include "kvevents/kv_snapshot.h"
 #include "redis/redis_client.h"
@@ -38,7 +39,9 @@ std::set<Digest> KeysOf(const std::vector<CacheBlockRef>& blocks) {
 
 router::RequestKeys KeysOfChat(const json& body) {
   router::RequestKeyer keyer(ModelPath(), "chatml");
-  keyer.Configure("f16", 16);  // the replicas' defaults
+  keyer.Configure(
+      "f16", 16,
+      kernels::KernelNumerics(kernels::BestCpuTarget()));  // the replicas' defaults, and target
   return keyer.Compute(server::ApiKind::kChat, body);
 }
 
