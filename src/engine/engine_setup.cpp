@@ -155,10 +155,10 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
                model_config.n_head, model_config.n_kv_head, model_config.vocab_size, max_context_);
   spdlog::info(
       "reuse_cache: {}, block_size: {}, kv_cache: {} blocks of {} bytes ({:.1f} MiB, {}), "
-      "max_batch_tokens: {}, threads: {}",
+      "max_batch_tokens: {}, threads: {}, kernels: {}",
       config_.enable_prefix_caching, block_size, num_blocks_, block_bytes_,
       static_cast<double>(num_blocks_) * static_cast<double>(block_bytes_) / (1 << 20),
-      config_.kv_type, config_.max_batch_tokens, pool_->num_threads());
+      config_.kv_type, config_.max_batch_tokens, pool_->num_threads(), numerics_);
 
   if (!config_.task_prompts_json.empty()) ComputeTaskPrompts(config_.task_prompts_json);
   PublishStats();
