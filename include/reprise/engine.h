@@ -263,6 +263,7 @@ struct ModelInfo {
   int64_t kv_cache_blocks = 0;
   size_t kv_cache_bytes = 0;
   int num_threads = 0;
+  size_t decode_weight_bytes = 0;  // weight bytes one decoded token reads (all but the embedding)
 };
 
 struct TaskPromptInfo {

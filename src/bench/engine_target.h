@@ -21,6 +21,7 @@ class BenchEngineTarget : public BenchTarget {
   std::vector<int32_t> Tokenize(const std::string& text) override;
   bool ClearCache(bool every_tier) override;
   std::optional<EngineTimes> Times() override;
+  std::optional<ModelInfo> Info() override { return engine_->Info(); }
   bool in_process() const override { return true; }
   std::string Describe() const override;
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "reprise/engine.h"
+
 namespace reprise::bench {
 
 struct BenchRequest {
@@ -64,6 +66,8 @@ class BenchTarget {
   // In process only: the engine's step-thread times, once every request Run has returned is
   // accounted. Unset for a server.
   virtual std::optional<EngineTimes> Times() { return std::nullopt; }
+  // In process only: the model and KV settings (what a decoded token reads). Unset for a server.
+  virtual std::optional<ModelInfo> Info() { return std::nullopt; }
   virtual bool in_process() const = 0;
   // "engine (reuse on, 2 threads, 512 MiB KV)" or "http://127.0.0.1:8080".
   virtual std::string Describe() const = 0;

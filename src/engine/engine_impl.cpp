@@ -626,6 +626,7 @@ ModelInfo EngineImpl::Info() const {
   info.kv_cache_blocks = num_blocks_;
   info.kv_cache_bytes = static_cast<size_t>(num_blocks_) * block_bytes_;
   info.num_threads = pool_->num_threads();
+  info.decode_weight_bytes = model_->DecodeWeightBytes();
   return info;
 }
 

@@ -116,6 +116,30 @@ void Model::BindWeights() {
   }
 }
 
+size_t Model::DecodeWeightBytes() const {
+  const auto matrix = [](const kernels::WeightView& w) {
+    return kernels::RowBytes(w.type, w.cols) * static_cast<size_t>(w.rows);
+  };
+  const auto floats = [](const float* vector, int64_t n) {
+    return vector == nullptr ? size_t{0} : static_cast<size_t>(n) * sizeof(float);
+  };
+  const ModelConfig& c = config_;
+  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(c.n_kv_head) * c.head_dim;
+  size_t bytes = kernels::RowBytes(token_embedding_.type, token_embedding_.cols) +
+                 floats(output_norm_, c.embedding_length) + matrix(output_);
+  for (const LayerWeights& layer : layers_) {
+    bytes += floats(layer.attn_norm, c.embedding_length) +
+             floats(layer.ffn_norm, c.embedding_length) + floats(layer.bq, q_dim) +
+             floats(layer.bk, kv_dim) + floats(layer.bv, kv_dim);
+    for (const kernels::WeightView* w :
+         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      bytes += matrix(*w);
+    }
+  }
+  return bytes;
+}
+
 Digest WeightsFingerprint(const gguf::GgufFile& file) {
   // Hashing every byte of a multi-gigabyte file would slow start-up for little gain: the header
   // (all metadata and the tensor table) plus three windows of each tensor tell files apart.

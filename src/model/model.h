@@ -49,6 +49,11 @@ class Model {
   void Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, ThreadPool& pool,
                float* logits);
 
+  // The weight bytes one decoded token reads: every matrix, norm and bias of the layers, the
+  // output norm and matrix, and one row of the token embedding. What bounds decode speed by
+  // memory bandwidth, beside the K/V it reads.
+  size_t DecodeWeightBytes() const;
+
   // Sizes the scratch buffers up front so that no step allocates.
   void Reserve(size_t max_tokens, size_t max_logit_rows) {
     EnsureScratch(max_tokens, max_logit_rows);

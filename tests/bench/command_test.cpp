@@ -110,6 +110,7 @@ TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
     return nlohmann::json::parse(Slurp(dir / (workload + ".json")))["workloads"][0]["figures"];
   };
   EXPECT_TRUE(figures("decode").contains("decode_64_tok_s"));
+  EXPECT_GT(figures("decode")["decode_64_read_share"]["value"].get<double>(), 0);
   EXPECT_TRUE(figures("doc").contains("warm_over_question_alone"));
   EXPECT_TRUE(figures("unique").contains("cache_cost_percent"));
   EXPECT_TRUE(figures("unique").contains("cache_cost_ci_high_percent"));

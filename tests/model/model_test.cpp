@@ -4,8 +4,9 @@
 
 #include <filesystem>
 
-#include "modelgen/make_model.h"
 #include "core/error.h"
+#include "gguf/gguf_file.h"
+#include "modelgen/make_model.h"
 #include "test_support.h"
 
 namespace reprise {
@@ -39,6 +40,42 @@ TEST(ModelTest, FixtureConfigsMatchTheirMetadata) {
   EXPECT_EQ(config.vocab_size, 512);
   EXPECT_EQ(config.rope_style, kernels::RopeStyle::kNormal);
   EXPECT_FALSE(config.has_qkv_bias);
+}
+
+// A decoded token reads every tensor of the file once, but only one row of the embedding table
+// (unless the output matrix is that table, tied).
+size_t ExpectedDecodeBytes(const gguf::GgufFile& file) {
+  size_t bytes = 0;
+  bool tied = true;
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    if (tensor.name == "output.weight") tied = false;
+  }
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    if (tensor.name != "token_embd.weight") {
+      bytes += tensor.num_bytes;
+      continue;
+    }
+    bytes += tensor.num_bytes / tensor.Rows();  // one row
+    if (tied) bytes += tensor.num_bytes;
+  }
+  return bytes;
+}
+
+TEST(ModelTest, DecodeWeightBytesCountEveryTensorAndOneEmbeddingRow) {
+  REPRISE_REQUIRE_FIXTURES();
+  auto fixture = Model::Load(testing::Fixture("models/stories260K.gguf"));
+  EXPECT_EQ(fixture->DecodeWeightBytes(), ExpectedDecodeBytes(fixture->file()));
+
+  std::string path = testing::ScratchPath("decode_bytes_qwen2.gguf");  // biases, quantized
+  modelgen::MakeModelOptions options;
+  options.architecture = "qwen2";
+  options.type = kernels::WeightType::kQ4_K;
+  options.vocab_path = testing::Fixture("vocab/ggml-vocab-qwen2.gguf");
+  options.output_path = path;
+  modelgen::MakeModel(options);
+  auto made = Model::Load(path);
+  EXPECT_EQ(made->DecodeWeightBytes(), ExpectedDecodeBytes(made->file()));
+  std::filesystem::remove(path);
 }
 
 TEST(ModelTest, AFileWithoutWeightsIsRefusedNamingTheFile) {
