@@ -30,7 +30,8 @@ Value Repeat(const Value& sequence, int64_t count, size_t limit) {
   count = std::max<int64_t>(count, 0);
   if (sequence.is_string()) {
     const std::string& text = sequence.as_string();
-    if (!text.empty() && static_cast<uint64_t>(count) > limit / text.size()) {
+    if (text.empty()) return Value(std::string());  // any count: not a loop of count no-ops
+    if (static_cast<uint64_t>(count) > limit / text.size()) {
       throw Error("string repetition exceeds the output limit");
     }
     std::string out;
@@ -38,7 +39,8 @@ Value Repeat(const Value& sequence, int64_t count, size_t limit) {
     return Value(std::move(out));
   }
   const Array& items = sequence.as_array();
-  if (!items.empty() && static_cast<uint64_t>(count) > limit / 16 / items.size()) {
+  if (items.empty()) return Value(Array());
+  if (static_cast<uint64_t>(count) > limit / 16 / items.size()) {
     throw Error("list repetition exceeds the output limit");
   }
   Array out;

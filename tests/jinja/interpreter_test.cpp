@@ -263,6 +263,12 @@ TEST(JinjaInterpreterTest, HostileTemplatesHitLimitsNotTheMachine) {
                 .find("nested too deeply"),
             std::string::npos);
   EXPECT_NE(ErrorOf("{{ 2 ** 64 }}").find("overflow"), std::string::npos);
+  // An empty sequence times a huge count is empty at once (the fuzzer found it looping a trillion
+  // times over nothing).
+  EXPECT_EQ(Render("{{ '' * 999999999999 }}|{{ (() * 999999999999) | length }}|"
+                   "{{ ([] * 999999999999) | length }}",
+                   json::object()),
+            "|0|0");
 }
 
 }  // namespace
