@@ -217,9 +217,10 @@ class Renderer {
       }
       if (step == 0) throw Error("range() arg 3 must not be zero");
       Array out;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+      for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
         if (out.size() >= limits_.max_iterations) throw Error("range() is too long");
         out.push_back(Value(i));
+        if (__builtin_add_overflow(i, step, &i)) break;  // past the int64 range: past stop too
       }
       return Value(std::move(out));
     });

@@ -269,6 +269,10 @@ TEST(JinjaInterpreterTest, HostileTemplatesHitLimitsNotTheMachine) {
                    "{{ ([] * 999999999999) | length }}",
                    json::object()),
             "|0|0");
+  EXPECT_EQ(Render("{{ range(9223372036854775800, 9223372036854775807, 5) | list | length }}|"
+                   "{{ range(-9223372036854775800, -9223372036854775807, -5) | list | length }}",
+                   json::object()),
+            "2|2");
 }
 
 }  // namespace
