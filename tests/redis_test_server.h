@@ -44,13 +44,19 @@ inline bool HaveRedis() {
   return !FindProgram("redis-server").empty() && !FindProgram("redis-cli").empty();
 }
 
-// Whether something listens on 127.0.0.1:port.
-inline bool PortOpen(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// 127.0.0.1:port as a socket address.
+inline sockaddr_in LoopbackAddress(int port) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+// Whether something listens on 127.0.0.1:port.
+inline bool PortOpen(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = LoopbackAddress(port);
   bool open = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
   ::close(fd);
   return open;
@@ -60,10 +66,7 @@ inline bool PortOpen(int port) {
 // bound, or -1 when it cannot be bound (a listener, or a connection's local end, holds it).
 inline int BindLoopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in address = LoopbackAddress(port);
   socklen_t length = sizeof(address);
   int bound = -1;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
