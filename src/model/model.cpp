@@ -61,8 +61,8 @@ std::unique_ptr<Model> Model::Load(const std::string& path) {
 void Model::BindWeights() {
   const ModelConfig& c = config_;
   const int64_t n_embd = c.embedding_length;
-  const int64_t q_dim = int64_t{c.n_head} * c.head_dim;
-  const int64_t kv_dim = int64_t{c.n_kv_head} * c.head_dim;
+  const int64_t q_dim = c.q_dim();
+  const int64_t kv_dim = c.kv_dim();
   const int64_t n_ff = c.feed_forward_length;
 
   // 1-D tensors (norms, biases) are converted to f32 once, whatever their stored type.
@@ -124,8 +124,8 @@ size_t Model::DecodeWeightBytes() const {
     return vector == nullptr ? size_t{0} : static_cast<size_t>(n) * sizeof(float);
   };
   const ModelConfig& c = config_;
-  const int64_t q_dim = static_cast<int64_t>(c.n_head) * c.head_dim;
-  const int64_t kv_dim = static_cast<int64_t>(c.n_kv_head) * c.head_dim;
+  const int64_t q_dim = c.q_dim();
+  const int64_t kv_dim = c.kv_dim();
   size_t bytes = kernels::RowBytes(token_embedding_.type, token_embedding_.cols) +
                  floats(output_norm_, c.embedding_length) + matrix(output_);
   for (const LayerWeights& layer : layers_) {
@@ -160,8 +160,8 @@ Digest WeightsFingerprint(const gguf::GgufFile& file) {
 void Model::EnsureScratch(size_t num_tokens, size_t num_logit_rows) {
   const ModelConfig& c = config_;
   if (num_tokens > scratch_tokens_) {
-    size_t q_dim = static_cast<size_t>(c.n_head) * c.head_dim;
-    size_t kv_dim = static_cast<size_t>(c.n_kv_head) * c.head_dim;
+    const auto q_dim = static_cast<size_t>(c.q_dim());
+    const auto kv_dim = static_cast<size_t>(c.kv_dim());
     size_t n_embd = static_cast<size_t>(c.embedding_length);
     size_t n_ff = static_cast<size_t>(c.feed_forward_length);
     x_.Resize(num_tokens * n_embd);
@@ -193,8 +193,8 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   EnsureScratch(num_tokens, batch.logit_rows.size());
 
   const int64_t n_embd = c.embedding_length;
-  const int64_t q_dim = int64_t{c.n_head} * c.head_dim;
-  const int64_t kv_dim = int64_t{c.n_kv_head} * c.head_dim;
+  const int64_t q_dim = c.q_dim();
+  const int64_t kv_dim = c.kv_dim();
   const int64_t n_ff = c.feed_forward_length;
   const int group = c.n_head / c.n_kv_head;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));

@@ -27,6 +27,11 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;
   bool has_qkv_bias = false;
 
+  int64_t q_dim() const { return int64_t{n_head} * head_dim; }  // a token's query width
+  int64_t kv_dim() const {
+    return int64_t{n_kv_head} * head_dim;
+  }  // a token's key (or value) width
+
   // Throws Error naming the key for a missing or inconsistent hyper-parameter.
   static ModelConfig FromGguf(const gguf::GgufFile& file);
 };
