@@ -125,8 +125,6 @@ void QueryScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int 
 
 }  // namespace
 
-size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
-
 void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float* k,
              const float* v) {
   REPRISE_CHECK(slot >= 0 && slot < kv.block_size, "slot {} outside block of {}", slot,

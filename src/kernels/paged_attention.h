@@ -14,7 +14,7 @@ namespace reprise::kernels {
 
 enum class KvType : uint32_t { kF32 = 0, kF16 = 1 };
 
-size_t KvElementBytes(KvType type);
+constexpr size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
 
 // The block storage, owned elsewhere (kvcache's BlockPool). One block:
 //   [n_layer][2 (K, V)][n_kv_head][plane] elements of `type`, where a key plane is

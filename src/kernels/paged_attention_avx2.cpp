@@ -210,12 +210,16 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     const int max_filled = filled[num_rows - 1];
     const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
     const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
-    if (b + 1 < end_block) {
+    // Scores of 8 slots at a time, one slot per lane (see the top of the file). A single row
+    // tile (decode) reads the stored keys directly, asking for the next block's lines as it goes;
+    // several widen them once.
+    const bool stage_keys = num_rows - first_row > kGroupStep;
+    const bool has_next = b + 1 < end_block;
+    const uint8_t* next_k = has_next ? kv.Plane(block_table[b + 1], layer, 0, kv_head) : nullptr;
+    const uint8_t* next_v = has_next ? kv.Plane(block_table[b + 1], layer, 1, kv_head) : nullptr;
+    if (has_next && stage_keys) {
       PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
     }
-    // Scores of 8 slots at a time, one slot per lane (see the top of the file). A single row
-    // tile (decode) reads the stored keys directly; several widen them once.
-    const bool stage_keys = num_rows - first_row > kGroupStep;
     for (int j0 = 0; j0 < max_filled; j0 += 8) {
       const int count = std::min(8, max_filled - j0);
       if (stage_keys) WidenKeys<kType>(k_plane, column_bytes, j0, count, head_dim, &kt[0][0]);
@@ -244,6 +248,11 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       };
       if (stage_keys) {
         score_rows([&](int d) { return _mm256_load_ps(kt[d]); });
+      } else if (has_next) {
+        score_rows([&](int d) {
+          PrefetchPlanesLine<8, KvElementBytes(kType)>(next_k, next_v, j0, head_dim, d);
+          return LoadRow<kType>(k_plane + d * column_bytes, j0, count);
+        });
       } else {
         score_rows([&](int d) { return LoadRow<kType>(k_plane + d * column_bytes, j0, count); });
       }

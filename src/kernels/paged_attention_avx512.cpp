@@ -225,15 +225,18 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       const int max_filled = filled[num_rows - 1];
       const int column = (b - span_first) * block_size;
       const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
-      if (b + 1 < end_block) {
-        PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
-      }
       // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
       // where even and odd sum q[d] * k[s][d] over the even and the odd d in order (fused
       // multiply-adds). Slots up to the longest row's are computed; a row reads only its own
-      // filled ones. A single row tile (decode) reads the stored keys directly; several widen
-      // them once.
+      // filled ones. A single row tile (decode) reads the stored keys directly, asking for the
+      // next block's lines as it goes; several widen them once.
       const bool stage_keys = num_rows - block_row > kGroupStep;
+      const bool has_next = b + 1 < end_block;
+      const uint8_t* next_k = has_next ? kv.Plane(block_table[b + 1], layer, 0, kv_head) : nullptr;
+      const uint8_t* next_v = has_next ? kv.Plane(block_table[b + 1], layer, 1, kv_head) : nullptr;
+      if (has_next && stage_keys) {
+        PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
+      }
       for (int j0 = 0; j0 < max_filled; j0 += 16) {
         const int count = std::min(16, max_filled - j0);
         const __mmask16 store_mask = ChunkMask(count, 0);
@@ -263,6 +266,11 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         };
         if (stage_keys) {
           score_rows([&](int d) { return _mm512_load_ps(kt[d]); });
+        } else if (has_next) {
+          score_rows([&](int d) {
+            PrefetchPlanesLine<16, KvElementBytes(kType)>(next_k, next_v, j0, head_dim, d);
+            return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask);
+          });
         } else {
           score_rows(
               [&](int d) { return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask); });

@@ -65,16 +65,33 @@ struct AttentionRows {
   int filled[kMaxAttentionRows];  // [num_rows] in the current block (EnterBlock)
 };
 
-// Asks for `block`'s K and V planes of (layer, kv_head), `plane_bytes` each, ahead of their use:
-// keys are the next thing read (into L1), values are read after the block's scores (into L2: a
-// large block's planes together would not fit L1).
+// Asks for `block`'s K and V planes of (layer, kv_head), `plane_bytes` each, into L2 ahead of
+// their use. Into L2, not L1: a prefetch into L1 holds one of the core's few L1 miss buffers until
+// its line arrives from memory, and a block's 64 of them left the kernel's own loads waiting for
+// buffers (decode attention after 2,048 positions, one Zen 4 thread: 5.5 -> 4.7 ms).
 inline void PrefetchBlockPlanes(const PagedKv& kv, int32_t block, int layer, int kv_head,
                                 size_t plane_bytes) {
   const uint8_t* k = kv.Plane(block, layer, 0, kv_head);
   const uint8_t* v = kv.Plane(block, layer, 1, kv_head);
   for (size_t line = 0; line < plane_bytes; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(k + line), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(k + line), _MM_HINT_T1);
     _mm_prefetch(reinterpret_cast<const char*>(v + line), _MM_HINT_T1);
+  }
+}
+
+// The same requests spread over a block's score loop (a single row tile, decode), one line of
+// each plane at a time, rather than in one burst at the block's start, which stalled issue while
+// the memory queues were full. A chunk of kLanes slots from slot j0 asks for its share of the
+// next block's planes, bytes [j0, j0 + kLanes) * head_dim elements, kLanes elements per key
+// dimension d: every chunk of a full block together ask for every line.
+template <int kLanes, size_t kElementBytes>
+inline void PrefetchPlanesLine(const uint8_t* next_k, const uint8_t* next_v, int j0, int head_dim,
+                               int d) {
+  const size_t offset =
+      (static_cast<size_t>(j0) * head_dim + static_cast<size_t>(d) * kLanes) * kElementBytes;
+  if (offset % 64 == 0) {
+    _mm_prefetch(reinterpret_cast<const char*>(next_k + offset), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(next_v + offset), _MM_HINT_T1);
   }
 }
 
