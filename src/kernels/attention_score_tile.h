@@ -10,15 +10,17 @@ namespace reprise::kernels {
 // order, by fused multiply-adds. Two chains halve the wait on the FMA latency; the fixed order
 // gives a target the same bits on every call. kRows is a constant so that the accumulators stay
 // in registers. Lanes: Vec, Zero(), Broadcast(const float*), MultiplyAdd(a, b, c) = a * b + c,
-// Add(a, b); keys(d) returns dimension d of the chunk's slots as a Vec.
-template <typename Lanes, int kRows, typename Keys>
+// Add(a, b); keys(d) returns dimension d of the chunk's slots as a Vec. each_pair() runs at the
+// start of every pair of dimensions (a decode tile asks for the next block's lines there).
+template <typename Lanes, int kRows, typename Keys, typename EachPair>
 inline void ScoreRowTile(const float* const (&rows)[kRows], int head_dim, const Keys& keys,
-                         typename Lanes::Vec (&sums)[kRows]) {
+                         EachPair& each_pair, typename Lanes::Vec (&sums)[kRows]) {
   using Vec = typename Lanes::Vec;
   Vec even[kRows], odd[kRows];
   for (int i = 0; i < kRows; ++i) even[i] = odd[i] = Lanes::Zero();
   int d = 0;
   for (; d + 2 <= head_dim; d += 2) {
+    each_pair();
     const Vec k0 = keys(d);
     const Vec k1 = keys(d + 1);
     for (int i = 0; i < kRows; ++i) {

@@ -116,14 +116,14 @@ constexpr int kValueChunks = 2;  //   8-wide chunks of V accumulated in register
 // Scores of kRows query rows (the rows present: a group of 3 heads computes no padded fourth
 // one) for one chunk of 8 slots: out[i * out_stride + s] = scale * sum. keys(d) gives key
 // dimension d of the chunk's slots. A row's sums are its own whatever tile it is in.
-template <int kRows, typename Keys>
+template <int kRows, typename Keys, typename EachPair>
 inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows, int head_dim,
-                                                     const Keys& keys, float scale, float* out,
-                                                     int out_stride) {
+                                                     const Keys& keys, EachPair& each_pair,
+                                                     float scale, float* out, int out_stride) {
   const float* rows[kRows];
   for (int i = 0; i < kRows; ++i) rows[i] = q_rows[i];
   __m256 sums[kRows];
-  ScoreRowTile<Lanes8>(rows, head_dim, keys, sums);
+  ScoreRowTile<Lanes8>(rows, head_dim, keys, each_pair, sums);
   const __m256 scale8 = _mm256_set1_ps(scale);
   for (int i = 0; i < kRows; ++i)
     _mm256_store_ps(out + i * out_stride, _mm256_mul_ps(sums[i], scale8));
@@ -225,36 +225,41 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       if (stage_keys) WidenKeys<kType>(k_plane, column_bytes, j0, count, head_dim, &kt[0][0]);
       // The row tiles, given where key dimension d of the 8 slots comes from (a branch-free
       // inner loop either way).
-      auto score_rows = [&](auto keys) {
+      auto score_rows = [&](auto keys, auto& each_pair) {
         // Tiles of kGroupStep rows, the last one as many as remain.
         for (int r0 = first_row; r0 < num_rows; r0 += kGroupStep) {
           float* out = scores[r0] + j0;
           constexpr int kStride = kMaxAttentionBlockSize;
           switch (std::min(kGroupStep, num_rows - r0)) {
             case 1:
-              ScoreTile<1>(q_rows + r0, head_dim, keys, scale, out, kStride);
+              ScoreTile<1>(q_rows + r0, head_dim, keys, each_pair, scale, out, kStride);
               break;
             case 2:
-              ScoreTile<2>(q_rows + r0, head_dim, keys, scale, out, kStride);
+              ScoreTile<2>(q_rows + r0, head_dim, keys, each_pair, scale, out, kStride);
               break;
             case 3:
-              ScoreTile<3>(q_rows + r0, head_dim, keys, scale, out, kStride);
+              ScoreTile<3>(q_rows + r0, head_dim, keys, each_pair, scale, out, kStride);
               break;
             default:
-              ScoreTile<kGroupStep>(q_rows + r0, head_dim, keys, scale, out, kStride);
+              ScoreTile<kGroupStep>(q_rows + r0, head_dim, keys, each_pair, scale, out, kStride);
               break;
           }
         }
       };
+      NoLines no_lines;
       if (stage_keys) {
-        score_rows([&](int d) { return _mm256_load_ps(kt[d]); });
-      } else if (has_next) {
-        score_rows([&](int d) {
-          PrefetchPlanesLine<8, KvElementBytes(kType)>(next_k, next_v, j0, head_dim, d);
-          return LoadRow<kType>(k_plane + d * column_bytes, j0, count);
-        });
+        score_rows([&](int d) { return _mm256_load_ps(kt[d]); }, no_lines);
       } else {
-        score_rows([&](int d) { return LoadRow<kType>(k_plane + d * column_bytes, j0, count); });
+        // By value: the loop then keeps them in registers.
+        auto stored_keys = [k_plane, column_bytes, j0, count](int d) {
+          return LoadRow<kType>(k_plane + d * column_bytes, j0, count);
+        };
+        if (has_next) {
+          NextBlockLines<8, KvElementBytes(kType)> next_lines(next_k, next_v, j0, head_dim);
+          score_rows(stored_keys, next_lines);
+        } else {
+          score_rows(stored_keys, no_lines);
+        }
       }
     }
     // Softmax bookkeeping, then values.

@@ -93,14 +93,14 @@ constexpr int kScoreStride = std::max(kMaxAttentionBlockSize, kSoftmaxSpanPositi
 // one) for one chunk of up to 16 slots: out[i * kScoreStride + s] = scale * sum, under `mask`.
 // keys(d) gives key dimension d of the chunk's slots. A row's sums are its own whatever tile it
 // is in, so the tiling never changes its bits.
-template <int kRows, typename Keys>
+template <int kRows, typename Keys, typename EachPair>
 inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows, int head_dim,
-                                                     const Keys& keys, float scale, __mmask16 mask,
-                                                     float* out) {
+                                                     const Keys& keys, EachPair& each_pair,
+                                                     float scale, __mmask16 mask, float* out) {
   const float* rows[kRows];
   for (int i = 0; i < kRows; ++i) rows[i] = q_rows[i];
   __m512 sums[kRows];
-  ScoreRowTile<Lanes16>(rows, head_dim, keys, sums);
+  ScoreRowTile<Lanes16>(rows, head_dim, keys, each_pair, sums);
   const __m512 scale16 = _mm512_set1_ps(scale);
   for (int i = 0; i < kRows; ++i) {
     _mm512_mask_storeu_ps(out + i * kScoreStride, mask, _mm512_mul_ps(sums[i], scale16));
@@ -243,37 +243,42 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         if (stage_keys) WidenKeys<kType>(k_plane, column_bytes, j0, count, head_dim, &kt[0][0]);
         // The row tiles, given where key dimension d of the 16 slots comes from (a branch-free
         // inner loop either way).
-        auto score_rows = [&](auto keys) {
+        auto score_rows = [&](auto keys, auto& each_pair) {
           for (int r0 = block_row; r0 < num_rows; r0 += kGroupStep) {
             // Tiles of kGroupStep rows, the last one as many as remain (a constant number of
             // rows keeps the accumulators in registers).
             float* out = &scores[r0][column + j0];
             switch (std::min(kGroupStep, num_rows - r0)) {
               case 1:
-                ScoreTile<1>(q_rows + r0, head_dim, keys, scale, store_mask, out);
+                ScoreTile<1>(q_rows + r0, head_dim, keys, each_pair, scale, store_mask, out);
                 break;
               case 2:
-                ScoreTile<2>(q_rows + r0, head_dim, keys, scale, store_mask, out);
+                ScoreTile<2>(q_rows + r0, head_dim, keys, each_pair, scale, store_mask, out);
                 break;
               case 3:
-                ScoreTile<3>(q_rows + r0, head_dim, keys, scale, store_mask, out);
+                ScoreTile<3>(q_rows + r0, head_dim, keys, each_pair, scale, store_mask, out);
                 break;
               default:
-                ScoreTile<kGroupStep>(q_rows + r0, head_dim, keys, scale, store_mask, out);
+                ScoreTile<kGroupStep>(q_rows + r0, head_dim, keys, each_pair, scale, store_mask,
+                                      out);
                 break;
             }
           }
         };
+        NoLines no_lines;
         if (stage_keys) {
-          score_rows([&](int d) { return _mm512_load_ps(kt[d]); });
-        } else if (has_next) {
-          score_rows([&](int d) {
-            PrefetchPlanesLine<16, KvElementBytes(kType)>(next_k, next_v, j0, head_dim, d);
-            return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask);
-          });
+          score_rows([&](int d) { return _mm512_load_ps(kt[d]); }, no_lines);
         } else {
-          score_rows(
-              [&](int d) { return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask); });
+          // By value: the loop then keeps them in registers.
+          auto stored_keys = [k_plane, column_bytes, j0, store_mask](int d) {
+            return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask);
+          };
+          if (has_next) {
+            NextBlockLines<16, KvElementBytes(kType)> next_lines(next_k, next_v, j0, head_dim);
+            score_rows(stored_keys, next_lines);
+          } else {
+            score_rows(stored_keys, no_lines);
+          }
         }
       }
     }

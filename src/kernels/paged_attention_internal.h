@@ -79,21 +79,39 @@ inline void PrefetchBlockPlanes(const PagedKv& kv, int32_t block, int layer, int
   }
 }
 
-// The same requests spread over a block's score loop (a single row tile, decode), one line of
-// each plane at a time, rather than in one burst at the block's start, which stalled issue while
-// the memory queues were full. A chunk of kLanes slots from slot j0 asks for its share of the
-// next block's planes, bytes [j0, j0 + kLanes) * head_dim elements, kLanes elements per key
-// dimension d: every chunk of a full block together ask for every line.
+// The same requests spread over a block's score loop (a single row tile, decode), a line or two
+// of each plane per pair of key dimensions, rather than in one burst at the block's start, which
+// stalled issue while the memory queues were full. The chunk of kLanes slots from slot j0 asks
+// for its share of the next block's planes, bytes [j0, j0 + kLanes) * head_dim elements, in
+// order: together the chunks of a full block ask for every line. One object per chunk, called
+// once per pair of key dimensions (ScoreRowTile's each_pair).
 template <int kLanes, size_t kElementBytes>
-inline void PrefetchPlanesLine(const uint8_t* next_k, const uint8_t* next_v, int j0, int head_dim,
-                               int d) {
-  const size_t offset =
-      (static_cast<size_t>(j0) * head_dim + static_cast<size_t>(d) * kLanes) * kElementBytes;
-  if (offset % 64 == 0) {
-    _mm_prefetch(reinterpret_cast<const char*>(next_k + offset), _MM_HINT_T1);
-    _mm_prefetch(reinterpret_cast<const char*>(next_v + offset), _MM_HINT_T1);
+class NextBlockLines {
+ public:
+  NextBlockLines(const uint8_t* next_k, const uint8_t* next_v, int j0, int head_dim)
+      : k_(next_k + static_cast<size_t>(j0) * head_dim * kElementBytes),
+        v_(next_v + static_cast<size_t>(j0) * head_dim * kElementBytes) {}
+  void operator()() {
+    // A pair of dimensions covers 2 * kLanes elements of the share: 32 to 128 bytes. Below a
+    // line, a line is asked for twice (cheaper than tracking which pair starts one).
+    for (size_t line = 0; line < kPairBytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(k_ + line), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(v_ + line), _MM_HINT_T1);
+    }
+    k_ += kPairBytes;
+    v_ += kPairBytes;
   }
-}
+
+ private:
+  static constexpr size_t kPairBytes = 2 * kLanes * kElementBytes;
+  const uint8_t* k_;
+  const uint8_t* v_;
+};
+
+// ScoreRowTile's each_pair where nothing is asked for.
+struct NoLines {
+  void operator()() const {}
+};
 
 // Which of a run's KV blocks one kernel call reads, and what it leaves in its out rows: blocks
 // [first_block, end_block) of the table (clipped to those the run reaches). With `max` null the
