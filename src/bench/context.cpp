@@ -37,6 +37,7 @@ EngineConfig BenchContext::EngineConfigFor(bool prefix_caching, size_t kv_cache_
   config.enable_prefix_caching = prefix_caching;
   config.block_size = options_.block_size;
   config.kv_type = options_.kv_type;
+  config.mmap_weights = options_.mmap_weights;
   config.schedule_policy = options_.schedule_policy;
   config.eviction_policy = options_.eviction_policy;
   config.max_batch_tokens = options_.max_batch_tokens;

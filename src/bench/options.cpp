@@ -61,6 +61,10 @@ void ValidateBenchOptions(const BenchOptions& options) {
     throw Error("--kv-disk-path configures the in-process engine; with --url, start the server "
                 "with it instead");
   }
+  if (options.mmap_weights && !options.url.empty()) {
+    throw Error("--mmap configures the in-process engine; with --url, start the server with it "
+                "instead");
+  }
   if (options.threads < 0) throw Error("--threads must be 0 (every core) or more");
   if (options.max_batch_tokens < 1) throw Error("--max-batch-tokens must be at least 1");
   if (options.max_running_requests < 1) throw Error("--max-running-requests must be at least 1");

@@ -18,6 +18,7 @@ struct BenchOptions {
   int block_size = 16;
   std::string kv_cache_memory;   // "" : the engine's default (workloads may set their own)
   std::string kv_type = "f16";
+  bool mmap_weights = false;     // --mmap: weights in the file's memory map
   std::string kv_disk_path;      // "" : no disk tier
   std::string kv_disk_size;      // "" : no cap
   std::string schedule_policy = "cache-aware";

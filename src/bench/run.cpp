@@ -102,6 +102,7 @@ nlohmann::json SettingsJson(const BenchOptions& options, const std::string& mode
           {"kv_disk_path", options.kv_disk_path},
           {"kv_disk_size", options.kv_disk_size},
           {"kv_type", options.kv_type},
+          {"mmap", options.mmap_weights},
           {"max_batch_tokens", options.max_batch_tokens},
           {"max_running_requests", options.max_running_requests},
           {"schedule_policy", options.schedule_policy},

@@ -35,6 +35,7 @@ struct GenerateOptions {
   std::string kv_disk_path;
   std::string kv_disk_size;
   std::string kv_type = "f16";
+  bool mmap_weights = false;
   int max_batch_tokens = 512;
   int threads = 0;
   bool echo = true;
@@ -59,6 +60,7 @@ int RunGenerate(const GenerateOptions& options) {
   config.enable_prefix_caching = !options.no_prefix_caching;
   config.block_size = options.block_size;
   config.kv_type = options.kv_type;
+  config.mmap_weights = options.mmap_weights;
   config.max_batch_tokens = options.max_batch_tokens;
   config.num_threads = options.threads;
   if (!options.kv_cache_memory.empty()) config.kv_cache_memory_bytes = ParseByteSize(options.kv_cache_memory);
@@ -145,6 +147,12 @@ void RegisterGenerateCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--kv-disk-size", options->kv_disk_size,
                       "size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
   command->add_option("--kv-type", options->kv_type, "f16 or f32");
+  command->add_flag_callback(
+      "--mmap", [options] { options->mmap_weights = true; },
+      "keep the weights in the model file's memory map instead of huge-page memory");
+  command->add_flag_callback(
+      "--no-mmap", [options] { options->mmap_weights = false; },
+      "read the weights into huge-page memory (the default)");
   command->add_option("--max-batch-tokens", options->max_batch_tokens)->check(CLI::PositiveNumber);
   command->add_option("-t,--threads", options->threads, "kernel threads (0 = all cores)");
   command->add_flag("!--no-echo", options->echo, "do not print the prompt before the output");

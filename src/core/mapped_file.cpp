@@ -13,10 +13,51 @@
 
 namespace reprise {
 
-MappedFile MappedFile::Open(const std::string& path) {
+namespace {
+
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// The file's bytes read into fresh private memory (rounded up to whole huge pages), then made
+// read-only. Throws Error with the OS reason.
+const uint8_t* CopyIntoHugePages(int fd, const std::string& path, size_t size,
+                                 size_t& mapped_bytes) {
+  mapped_bytes = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  void* address =
+      ::mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (address == MAP_FAILED) {
+    throw Error(fmt::format("cannot allocate {} bytes to hold '{}': {}", mapped_bytes, path,
+                            std::strerror(errno)));
+  }
+#if defined(MADV_HUGEPAGE)
+  ::madvise(address, mapped_bytes, MADV_HUGEPAGE);  // a hint: without THP, 4 KiB pages
+#endif
+#if defined(MADV_POPULATE_WRITE)
+  // Faulting the pages in first, in one call, took 0.04 s for 126 MiB; faulted one by one by the
+  // read below, 0.04 to 0.3 s. Only a speed-up: the read faults in whatever this leaves out.
+  ::madvise(address, mapped_bytes, MADV_POPULATE_WRITE);
+#endif
+  auto* bytes = static_cast<uint8_t*>(address);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, bytes + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = n < 0 ? std::strerror(errno) : "the file shrank while read";
+      ::munmap(address, mapped_bytes);
+      throw Error(fmt::format("cannot read '{}': {}", path, reason));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::mprotect(address, mapped_bytes, PROT_READ);  // the same contract as a read-only map
+  return bytes;
+}
+
+}  // namespace
+
+MappedFile MappedFile::Open(const std::string& path, FileResidence residence) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  struct stat info{};
+  struct stat info {};
   if (::fstat(fd, &info) != 0) {
     int saved = errno;
     ::close(fd);
@@ -29,7 +70,14 @@ MappedFile MappedFile::Open(const std::string& path) {
   MappedFile file;
   file.path_ = path;
   file.size_ = static_cast<size_t>(info.st_size);
-  if (file.size_ > 0) {
+  if (file.size_ > 0 && residence == FileResidence::kPrivateCopy) {
+    try {
+      file.data_ = CopyIntoHugePages(fd, path, file.size_, file.mapped_bytes_);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  } else if (file.size_ > 0) {
     void* address = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (address == MAP_FAILED) {
       int saved = errno;
@@ -37,25 +85,31 @@ MappedFile MappedFile::Open(const std::string& path) {
       throw Error(fmt::format("cannot map '{}': {}", path, std::strerror(saved)));
     }
     file.data_ = static_cast<const uint8_t*>(address);
+    file.mapped_bytes_ = file.size_;
   }
   ::close(fd);
   return file;
 }
 
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+void MappedFile::Release() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), mapped_bytes_);
+  data_ = nullptr;
 }
+
+MappedFile::~MappedFile() { Release(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
+      mapped_bytes_(std::exchange(other.mapped_bytes_, 0)),
       path_(std::move(other.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+    Release();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
     path_ = std::move(other.path_);
   }
   return *this;

@@ -1,4 +1,5 @@
-// A read-only memory map of a whole file (model weights stay in the page cache, not copied).
+// A read-only view of a whole file's bytes: the file's own memory map (the bytes stay in the
+// page cache, shared with other processes), or a private copy in huge-page memory.
 #pragma once
 
 #include <cstddef>
@@ -7,10 +8,21 @@
 
 namespace reprise {
 
+// Where a MappedFile's bytes live.
+enum class FileResidence {
+  // The file's memory map: nothing is read until used, and processes share the pages.
+  kMapped,
+  // A copy read in at Open into private memory the kernel is asked to back with 2 MiB pages
+  // (transparent huge pages, where enabled). Decode streams every weight once per token: from a
+  // file map, every 4 KiB of it is a TLB miss and a page the hardware prefetcher stops at.
+  kPrivateCopy,
+};
+
 class MappedFile {
  public:
-  // Throws Error naming the path and the OS reason when the file cannot be opened or mapped.
-  static MappedFile Open(const std::string& path);
+  // Throws Error naming the path and the OS reason when the file cannot be opened, mapped or
+  // read.
+  static MappedFile Open(const std::string& path, FileResidence residence = FileResidence::kMapped);
 
   MappedFile() = default;
   ~MappedFile();
@@ -24,8 +36,11 @@ class MappedFile {
   const std::string& path() const { return path_; }
 
  private:
+  void Release();
+
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  size_t mapped_bytes_ = 0;  // of the mapping at data_ (a private copy rounds size_ up)
   std::string path_;
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "core/byte_size.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
@@ -85,7 +87,15 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
                             kEvictionPolicyNames));
   }
 
-  model_ = Model::Load(config_.model_path);
+  const auto load_start = std::chrono::steady_clock::now();
+  model_ = Model::Load(config_.model_path,
+                       config_.mmap_weights ? FileResidence::kMapped : FileResidence::kPrivateCopy);
+  size_t weight_bytes = 0;
+  for (const gguf::TensorInfo& tensor : model_->file().tensors()) weight_bytes += tensor.num_bytes;
+  spdlog::info(
+      "weights: {} {} in {:.2f} s", FormatByteSize(weight_bytes),
+      config_.mmap_weights ? "mapped from the file" : "read into huge-page memory",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
   chat_template_.emplace(ChatTemplate::Resolve(config_.chat_template, *tokenizer_));
   spdlog::info("chat prompts use {}", chat_template_->description());

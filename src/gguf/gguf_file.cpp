@@ -269,9 +269,9 @@ uint64_t TensorInfo::NumElements() const {
 
 uint64_t TensorInfo::Rows() const { return shape.empty() ? 0 : NumElements() / shape[0]; }
 
-GgufFile GgufFile::Open(const std::string& path) {
+GgufFile GgufFile::Open(const std::string& path, FileResidence residence) {
   GgufFile gguf;
-  gguf.file_ = MappedFile::Open(path);
+  gguf.file_ = MappedFile::Open(path, residence);
   gguf.path_ = path;
   try {
     Parse(gguf.file_, gguf.version_, gguf.alignment_, gguf.data_start_, gguf.metadata_,

@@ -29,8 +29,9 @@ struct TensorInfo {
 
 class GgufFile {
  public:
-  // Throws Error("<path>: <problem>") for a missing or malformed file.
-  static GgufFile Open(const std::string& path);
+  // Throws Error("<path>: <problem>") for a missing or malformed file. `residence`: where the
+  // bytes are held (a model's weights are copied into huge-page memory; see FileResidence).
+  static GgufFile Open(const std::string& path, FileResidence residence = FileResidence::kMapped);
 
   // A model assembled in memory from another format (a Hugging Face folder): GGUF metadata keys,
   // a tensor table whose data points into `storage` (mapped files, converted copies), kept alive

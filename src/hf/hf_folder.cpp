@@ -36,8 +36,8 @@ struct Located {
 };
 
 // The safetensors files and which one holds each tensor.
-std::map<std::string, Located> LoadShards(const std::string& dir, Storage& storage,
-                                          std::string& identity) {
+std::map<std::string, Located> LoadShards(const std::string& dir, FileResidence residence,
+                                          Storage& storage, std::string& identity) {
   namespace fs = std::filesystem;
   const std::string single = dir + "/model.safetensors";
   const std::string index_path = dir + "/model.safetensors.index.json";
@@ -68,7 +68,7 @@ std::map<std::string, Located> LoadShards(const std::string& dir, Storage& stora
               fmt::format("{}: shard '{}' (holding '{}') is missing", index_path, name, tensor));
         }
         shard_of_name[name] = storage.shards.size();
-        storage.shards.push_back(SafetensorsFile::Open(shard_path));
+        storage.shards.push_back(SafetensorsFile::Open(shard_path, residence));
       }
       wanted.emplace_back(tensor, name);
     }
@@ -82,7 +82,7 @@ std::map<std::string, Located> LoadShards(const std::string& dir, Storage& stora
       located[tensor] = Located{found, &shard.path()};
     }
   } else if (fs::is_regular_file(single)) {
-    storage.shards.push_back(SafetensorsFile::Open(single));
+    storage.shards.push_back(SafetensorsFile::Open(single, residence));
     for (const SafetensorsTensor& tensor : storage.shards.back().tensors()) {
       located[tensor.name] = Located{&tensor, &storage.shards.back().path()};
     }
@@ -176,7 +176,7 @@ class TensorMapper {
 
 }  // namespace
 
-gguf::GgufFile OpenFolder(const std::string& dir) {
+gguf::GgufFile OpenFolder(const std::string& dir, FileResidence residence) {
   namespace fs = std::filesystem;
   try {
     const std::string config_path = dir + "/config.json";
@@ -197,7 +197,7 @@ gguf::GgufFile OpenFolder(const std::string& dir) {
     // The fingerprint's header: what fixes the KV values besides the tensor bytes.
     std::string identity = "reprise-hf-folder-v1\n" + config.dump() + "\n";
     auto storage = std::make_shared<Storage>();
-    auto located = LoadShards(dir, *storage, identity);
+    auto located = LoadShards(dir, residence, *storage, identity);
     TensorMapper mapper(
         std::move(located), *storage,
         storage->shards.size() == 1 && !fs::exists(dir + "/model.safetensors.index.json")
@@ -245,9 +245,9 @@ gguf::GgufFile OpenFolder(const std::string& dir) {
 
 }  // namespace hf
 
-gguf::GgufFile OpenModelFile(const std::string& path) {
-  if (std::filesystem::is_directory(path)) return hf::OpenFolder(path);
-  return gguf::GgufFile::Open(path);
+gguf::GgufFile OpenModelFile(const std::string& path, FileResidence residence) {
+  if (std::filesystem::is_directory(path)) return hf::OpenFolder(path, residence);
+  return gguf::GgufFile::Open(path, residence);
 }
 
 }  // namespace reprise

@@ -131,9 +131,9 @@ std::vector<SafetensorsTensor> ParseSafetensors(const uint8_t* data, size_t size
   }
 }
 
-SafetensorsFile SafetensorsFile::Open(const std::string& path) {
+SafetensorsFile SafetensorsFile::Open(const std::string& path, FileResidence residence) {
   SafetensorsFile file;
-  file.file_ = MappedFile::Open(path);
+  file.file_ = MappedFile::Open(path, residence);
   file.tensors_ = ParseSafetensors(file.file_.data(), file.file_.size(), path);
   file.header_ = std::string_view(reinterpret_cast<const char*>(file.file_.data()),
                                   static_cast<size_t>(8 + HeaderLength(file.file_.data())));

@@ -32,7 +32,8 @@ std::vector<SafetensorsTensor> ParseSafetensors(const uint8_t* data, size_t size
 class SafetensorsFile {
  public:
   // Throws Error("<path>: <problem>").
-  static SafetensorsFile Open(const std::string& path);
+  static SafetensorsFile Open(const std::string& path,
+                              FileResidence residence = FileResidence::kMapped);
 
   const std::string& path() const { return file_.path(); }
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }

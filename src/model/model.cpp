@@ -45,9 +45,9 @@ WeightView MatrixView(const gguf::GgufFile& file, const std::string& name, int64
 
 }  // namespace
 
-std::unique_ptr<Model> Model::Load(const std::string& path) {
+std::unique_ptr<Model> Model::Load(const std::string& path, FileResidence residence) {
   std::unique_ptr<Model> model(new Model());
-  model->file_ = OpenModelFile(path);
+  model->file_ = OpenModelFile(path, residence);
   try {
     model->config_ = ModelConfig::FromGguf(model->file_);
     model->BindWeights();

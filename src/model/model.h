@@ -35,8 +35,10 @@ Digest WeightsFingerprint(const gguf::GgufFile& file);
 
 class Model {
  public:
-  // Maps the file and checks every tensor's presence, type and shape. Throws Error.
-  static std::unique_ptr<Model> Load(const std::string& path);
+  // Opens the file (its bytes held as `residence` says) and checks every tensor's presence, type
+  // and shape. Throws Error.
+  static std::unique_ptr<Model> Load(const std::string& path,
+                                     FileResidence residence = FileResidence::kMapped);
 
   const ModelConfig& config() const { return config_; }
   const gguf::GgufFile& file() const { return file_; }

@@ -341,6 +341,7 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
          settings.schedule_policy);
   policy(flags.eviction_policy, IsEvictionPolicy, kEvictionPolicyNames, "--eviction-policy",
          settings.eviction_policy);
+  if (flags.mmap_weights) settings.mmap_weights = *flags.mmap_weights;
   if (flags.threads) {
     if (*flags.threads < 0) throw Error("--threads must be 0 (every core) or positive");
     settings.threads = *flags.threads;
@@ -415,7 +416,7 @@ std::string DescribeSettings(const ServerSettings& settings) {
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
       "kv_cache_memory: {}, kv_disk: {}, kv_redis: {}, kv_type: {}, max_batch_tokens: {}, "
       "max_running_requests: {}, "
-      "schedule_policy: {}, eviction_policy: {}, threads: {}, max_context: {}, chat_template: {}, "
+      "schedule_policy: {}, eviction_policy: {}, threads: {}, weights: {}, max_context: {}, chat_template: {}, "
       "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
       "max_connections: {} ({} per client), shutdown_timeout: {} s, api_keys: {}{}, "
       "share_cache_across_tenants: {}, metrics_require_auth: {}, allowed_origins: {}",
@@ -439,6 +440,7 @@ std::string DescribeSettings(const ServerSettings& settings) {
       settings.kv_type, settings.max_batch_tokens, settings.max_running_requests,
       settings.schedule_policy, settings.eviction_policy,
       settings.threads == 0 ? std::string("all cores") : std::to_string(settings.threads),
+      settings.mmap_weights ? "mapped" : "huge-page memory",
       settings.max_context == 0 ? std::string("model's") : std::to_string(settings.max_context),
       settings.chat_template.empty() ? std::string("model's") : settings.chat_template,
       task_prompts, settings.max_queued_requests, FormatByteSize(settings.max_body_bytes),
@@ -503,6 +505,7 @@ EngineConfig MakeEngineConfig(const ServerSettings& settings) {
   config.eviction_policy = settings.eviction_policy;
   config.max_queued_requests = settings.max_queued_requests;
   config.num_threads = settings.threads;
+  config.mmap_weights = settings.mmap_weights;
   config.max_context = settings.max_context;
   config.chat_template = settings.chat_template;
   if (!settings.task_prompts_file.empty()) {

@@ -45,6 +45,7 @@ struct ServeFlags {
   std::optional<std::string> schedule_policy;
   std::optional<std::string> eviction_policy;
   std::optional<int> threads;
+  std::optional<bool> mmap_weights;  // --mmap / --no-mmap
   std::optional<int64_t> max_context;
   std::optional<bool> enable_prefix_caching;
   std::optional<std::string> chat_template;
@@ -88,6 +89,7 @@ struct ServerSettings {
   std::string schedule_policy = "cache-aware";     // or "lpm" (the same), "fcfs"
   std::string eviction_policy = "scan-resistant";  // or "lru"
   int threads = 0;                                 // 0: every core
+  bool mmap_weights = false;                       // --mmap (see EngineConfig::mmap_weights)
   int64_t max_context = 0;                         // 0: the model's
   bool enable_prefix_caching = true;
   std::string chat_template;      // empty: the model's own

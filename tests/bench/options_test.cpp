@@ -57,6 +57,10 @@ TEST(BenchOptionsTest, RejectsBadArguments) {
   options.make_model_shape = "135m";
   ExpectRejected(options, "not both");
   options = WithModel("doc");
+  options.url = "http://127.0.0.1:8080";
+  options.mmap_weights = true;
+  ExpectRejected(options, "--mmap configures the in-process engine");
+  options = WithModel("doc");
   options.repeat = 0;
   ExpectRejected(options, "--repeat");
   options = WithModel("doc");

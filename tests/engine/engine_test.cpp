@@ -148,6 +148,23 @@ TEST_F(EngineTest, EvictionPoliciesGiveTheSameAnswers) {
   EXPECT_GE(scan_hits, lru_hits + 10 * 16);
 }
 
+// Where the weights are held (read into huge-page memory, or the file's map) never changes what
+// the engine computes.
+TEST_F(EngineTest, WeightsReadIntoMemoryGiveTheAnswersOfMappedWeights) {
+  auto run = [&](bool mmap_weights) {
+    EngineConfig config = TestConfig(model_, true);
+    config.mmap_weights = mmap_weights;
+    Engine engine(config);
+    return engine.Generate({Greedy("The weights are read once", 6), Greedy("and streamed", 6)});
+  };
+  auto mapped = run(true);
+  auto copied = run(false);
+  ASSERT_EQ(mapped.size(), copied.size());
+  for (size_t i = 0; i < mapped.size(); ++i) {
+    ExpectBitIdentical(mapped[i], copied[i], "request " + std::to_string(i));
+  }
+}
+
 // The prefill order changes which requests share a step, never what they compute: cached and
 // cold requests submitted together get the same bits under either policy as with reuse off.
 TEST_F(EngineTest, SchedulePoliciesGiveTheSameAnswers) {

@@ -58,6 +58,7 @@ TEST(SettingsTest, DefaultsWithoutFlagsOrEnvironment) {
   EXPECT_TRUE(settings.task_prompts_file.empty());
   EXPECT_TRUE(settings.task_prompts_json.empty());
   EXPECT_TRUE(settings.api_keys.empty());
+  EXPECT_FALSE(settings.mmap_weights);
 }
 
 // The list behind docs/configuration.md is the list the code reads: every listed variable is
@@ -248,6 +249,9 @@ TEST(SettingsTest, EngineConfigCarriesSettingsAndReadsTaskFile) {
   EXPECT_EQ(config.kv_cache_memory_bytes, 1ull << 30);
   EXPECT_EQ(config.max_queued_requests, 7u);
   EXPECT_EQ(config.task_prompts_json, R"([{"task_id": 1, "prompt": "You are helpful."}])");
+  EXPECT_FALSE(config.mmap_weights);
+  flags.mmap_weights = true;  // --mmap
+  EXPECT_TRUE(MakeEngineConfig(ResolveSettings(flags, FakeEnv({}))).mmap_weights);
   std::filesystem::remove(path);
   EXPECT_THROW(MakeEngineConfig(settings), Error);  // the file is gone
 
