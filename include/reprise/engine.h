@@ -45,7 +45,8 @@ struct EngineConfig {
   // Where the weights are held: false (the default) reads them into private memory backed by
   // 2 MiB pages where the kernel allows (decode streams every weight each token, and from the
   // file's 4 KiB-page map it was 6-9% slower); true (--mmap) keeps the file's memory map, which
-  // processes on one machine share and which reads nothing until used.
+  // processes on one machine share and which reads nothing until used. Weights larger than nine
+  // tenths of available memory are mapped whatever this says (a copy would not fit).
   bool mmap_weights = false;
   int64_t max_context = 0;            // 0: the model's context length
   // The disk tier: KV blocks evicted from memory are written under this folder (created when

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <optional>
@@ -31,8 +32,8 @@ namespace reprise {
 
 namespace {
 
-// The default KV budget: 30% of available memory, at most 4 GiB.
-size_t DefaultKvBudget() {
+// MemAvailable in bytes; 0 where /proc/meminfo does not say.
+size_t AvailableMemory() {
   size_t available_kib = 0;
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
@@ -41,8 +42,31 @@ size_t DefaultKvBudget() {
   while (meminfo >> key >> value >> unit) {
     if (key == "MemAvailable:") available_kib = value;
   }
-  size_t budget = available_kib == 0 ? (size_t{1} << 30) : available_kib * 1024 / 10 * 3;
+  return available_kib * 1024;
+}
+
+// The default KV budget: 30% of available memory, at most 4 GiB.
+size_t DefaultKvBudget() {
+  const size_t available = AvailableMemory();
+  size_t budget = available == 0 ? (size_t{1} << 30) : available / 10 * 3;
   return std::min(budget, size_t{4} << 30);
+}
+
+// The bytes of a model path: the GGUF file, or a folder's safetensors files.
+size_t ModelFileBytes(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(path, error)) {
+    const auto size = fs::file_size(path, error);
+    return error ? 0 : static_cast<size_t>(size);
+  }
+  size_t total = 0;
+  for (const auto& entry : fs::directory_iterator(path, error)) {
+    if (entry.path().extension() == ".safetensors" && entry.is_regular_file(error)) {
+      total += static_cast<size_t>(entry.file_size(error));
+    }
+  }
+  return total;
 }
 
 std::optional<PrefillOrder> FindSchedulePolicy(const std::string& name) {
@@ -87,14 +111,24 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
                             kEvictionPolicyNames));
   }
 
+  // A private copy must fit in memory (the kernel would kill the process, not fail a call):
+  // weights larger than nine tenths of what is available stay in the file's map, which pages.
+  bool mapped = config_.mmap_weights;
+  const size_t file_bytes = ModelFileBytes(config_.model_path);
+  const size_t available = AvailableMemory();
+  if (!mapped && available > 0 && file_bytes > available / 10 * 9) {
+    spdlog::warn("weights ({}) exceed nine tenths of available memory ({}): mapped from the file",
+                 FormatByteSize(file_bytes), FormatByteSize(available));
+    mapped = true;
+  }
   const auto load_start = std::chrono::steady_clock::now();
   model_ = Model::Load(config_.model_path,
-                       config_.mmap_weights ? FileResidence::kMapped : FileResidence::kPrivateCopy);
+                       mapped ? FileResidence::kMapped : FileResidence::kPrivateCopy);
   size_t weight_bytes = 0;
   for (const gguf::TensorInfo& tensor : model_->file().tensors()) weight_bytes += tensor.num_bytes;
   spdlog::info(
       "weights: {} {} in {:.2f} s", FormatByteSize(weight_bytes),
-      config_.mmap_weights ? "mapped from the file" : "read into huge-page memory",
+      mapped ? "mapped from the file" : "read into huge-page memory",
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));
   chat_template_.emplace(ChatTemplate::Resolve(config_.chat_template, *tokenizer_));
