@@ -12,6 +12,15 @@
 
 namespace reprise::cli {
 
+void AddMmapFlags(CLI::App& command, std::function<void(bool)> set) {
+  command.add_flag_callback(
+      "--mmap", [set] { set(true); },
+      "Keep the weights in the model file's memory map (shared by processes, read when used) "
+      "instead of reading them into huge-page memory, where decode runs faster");
+  command.add_flag_callback(
+      "--no-mmap", [set] { set(false); }, "Read the weights into huge-page memory (the default)");
+}
+
 sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

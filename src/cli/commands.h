@@ -24,6 +24,10 @@ using CommandAction = std::function<int()>;
 // by a handler in a random thread, and ignores SIGPIPE (a client that hangs up must not kill
 // us). Returns the set to wait on.
 sigset_t BlockStopSignals();
+// --mmap and --no-mmap on a command that runs the engine (EngineConfig::mmap_weights): `set`
+// receives true for --mmap, false for --no-mmap. One wording for serve, generate and bench.
+void AddMmapFlags(CLI::App& command, std::function<void(bool)> set);
+
 void RegisterGenerateCommand(CLI::App& app, CommandAction& run);
 void RegisterTokenizeCommand(CLI::App& app, CommandAction& run);
 void RegisterTemplateCommand(CLI::App& app, CommandAction& run);

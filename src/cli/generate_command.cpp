@@ -147,12 +147,7 @@ void RegisterGenerateCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--kv-disk-size", options->kv_disk_size,
                       "size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
   command->add_option("--kv-type", options->kv_type, "f16 or f32");
-  command->add_flag_callback(
-      "--mmap", [options] { options->mmap_weights = true; },
-      "keep the weights in the model file's memory map instead of huge-page memory");
-  command->add_flag_callback(
-      "--no-mmap", [options] { options->mmap_weights = false; },
-      "read the weights into huge-page memory (the default)");
+  AddMmapFlags(*command, [options](bool mmap) { options->mmap_weights = mmap; });
   command->add_option("--max-batch-tokens", options->max_batch_tokens)->check(CLI::PositiveNumber);
   command->add_option("-t,--threads", options->threads, "kernel threads (0 = all cores)");
   command->add_flag("!--no-echo", options->echo, "do not print the prompt before the output");

@@ -257,13 +257,7 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
           "-t,--threads", [flags](const int& v) { flags->threads = v; },
           "Kernel threads (0: every core)")
       ->default_str(std::to_string(defaults.threads));
-  command->add_flag_callback(
-      "--mmap", [flags] { flags->mmap_weights = true; },
-      "Keep the weights in the model file's memory map (shared by processes, read when used) "
-      "instead of reading them into huge-page memory, where decode runs faster");
-  command->add_flag_callback(
-      "--no-mmap", [flags] { flags->mmap_weights = false; },
-      "Read the weights into huge-page memory (the default)");
+  AddMmapFlags(*command, [flags](bool mmap) { flags->mmap_weights = mmap; });
   command
       ->add_option_function<int64_t>(
           "--max-context", [flags](const int64_t& v) { flags->max_context = v; },
