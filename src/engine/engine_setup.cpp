@@ -124,10 +124,8 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   const auto load_start = std::chrono::steady_clock::now();
   model_ = Model::Load(config_.model_path,
                        mapped ? FileResidence::kMapped : FileResidence::kPrivateCopy);
-  size_t weight_bytes = 0;
-  for (const gguf::TensorInfo& tensor : model_->file().tensors()) weight_bytes += tensor.num_bytes;
   spdlog::info(
-      "weights: {} {} in {:.2f} s", FormatByteSize(weight_bytes),
+      "model files: {} {} in {:.2f} s", FormatByteSize(file_bytes),
       mapped ? "mapped from the file" : "read into huge-page memory",
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::FromGguf(model_->file()));

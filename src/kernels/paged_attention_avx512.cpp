@@ -235,7 +235,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       const uint8_t* next_k = has_next ? kv.Plane(block_table[b + 1], layer, 0, kv_head) : nullptr;
       const uint8_t* next_v = has_next ? kv.Plane(block_table[b + 1], layer, 1, kv_head) : nullptr;
       if (has_next && stage_keys) {
-        PrefetchBlockPlanes(kv, block_table[b + 1], layer, kv_head, row_bytes * block_size);
+        PrefetchBlockPlanes(next_k, next_v, row_bytes * block_size);
       }
       for (int j0 = 0; j0 < max_filled; j0 += 16) {
         const int count = std::min(16, max_filled - j0);
@@ -265,20 +265,16 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
             }
           }
         };
-        NoLines no_lines;
         if (stage_keys) {
+          NoLines no_lines;
           score_rows([&](int d) { return _mm512_load_ps(kt[d]); }, no_lines);
         } else {
-          // By value: the loop then keeps them in registers.
+          // Captured by value: the loop then keeps them in registers.
           auto stored_keys = [k_plane, column_bytes, j0, store_mask](int d) {
             return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask);
           };
-          if (has_next) {
-            NextBlockLines<16, KvElementBytes(kType)> next_lines(next_k, next_v, j0, head_dim);
-            score_rows(stored_keys, next_lines);
-          } else {
-            score_rows(stored_keys, no_lines);
-          }
+          ScoreStoredKeys<16, KvElementBytes(kType)>(score_rows, stored_keys, next_k, next_v, j0,
+                                                     head_dim);
         }
       }
     }

@@ -65,14 +65,11 @@ struct AttentionRows {
   int filled[kMaxAttentionRows];  // [num_rows] in the current block (EnterBlock)
 };
 
-// Asks for `block`'s K and V planes of (layer, kv_head), `plane_bytes` each, into L2 ahead of
-// their use. Into L2, not L1: a prefetch into L1 holds one of the core's few L1 miss buffers until
-// its line arrives from memory, and a block's 64 of them left the kernel's own loads waiting for
-// buffers (decode attention after 2,048 positions, one Zen 4 thread: 5.5 -> 4.7 ms).
-inline void PrefetchBlockPlanes(const PagedKv& kv, int32_t block, int layer, int kv_head,
-                                size_t plane_bytes) {
-  const uint8_t* k = kv.Plane(block, layer, 0, kv_head);
-  const uint8_t* v = kv.Plane(block, layer, 1, kv_head);
+// Asks for a block's K and V planes (of one layer and KV head), `plane_bytes` each, into L2
+// ahead of their use. Into L2, not L1: a prefetch into L1 holds one of the core's few L1 miss
+// buffers until its line arrives from memory, and a block's 64 of them left the kernel's own loads
+// waiting for buffers (decode attention after 2,048 positions, one Zen 4 thread: 5.5 -> 4.7 ms).
+inline void PrefetchBlockPlanes(const uint8_t* k, const uint8_t* v, size_t plane_bytes) {
   for (size_t line = 0; line < plane_bytes; line += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(k + line), _MM_HINT_T1);
     _mm_prefetch(reinterpret_cast<const char*>(v + line), _MM_HINT_T1);
@@ -112,6 +109,21 @@ class NextBlockLines {
 struct NoLines {
   void operator()() const {}
 };
+
+// score_rows(keys, each_pair) for the chunk of kLanes slots from j0 of a single row tile, whose
+// keys come straight from storage: asking for the chunk's share of the next block's lines where
+// there is a next block (next_k and next_v not null), nothing otherwise.
+template <int kLanes, size_t kElementBytes, typename ScoreRows, typename Keys>
+inline void ScoreStoredKeys(const ScoreRows& score_rows, const Keys& keys, const uint8_t* next_k,
+                            const uint8_t* next_v, int j0, int head_dim) {
+  if (next_k != nullptr) {
+    NextBlockLines<kLanes, kElementBytes> next_lines(next_k, next_v, j0, head_dim);
+    score_rows(keys, next_lines);
+  } else {
+    NoLines no_lines;
+    score_rows(keys, no_lines);
+  }
+}
 
 // Which of a run's KV blocks one kernel call reads, and what it leaves in its out rows: blocks
 // [first_block, end_block) of the table (clipped to those the run reaches). With `max` null the
