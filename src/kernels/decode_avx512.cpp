@@ -28,19 +28,16 @@ constexpr int kDecodeRowTile = 4;  // the driver's quant_row_tile
 struct Q4KSpan {
   using Block = BlockQ4_K;
   static constexpr int64_t kBlockElements = kQkK;
-  static constexpr bool kPairedCodes = true;
-  // Chunks 2 pair and 2 pair + 1: one 64-byte read of packed nibbles, [lo_a lo_b] and [hi_a hi_b]
-  // regrouped into [lo_a hi_a] and [lo_b hi_b].
-  static void PairCodes(const Block* b, int pair, __m512i (&codes)[2]) {
-    const __m512i bytes = _mm512_loadu_si512(b->qs + 64 * pair);
-    const __m512i low_mask = _mm512_set1_epi8(0x0F);
-    const __m512i low = _mm512_and_si512(bytes, low_mask);
-    const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_mask);
-    codes[0] = _mm512_shuffle_i64x2(low, high, 0x44);  // low lanes 0-1, high lanes 0-1
-    codes[1] = _mm512_shuffle_i64x2(low, high, 0xEE);  // low lanes 2-3, high lanes 2-3
-  }
-  static __m512 Scales(const Block* b, int /*blocks*/, float* mins) {
-    return KGroupScales(b->scales, b->d, b->dmin, mins);
+  static constexpr bool kPairedCodes = false;
+  // Chunk `quarter`: its 32 packed bytes read into both halves, the low nibbles kept in the
+  // first and the high ones in the second. A load broadcast takes no shuffle port, where one
+  // 64-byte read regrouped by two shuffles per pair of chunks took two of it (the shuffle port
+  // was the tile's busiest on an Intel core).
+  static __m512i Codes(const Block* b, int quarter) {
+    const __m512i bytes = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * quarter)));
+    return _mm512_and_si512(_mm512_srlv_epi64(bytes, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)),
+                            _mm512_set1_epi8(0x0F));
   }
 };
 
@@ -48,9 +45,6 @@ struct Q5KSpan {
   using Block = BlockQ5_K;
   static constexpr int64_t kBlockElements = kQkK;
   static constexpr bool kPairedCodes = true;
-  static __m512 Scales(const Block* b, int /*blocks*/, float* mins) {
-    return KGroupScales(b->scales, b->d, b->dmin, mins);
-  }
   // Q4KSpan::PairCodes plus the fifth bits: sub-block j takes bit j of qh[l] as its element l's
   // bit 4 (chunk q holds sub-blocks 2q and 2q + 1).
   static void PairCodes(const Block* b, int pair, __m512i (&codes)[2]) {
@@ -155,14 +149,22 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
     const __mmask16 groups =
         n == kSpan ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n / 16)) - 1);
     const __m512 x_scales = _mm512_maskz_loadu_ps(groups, xd + c / 16);
-    __m512 folded[NR];  // w_scale * x_scale per 16-group of the span
-    for (int r = 0; r < NR; ++r) {
-      float* row_mins = nullptr;
-      if constexpr (kMins) row_mins = mins[r] + c / 32;
-      folded[r] =
-          _mm512_maskz_mul_ps(groups, Span::Scales(rows[r] + first, blocks, row_mins), x_scales);
+    __m512 folded[NR];      // w_scale * x_scale per 16-group of the span
+    if constexpr (kMins) {  // Q4_K, Q5_K: every row's scales unpacked at once
+      const Block* span_blocks[NR];
+      float* span_mins[NR];
+      for (int r = 0; r < NR; ++r) {
+        span_blocks[r] = rows[r] + first;
+        span_mins[r] = mins[r] + c / 32;
+      }
+      KGroupScalesOfRows(span_blocks, folded, span_mins);
+      for (int r = 0; r < NR; ++r) folded[r] = _mm512_maskz_mul_ps(groups, folded[r], x_scales);
+    } else {
+      for (int r = 0; r < NR; ++r) {
+        folded[r] =
+            _mm512_maskz_mul_ps(groups, Span::Scales(rows[r] + first, blocks, nullptr), x_scales);
+      }
     }
-    // One chunk of 64 columns (or the masked last block of 32) of the span, for every row.
     // One chunk of 64 columns (or the masked last block of 32) of the span, for every row, with
     // row r's codes from codes_of(r).
     auto chunk = [&](int quarter, bool whole, auto codes_of) {
