@@ -122,6 +122,47 @@ struct LegacySpan {
   }
 };
 
+// Q4_0: LegacySpan's values, read with fewer shuffles (the port that limited it on an Intel
+// core). The span's eight d come from one two-register word permute of its first 128 bytes
+// (block i's d is word 9 i), where eight word inserts took that port eight times; a chunk's codes
+// are its two blocks' 16 packed bytes, each broadcast into two 128-bit lanes as part of a load,
+// with the odd lanes shifted down to their high nibbles.
+struct Q40Span {
+  using Block = BlockQ4_0;
+  static constexpr int64_t kBlockElements = kQk;
+  static constexpr bool kPairedCodes = false;
+  static __m512 Scales(const Block* b, int blocks, float* /*mins*/) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(b);
+    __m512i low, high;
+    if (blocks == 8) {
+      low = _mm512_loadu_si512(bytes);
+      high = _mm512_loadu_si512(bytes + 64);
+    } else {  // +0 past the row's last block, and no read past it
+      const int valid = blocks * static_cast<int>(sizeof(Block));
+      const auto first = [](int n) {
+        return n <= 0 ? __mmask64{0} : n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+      };
+      low = _mm512_maskz_loadu_epi8(first(valid), bytes);
+      high = _mm512_maskz_loadu_epi8(first(valid - 64), bytes + 64);
+    }
+    const __m512i each_twice = _mm512_zextsi256_si512(
+        _mm256_setr_epi16(0, 0, 9, 9, 18, 18, 27, 27, 36, 36, 45, 45, 54, 54, 63, 63));
+    return _mm512_cvtph_ps(
+        _mm512_castsi512_si256(_mm512_permutex2var_epi16(low, each_twice, high)));
+  }
+  static __m512i Codes(const Block* b, int quarter) {
+    const Block* pair = b + 2 * quarter;
+    const __m512i packed = _mm512_mask_broadcast_i32x4(
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pair[0].qs))),
+        0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(pair[1].qs)));
+    return _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
+                            _mm512_set1_epi8(0x0F));
+  }
+  static __m512i LastBlockCodes(const Block* b, int quarter) {
+    return _mm512_zextsi256_si512(LegacyBlockCodes(b[2 * quarter]));
+  }
+};
+
 template <int NR, bool kZeroPoint, typename Span>
 void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
                  int64_t /*y_stride*/) {
@@ -231,6 +272,7 @@ const DecodeVariants* DecodeVariantsFor(WeightType type) {
   static constexpr DecodeVariants kQ6K = DecodeRowVariants<true, Q6KSpan>(Rows());
   static constexpr DecodeVariants kQ8 = DecodeRowVariants<true, LegacySpan<BlockQ8_0>>(Rows());
   static constexpr DecodeVariants kQ5 = DecodeRowVariants<true, LegacySpan<BlockQ5_0>>(Rows());
+  static constexpr DecodeVariants kQ40 = DecodeRowVariants<true, Q40Span>(Rows());
   switch (type) {
     case WeightType::kQ4_K:
       return &kQ4K;
@@ -242,6 +284,8 @@ const DecodeVariants* DecodeVariantsFor(WeightType type) {
       return &kQ8;
     case WeightType::kQ5_0:
       return &kQ5;
+    case WeightType::kQ4_0:
+      return &kQ40;
     default:  // Q4_0 included: the general tile measured faster (19.0 vs 17.3 GB/s, one thread)
       return nullptr;
   }
