@@ -1,16 +1,19 @@
 // One-token decode tiles for AVX-512: rows read straight from their stored blocks (Q4_K, Q5_K,
-// Q6_K, Q8_0, Q5_0), with the lane arithmetic of the general tiles (matmul_avx512.cpp), so the same
-// bits.
+// Q6_K, Q8_0, Q5_0, Q4_0), with the lane arithmetic of the general tiles (matmul_avx512.cpp), so
+// the same bits.
 //
 // Arranged for a single token: the columns are walked in spans of 256 (a K-quant super-block, or
 // eight blocks of 32), and each span's 16 group scales are multiplied by the token's 16 group
 // scales once per span and row, where the general tile multiplies them per chunk of 64. The
 // product is the same float (w_scale * x_scale of the lane's group); only where it is computed
-// moves. K-quant codes for two chunks come from one 64-byte read. Measured on one Zen 4 thread
-// (k = 4096, weights in L2 or streamed alike: the tiles are compute-bound there): Q4_K 16.5 ->
-// 17.9 GB/s, Q5_K 9.3 -> 19.3, Q6_K 15.5 -> 29.8, Q8_0 23.8 -> 29, Q5_0 10.0 -> 17.7.
+// moves. Measured on one Zen 4 thread (k = 4096, weights in L2 or streamed alike: the tiles are
+// compute-bound there): Q4_K 16.5 -> 17.9 GB/s, Q5_K 9.3 -> 19.3, Q6_K 15.5 -> 29.8, Q8_0 23.8 ->
+// 29, Q5_0 10.0 -> 17.7. On an Intel core (Emerald Rapids) the shuffle port and scalar scale
+// unpacking limited them; see KGroupScalesOfRows and NibbleSpan.
 #include <algorithm>
 #include <array>
+#include <cstddef>
+#include <cstring>
 #include <utility>
 
 #include "kernels/quant_reads_avx512.h"
@@ -122,41 +125,72 @@ struct LegacySpan {
   }
 };
 
-// Q4_0: LegacySpan's values, read with fewer shuffles (the port that limited it on an Intel
-// core). The span's eight d come from one two-register word permute of its first 128 bytes
-// (block i's d is word 9 i), where eight word inserts took that port eight times; a chunk's codes
-// are its two blocks' 16 packed bytes, each broadcast into two 128-bit lanes as part of a load,
-// with the odd lanes shifted down to their high nibbles.
-struct Q40Span {
-  using Block = BlockQ4_0;
+// Q4_0 and Q5_0: LegacySpan's values, read with fewer shuffles (the port that limited these
+// tiles on an Intel core). The span's eight d come from word permutes of its bytes (block i's d
+// is at byte i * sizeof(Block)): one for Q4_0, whose eight d lie in the first 128 bytes, two and
+// a blend for Q5_0, where eight word inserts took that port eight times. A chunk's codes are its
+// two blocks' 16 packed bytes, each broadcast into two 128-bit lanes as part of a load, with the
+// odd lanes shifted down to their high nibbles (Q5_0: plus the fifth bits from qh).
+template <typename BlockT>
+struct NibbleSpan {
+  using Block = BlockT;
   static constexpr int64_t kBlockElements = kQk;
   static constexpr bool kPairedCodes = false;
+  static constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_0>;
+  static constexpr int kSpanBytes = 8 * static_cast<int>(sizeof(Block));
+  static constexpr short kWords = sizeof(Block) / 2;  // block i's d is word kWords * i
+  static_assert(offsetof(Block, d) == 0 && sizeof(Block) % 2 == 0 && kSpanBytes <= 192);
+
+  // Bytes [64 part, 64 part + 64) of a span whose first `valid` bytes are its blocks: none read
+  // past them (a row's last span ends the matrix), +0 in their place.
+  static __m512i SpanBytes(const uint8_t* bytes, int part, int valid) {
+    const int n = valid - 64 * part;
+    if (n >= 64) return _mm512_loadu_si512(bytes + 64 * part);
+    const __mmask64 mask = n <= 0 ? __mmask64{0} : (__mmask64{1} << n) - 1;
+    return _mm512_maskz_loadu_epi8(mask, bytes + 64 * part);
+  }
   static __m512 Scales(const Block* b, int blocks, float* /*mins*/) {
     const auto* bytes = reinterpret_cast<const uint8_t*>(b);
-    __m512i low, high;
-    if (blocks == 8) {
-      low = _mm512_loadu_si512(bytes);
-      high = _mm512_loadu_si512(bytes + 64);
-    } else {  // +0 past the row's last block, and no read past it
-      const int valid = blocks * static_cast<int>(sizeof(Block));
-      const auto first = [](int n) {
-        return n <= 0 ? __mmask64{0} : n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
-      };
-      low = _mm512_maskz_loadu_epi8(first(valid), bytes);
-      high = _mm512_maskz_loadu_epi8(first(valid - 64), bytes + 64);
+    const int valid = blocks * static_cast<int>(sizeof(Block));
+    // Word j of the result: block j / 2's d, from words [32 base, 32 base + 64) of the span.
+    const auto each_twice = [](short base) {
+      const auto w = [&](short i) { return static_cast<short>(kWords * i - 32 * base); };
+      return _mm512_zextsi256_si512(_mm256_setr_epi16(w(0), w(0), w(1), w(1), w(2), w(2), w(3),
+                                                      w(3), w(4), w(4), w(5), w(5), w(6), w(6),
+                                                      w(7), w(7)));
+    };
+    if (blocks == 8) return HalvesOfSpan(bytes, each_twice, kSpanBytes);  // constant masks
+    return HalvesOfSpan(bytes, each_twice, valid);
+  }
+  template <typename EachTwice>
+  static __m512 HalvesOfSpan(const uint8_t* bytes, const EachTwice& each_twice, int valid) {
+    const __m512i low = SpanBytes(bytes, 0, valid), middle = SpanBytes(bytes, 1, valid);
+    __m512i halves = _mm512_permutex2var_epi16(low, each_twice(0), middle);
+    if constexpr (7 * sizeof(Block) + 2 > 128) {
+      // Blocks whose d lies past byte 127 (Q5_0: blocks 6 and 7) from the second permute.
+      static_assert(kWords * 5 < 64 && kWords * 6 >= 64 && kWords * 7 < 96);
+      const __m512i high = SpanBytes(bytes, 2, valid);
+      halves = _mm512_mask_blend_epi16(0xF000, halves,
+                                       _mm512_permutex2var_epi16(middle, each_twice(1), high));
     }
-    const __m512i each_twice = _mm512_zextsi256_si512(
-        _mm256_setr_epi16(0, 0, 9, 9, 18, 18, 27, 27, 36, 36, 45, 45, 54, 54, 63, 63));
-    return _mm512_cvtph_ps(
-        _mm512_castsi512_si256(_mm512_permutex2var_epi16(low, each_twice, high)));
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(halves));
   }
   static __m512i Codes(const Block* b, int quarter) {
     const Block* pair = b + 2 * quarter;
     const __m512i packed = _mm512_mask_broadcast_i32x4(
         _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pair[0].qs))),
         0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(pair[1].qs)));
-    return _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
-                            _mm512_set1_epi8(0x0F));
+    const __m512i nibbles =
+        _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
+                         _mm512_set1_epi8(0x0F));
+    if constexpr (kFifthBit) {  // bit j of qh is element j's bit 4
+      uint32_t high[2];
+      std::memcpy(&high[0], pair[0].qh, sizeof(uint32_t));
+      std::memcpy(&high[1], pair[1].qh, sizeof(uint32_t));
+      const __mmask64 bits = high[0] | static_cast<uint64_t>(high[1]) << 32;
+      return _mm512_mask_add_epi8(nibbles, bits, nibbles, _mm512_set1_epi8(0x10));
+    }
+    return nibbles;
   }
   static __m512i LastBlockCodes(const Block* b, int quarter) {
     return _mm512_zextsi256_si512(LegacyBlockCodes(b[2 * quarter]));
@@ -271,8 +305,8 @@ const DecodeVariants* DecodeVariantsFor(WeightType type) {
   static constexpr DecodeVariants kQ5K = DecodeRowVariants<false, Q5KSpan>(Rows());
   static constexpr DecodeVariants kQ6K = DecodeRowVariants<true, Q6KSpan>(Rows());
   static constexpr DecodeVariants kQ8 = DecodeRowVariants<true, LegacySpan<BlockQ8_0>>(Rows());
-  static constexpr DecodeVariants kQ5 = DecodeRowVariants<true, LegacySpan<BlockQ5_0>>(Rows());
-  static constexpr DecodeVariants kQ40 = DecodeRowVariants<true, Q40Span>(Rows());
+  static constexpr DecodeVariants kQ5 = DecodeRowVariants<true, NibbleSpan<BlockQ5_0>>(Rows());
+  static constexpr DecodeVariants kQ40 = DecodeRowVariants<true, NibbleSpan<BlockQ4_0>>(Rows());
   switch (type) {
     case WeightType::kQ4_K:
       return &kQ4K;

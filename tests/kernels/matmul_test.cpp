@@ -122,31 +122,38 @@ TEST(KernelMatMulTest, FloatColumnsWithTail) {
 TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : kAllTypes) {
-      // 544 = one full 512-column segment of the decode tiles plus a lone block of 32.
-      const bool fused_legacy = type == WeightType::kQ8_0 || type == WeightType::kQ4_0;
-      const int64_t cols = testing::IsKQuant(type) ? 768 : (fused_legacy ? 544 : 96);
-      for (int64_t rows : {int64_t{5}, int64_t{67}}) {
-        TestWeights w(type, rows, cols, 103);
-        std::vector<float> x = RandomValues(64 * cols, 203, 2.0f);
-        // Each token alone, one thread.
-        std::vector<float> alone(64 * rows);
-        {
-          ThreadPool pool(1);
-          for (int64_t t = 0; t < 64; ++t) {
-            MatMulOnTarget(target, w.view, x.data() + t * cols, 1, alone.data() + t * rows, pool);
+      // Legacy types with one-token tiles: 544 = one full 512-column segment (two spans of the
+      // decode tiles) plus a lone block of 32; 608 = the same plus three blocks (a span's last
+      // blocks read with masks, and its lone last block).
+      const bool fused_legacy =
+          type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ5_0;
+      std::vector<int64_t> widths{testing::IsKQuant(type) ? 768 : 96};
+      if (fused_legacy) widths = {544, 608};
+      for (int64_t cols : widths) {
+        for (int64_t rows : {int64_t{5}, int64_t{67}}) {
+          TestWeights w(type, rows, cols, 103);
+          std::vector<float> x = RandomValues(64 * cols, 203, 2.0f);
+          // Each token alone, one thread.
+          std::vector<float> alone(64 * rows);
+          {
+            ThreadPool pool(1);
+            for (int64_t t = 0; t < 64; ++t) {
+              MatMulOnTarget(target, w.view, x.data() + t * cols, 1, alone.data() + t * rows, pool);
+            }
           }
-        }
-        for (int threads : {1, 2, 3}) {
-          ThreadPool pool(threads);
-          for (int64_t batch : {1, 2, 3, 5, 8, 17, 64}) {
-            // Batches start at an offset so a token sits at a different place in each.
-            for (int64_t start : {int64_t{0}, int64_t{64} - batch}) {
-              std::vector<float> y(batch * rows);
-              MatMulOnTarget(target, w.view, x.data() + start * cols, batch, y.data(), pool);
-              ASSERT_EQ(
-                  std::memcmp(y.data(), alone.data() + start * rows, y.size() * sizeof(float)), 0)
-                  << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
-                  << " batch " << batch << " start " << start << " threads " << threads;
+          for (int threads : {1, 2, 3}) {
+            ThreadPool pool(threads);
+            for (int64_t batch : {1, 2, 3, 5, 8, 17, 64}) {
+              // Batches start at an offset so a token sits at a different place in each.
+              for (int64_t start : {int64_t{0}, int64_t{64} - batch}) {
+                std::vector<float> y(batch * rows);
+                MatMulOnTarget(target, w.view, x.data() + start * cols, batch, y.data(), pool);
+                ASSERT_EQ(
+                    std::memcmp(y.data(), alone.data() + start * rows, y.size() * sizeof(float)), 0)
+                    << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
+                    << " cols " << cols << " batch " << batch << " start " << start << " threads "
+                    << threads;
+              }
             }
           }
         }
