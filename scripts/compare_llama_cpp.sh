@@ -98,9 +98,11 @@ llama = {}
 for test in json.load(open(f"{work}/llama-bench.json")):
     llama["tg" if test["n_gen"] > 0 else "pp"] = test["avg_ts"]
 def figure(workload, prefix):
-    # The figure at the prompt length nearest llama-bench's pp (prefill_512_tok_s, decode_512_...).
+    # The tok/s figure at the prompt length nearest llama-bench's pp (prefill_512_tok_s,
+    # decode_512_tok_s; not decode_512_read_share, a share of the read peak).
     figures = json.load(open(f"{work}/reprise-{workload}.json"))["workloads"][0]["figures"]
-    keys = [k for k in figures if k.startswith(prefix) and k.split("_")[1].isdigit()]
+    keys = [k for k in figures
+            if k.startswith(prefix) and k.split("_")[1].isdigit() and k.endswith("_tok_s")]
     return figures[min(keys, key=lambda k: abs(int(k.split("_")[1]) - pp))] if keys else None
 print(f"{'kernels (tok/s)':<50}{'llama.cpp':>10}{'reprise':>10}  reprise / llama.cpp")
 for test, ours, theirs in ((f"pp{pp} vs", figure("prefill", "prefill_"), llama.get("pp")),
