@@ -278,7 +278,13 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         }
       }
     }
-    // Softmax bookkeeping over the row's positions in the span, then values block by block.
+    // Softmax bookkeeping over the row's positions in the span, then values block by block:
+    // first each row's new max, then the corrections exp(old max - new max) of 16 rows per
+    // ExpNonPositive (the same lane operations as one row's, so the same values; one row at a
+    // time, each waited on its own exp's dependency chain), then each row's probabilities and
+    // sum.
+    float span_max[kMaxAttentionRows];
+    alignas(64) float corrections[kMaxAttentionRows + 16];
     for (int r = first_row; r < num_rows; ++r) {
       const int n = std::min(span_length, state.positions[r] - span_start);
       const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -287,9 +293,19 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         maxes =
             _mm512_max_ps(maxes, _mm512_mask_loadu_ps(minus_inf, ChunkMask(n, j), scores[r] + j));
       }
-      const float new_max = std::max(running_max[r], _mm512_reduce_max_ps(maxes));
-      const float correction =
-          _mm512_cvtss_f32(ExpNonPositive(_mm512_set1_ps(running_max[r] - new_max)));
+      span_max[r] = std::max(running_max[r], _mm512_reduce_max_ps(maxes));
+    }
+    for (int r = first_row; r < num_rows; r += 16) {
+      const __mmask16 mask = ChunkMask(num_rows - r, 0);
+      const __m512 old_max = _mm512_maskz_loadu_ps(mask, running_max + r);
+      const __m512 new_max = _mm512_maskz_loadu_ps(mask, span_max + r);
+      _mm512_store_ps(corrections + (r - first_row),
+                      ExpNonPositive(_mm512_maskz_sub_ps(mask, old_max, new_max)));
+    }
+    for (int r = first_row; r < num_rows; ++r) {
+      const int n = std::min(span_length, state.positions[r] - span_start);
+      const float new_max = span_max[r];
+      const float correction = corrections[r - first_row];
       // The span's probabilities summed lane-wise over its 16-slot chunks, then by the fixed
       // tree of HorizontalSum.
       const __m512 max = _mm512_set1_ps(new_max);
