@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
-#include <cstring>
 #include <utility>
 
 #include "kernels/quant_reads_avx512.h"
@@ -128,15 +127,13 @@ struct LegacySpan {
 // Q4_0 and Q5_0: LegacySpan's values, read with fewer shuffles (the port that limited these
 // tiles on an Intel core). The span's eight d come from word permutes of its bytes (block i's d
 // is at byte i * sizeof(Block)): one for Q4_0, whose eight d lie in the first 128 bytes, two and
-// a blend for Q5_0, where eight word inserts took that port eight times. A chunk's codes are its
-// two blocks' 16 packed bytes, each broadcast into two 128-bit lanes as part of a load, with the
-// odd lanes shifted down to their high nibbles (Q5_0: plus the fifth bits from qh).
+// a blend for Q5_0, where eight word inserts took that port eight times. A chunk's codes are
+// LegacyPairCodes'.
 template <typename BlockT>
 struct NibbleSpan {
   using Block = BlockT;
   static constexpr int64_t kBlockElements = kQk;
   static constexpr bool kPairedCodes = false;
-  static constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_0>;
   static constexpr int kSpanBytes = 8 * static_cast<int>(sizeof(Block));
   static constexpr short kWords = sizeof(Block) / 2;  // block i's d is word kWords * i
   static_assert(offsetof(Block, d) == 0 && sizeof(Block) % 2 == 0 && kSpanBytes <= 192);
@@ -175,23 +172,7 @@ struct NibbleSpan {
     }
     return _mm512_cvtph_ps(_mm512_castsi512_si256(halves));
   }
-  static __m512i Codes(const Block* b, int quarter) {
-    const Block* pair = b + 2 * quarter;
-    const __m512i packed = _mm512_mask_broadcast_i32x4(
-        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pair[0].qs))),
-        0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(pair[1].qs)));
-    const __m512i nibbles =
-        _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
-                         _mm512_set1_epi8(0x0F));
-    if constexpr (kFifthBit) {  // bit j of qh is element j's bit 4
-      uint32_t high[2];
-      std::memcpy(&high[0], pair[0].qh, sizeof(uint32_t));
-      std::memcpy(&high[1], pair[1].qh, sizeof(uint32_t));
-      const __mmask64 bits = high[0] | static_cast<uint64_t>(high[1]) << 32;
-      return _mm512_mask_add_epi8(nibbles, bits, nibbles, _mm512_set1_epi8(0x10));
-    }
-    return nibbles;
-  }
+  static __m512i Codes(const Block* b, int quarter) { return LegacyPairCodes(b + 2 * quarter); }
   static __m512i LastBlockCodes(const Block* b, int quarter) {
     return _mm512_zextsi256_si512(LegacyBlockCodes(b[2 * quarter]));
   }

@@ -135,13 +135,13 @@ inline __m512i LegacyPairCodes(const Block* first) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(LegacyBlockCodes(first[0])),
                               LegacyBlockCodes(first[1]), 1);
   } else {
-    // Both blocks' packed bytes in every other 128-bit lane, [qs0 qs0 qs1 qs1]; shifting the
-    // odd lanes by 4 brings the high nibbles down: [low0 high0 low1 high1] after the mask.
-    const __m256i packed = _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first[0].qs))),
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(first[1].qs)), 1);
-    const __m512i spread = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
-                                                    _mm512_castsi256_si512(packed));
+    // Both blocks' packed bytes in every other 128-bit lane, [qs0 qs0 qs1 qs1], each broadcast
+    // as part of its load (no shuffle port: an insert and a qword permute there limited the
+    // one-token tiles on Intel cores); shifting the odd lanes by 4 brings the high nibbles down:
+    // [low0 high0 low1 high1] after the mask.
+    const __m512i spread = _mm512_mask_broadcast_i32x4(
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first[0].qs))),
+        0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(first[1].qs)));
     const __m512i shifted = _mm512_srlv_epi64(spread, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
     const __m512i nibbles = _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
     if constexpr (std::is_same_v<Block, BlockQ5_0>) {  // bit j of qh is element j's bit 4
