@@ -47,8 +47,10 @@ struct Q5KSpan {
   using Block = BlockQ5_K;
   static constexpr int64_t kBlockElements = kQkK;
   static constexpr bool kPairedCodes = true;
-  // Q4KSpan::PairCodes plus the fifth bits: sub-block j takes bit j of qh[l] as its element l's
-  // bit 4 (chunk q holds sub-blocks 2q and 2q + 1).
+  // Chunks 2 pair and 2 pair + 1: one 64-byte read of packed nibbles, [lo_a lo_b] and
+  // [hi_a hi_b] regrouped into [lo_a hi_a] and [lo_b hi_b], plus the fifth bits: sub-block j
+  // takes bit j of qh[l] as its element l's bit 4 (chunk q holds sub-blocks 2q and 2q + 1). (Read
+  // per chunk as Q4KSpan reads its codes, it measured no faster.)
   static void PairCodes(const Block* b, int pair, __m512i (&codes)[2]) {
     const __m512i bytes = _mm512_loadu_si512(b->qs + 64 * pair);
     const __m512i low_mask = _mm512_set1_epi8(0x0F);
@@ -94,8 +96,8 @@ struct Q6KSpan {
   }
 };
 
-// Q8_0 / Q4_0: a span is eight blocks of 32 (fewer at a row's end); each block's d is the scale
-// of both its 16-groups. Codes as LegacySource::BlockCodes.
+// Q8_0: a span is eight blocks of 32 (fewer at a row's end); each block's d is the scale of both
+// its 16-groups. Codes as LegacySource::BlockCodes.
 template <typename BlockT>
 struct LegacySpan {
   using Block = BlockT;
