@@ -553,7 +553,8 @@ void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w
 void QuantTileRaw(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0, int nr,
                   float* y, int64_t y_stride) {
   if (mt == 1) {
-    const QuantTileRawFn decode = DecodeTileAvx512(w.type, nr);
+    static const NibbleSplit split = BestNibbleSplit();  // the CPU's, found once
+    const QuantTileRawFn decode = DecodeTileAvx512(w.type, nr, split);
     if (decode != nullptr) return decode(x, t0, w, r0, y, y_stride);
   }
   const auto& variants = w.zero_point != 0 ? kQuantWithZero : kQuantWithoutZero;

@@ -94,6 +94,22 @@ void UnpackBlocksAvx512NoPrefetch(WeightType type, const void* row, int64_t firs
 // FloatsToHalves with F16C (unpack_avx2.cpp).
 void FloatsToHalvesF16c(const float* src, int64_t n, uint16_t* dst);
 
+// A one-token tile: y[r] = dot(x row t0, w row r0 + r) for its rows (see DecodeTileAvx512).
+using QuantTileRawFn = void (*)(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0,
+                                float* y, int64_t y_stride);
+
+// How a one-token AVX-512 tile splits bytes of packed 4-bit codes: by shifts and masks, or by
+// GFNI byte affine transforms (fewer operations). The same codes, so the same bits.
+enum class NibbleSplit { kShift, kGfni };
+
+// kGfni where this CPU has GFNI (every AVX-512 CPU since Ice Lake and Zen 4), else kShift.
+NibbleSplit BestNibbleSplit();
+
+// The one-token AVX-512 tile of `nr` rows (1 .. 4) for `type`, or null where the general tile
+// serves (decode_avx512.cpp). Same bits as the general tiles, whatever `split`; kGfni only where
+// BestNibbleSplit() says so.
+QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
+
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();
 const TargetKernels& Avx512Kernels();

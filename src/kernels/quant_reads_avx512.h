@@ -1,6 +1,8 @@
 // How the AVX-512 quantized tiles read weights in their stored blocks: shared by the general
-// tiles (matmul_avx512.cpp) and the one-token decode tiles (decode_avx512.cpp). Include only from
-// files compiled for AVX-512; internal to kernels/.
+// tiles (matmul_avx512.cpp) and the one-token decode tiles (decode_tiles_avx512.h). Include only
+// from files compiled for AVX-512; internal to kernels/. Internal linkage: the files that include
+// it are built with different instruction sets (decode_avx512_gfni.cpp adds GFNI), and a shared
+// copy could hand one file's instructions to another's callers.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +16,7 @@
 #include "kernels/simd.h"
 
 namespace reprise::kernels {
+namespace {
 
 // Asks for bytes [first_byte, first_byte + bytes) of matrix row `row` (nothing from
 // raw.prefetch_end on): a decode tile reads its rows side by side, so "ahead" is the same stretch
@@ -29,6 +32,26 @@ inline void PrefetchRowStretch(const RawRows& raw, int64_t row, int64_t first_by
     _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T1);
   }
 }
+
+// PrefetchRowStretch for one row, its start and whether to ask at all found once per tile rather
+// than per stretch (a multiply and compares per row and span of a one-token tile).
+class RowAhead {
+ public:
+  RowAhead() = default;
+  RowAhead(const RawRows& raw, int64_t row)
+      : start_(raw.data + static_cast<size_t>(row) * raw.row_bytes),
+        live_(row < raw.prefetch_end) {}
+  void Ask(int64_t first_byte, int64_t bytes) const {
+    const int64_t n = live_ ? bytes : 0;  // a zero-trip loop: see PrefetchRowStretch
+    for (int64_t line = 0; line < n; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(start_ + first_byte + line), _MM_HINT_T1);
+    }
+  }
+
+ private:
+  const uint8_t* start_ = nullptr;
+  bool live_ = false;
+};
 
 // The 16 group scales of a Q4_K / Q5_K super-block, [d sc0, d sc0, d sc1, d sc1, ...], and its 8
 // mins -(dmin m_j) written to `mins`: the arithmetic of UnpackBlocks, so the same values.
@@ -108,6 +131,27 @@ inline void KGroupScalesOfRows(const Block* const (&blocks)[NR], __m512 (&scales
   }
 }
 
+// Each byte of `bytes` reduced to one of its nibbles: the high one in the qwords whose bit is set
+// in kHighQwords, the low one in the others. kGfni: one GF(2) byte affine transform (a bit matrix
+// per qword; its byte 7 - i picks the input bits of output bit i); kShift: a shift and a mask.
+// The same bytes either way.
+template <NibbleSplit kSplit, int kHighQwords>
+inline __m512i NibblesOf(__m512i bytes) {
+  constexpr auto high = [](int qword) { return (kHighQwords >> qword & 1) != 0; };
+  if constexpr (kSplit == NibbleSplit::kGfni) {
+    constexpr long long kLow = 0x0102040800000000ll, kHigh = 0x1020408000000000ll;
+    constexpr auto m = [high](int qword) { return high(qword) ? kHigh : kLow; };
+    return _mm512_gf2p8affine_epi64_epi8(
+        bytes, _mm512_setr_epi64(m(0), m(1), m(2), m(3), m(4), m(5), m(6), m(7)), 0);
+  } else {
+    constexpr auto shift = [high](int qword) { return high(qword) ? 4ll : 0ll; };
+    return _mm512_and_si512(
+        _mm512_srlv_epi64(bytes, _mm512_setr_epi64(shift(0), shift(1), shift(2), shift(3), shift(4),
+                                                   shift(5), shift(6), shift(7))),
+        _mm512_set1_epi8(0x0F));
+  }
+}
+
 // The 32 codes of one Q4_0, Q5_0 or Q8_0 block as UnpackBlocks writes them (Q8_0: q + 128; Q4_0:
 // the low nibbles, then the high ones; Q5_0: those plus the fifth bits from qh).
 template <typename Block>
@@ -129,7 +173,7 @@ inline __m256i LegacyBlockCodes(const Block& block) {
   }
 }
 // The 64 codes of two whole blocks.
-template <typename Block>
+template <typename Block, NibbleSplit kSplit = NibbleSplit::kShift>
 inline __m512i LegacyPairCodes(const Block* first) {
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(LegacyBlockCodes(first[0])),
@@ -137,13 +181,12 @@ inline __m512i LegacyPairCodes(const Block* first) {
   } else {
     // Both blocks' packed bytes in every other 128-bit lane, [qs0 qs0 qs1 qs1], each broadcast
     // as part of its load (no shuffle port: an insert and a qword permute there limited the
-    // one-token tiles on Intel cores); shifting the odd lanes by 4 brings the high nibbles down:
-    // [low0 high0 low1 high1] after the mask.
+    // one-token tiles on Intel cores); the odd lanes keep their high nibbles:
+    // [low0 high0 low1 high1].
     const __m512i spread = _mm512_mask_broadcast_i32x4(
         _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first[0].qs))),
         0xFF00, _mm_loadu_si128(reinterpret_cast<const __m128i*>(first[1].qs)));
-    const __m512i shifted = _mm512_srlv_epi64(spread, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
-    const __m512i nibbles = _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F));
+    const __m512i nibbles = NibblesOf<kSplit, 0b11001100>(spread);
     if constexpr (std::is_same_v<Block, BlockQ5_0>) {  // bit j of qh is element j's bit 4
       uint32_t high[2];
       std::memcpy(&high[0], first[0].qh, sizeof(uint32_t));
@@ -171,11 +214,5 @@ inline float MinsDot(const float* wm, const float* xs, int64_t blocks) {
   return HorizontalSum(min_acc);
 }
 
-using QuantTileRawFn = void (*)(const QuantizedRows&, int64_t, const RawRows&, int64_t, float*,
-                                int64_t);
-
-// The one-token tile of `nr` rows (1 .. 4) for `type`, or null where the general tile serves
-// (decode_avx512.cpp). Same bits as the general tiles.
-QuantTileRawFn DecodeTileAvx512(WeightType type, int nr);
-
+}  // namespace
 }  // namespace reprise::kernels

@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu_target.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/unpacked.h"
 #include "test_util.h"
 
 namespace reprise::kernels {
@@ -157,6 +158,43 @@ TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// The one-token AVX-512 tiles split packed nibbles by GFNI where the CPU has it and by shifts
+// elsewhere: both must give the same bits (the row-bits test above covers the one this CPU
+// takes against the general tiles; this one the other against it).
+TEST(KernelMatMulTest, DecodeTilesSameBitsWithGfniOrShifts) {
+  if (!CpuTargetSupported(CpuTarget::kAvx512) || BestNibbleSplit() != NibbleSplit::kGfni) {
+    GTEST_SKIP() << "needs a CPU with AVX-512 and GFNI";
+  }
+  const int64_t rows = 4;
+  for (WeightType type : kAllTypes) {
+    if (DecodeTileAvx512(type, 1, NibbleSplit::kShift) == nullptr) continue;  // general tile
+    // Two full spans and a part of one where the type allows it (K-quants: whole super-blocks).
+    for (int64_t cols : {testing::IsKQuant(type) ? int64_t{768} : int64_t{608}, int64_t{4096}}) {
+      TestWeights w(type, rows, cols, 107);
+      const std::vector<float> x = RandomValues(cols, 207, 2.0f);
+      std::vector<int8_t> q(cols);
+      std::vector<float> d(cols / 16), sum(cols / 32);
+      QuantizeActivationRow(x.data(), cols, q.data(), d.data(), sum.data());
+      const QuantizedRows qx{.q = q.data(), .d = d.data(), .sum = sum.data(), .cols = cols};
+      const RawRows raw{.type = type,
+                        .data = w.bytes.data(),
+                        .row_bytes = RowBytes(type, cols),
+                        .zero_point = ZeroPoint(type),
+                        .has_min = type == WeightType::kQ4_K || type == WeightType::kQ5_K,
+                        .prefetch_rows = 0,
+                        .prefetch_end = rows};
+      for (int nr = 1; nr <= rows; ++nr) {
+        std::vector<float> by_shifts(nr), by_gfni(nr);
+        DecodeTileAvx512(type, nr, NibbleSplit::kShift)(qx, 0, raw, 0, by_shifts.data(), 1);
+        DecodeTileAvx512(type, nr, NibbleSplit::kGfni)(qx, 0, raw, 0, by_gfni.data(), 1);
+        ASSERT_EQ(std::memcmp(by_shifts.data(), by_gfni.data(), nr * sizeof(float)), 0)
+            << WeightTypeName(type) << " cols " << cols << " rows " << nr;
+        for (int r = 0; r < nr; ++r) ASSERT_TRUE(std::isfinite(by_gfni[r]));
       }
     }
   }

@@ -1,0 +1,356 @@
+// The one-token decode tiles for AVX-512 (see decode_avx512.cpp), written once over how packed
+// 4-bit codes are split (NibbleSplit): decode_avx512.cpp instantiates them with shifts,
+// decode_avx512_gfni.cpp, compiled with GFNI, with byte affine transforms. Everything here has
+// internal linkage, so neither file's code (built with its own instruction set) can stand in for
+// the other's at link time. Include only from those two files.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <utility>
+
+#include "kernels/quant_reads_avx512.h"
+
+namespace reprise::kernels {
+namespace {
+
+constexpr int64_t kSpan = 256;
+constexpr int kDecodeRowTile = 4;  // the driver's quant_row_tile
+
+// The 16 group scales of a row's span, [s0 .. s15] (one per 16 columns; +0 past the row's end),
+// and that span's codes per chunk of 64. Derived from the stored blocks; the values UnpackBlocks
+// writes.
+template <NibbleSplit kSplit>
+struct Q4KSpan {
+  using Block = BlockQ4_K;
+  static constexpr int64_t kBlockElements = kQkK;
+  static constexpr bool kPairedCodes = false;
+  // Chunk `quarter`: its 32 packed bytes read into both halves, the low nibbles kept in the
+  // first and the high ones in the second. A load broadcast takes no shuffle port, where one
+  // 64-byte read regrouped by two shuffles per pair of chunks took two of it (the shuffle port
+  // was the tile's busiest on an Intel core).
+  static __m512i Codes(const Block* b, int quarter) {
+    const __m512i bytes = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * quarter)));
+    return NibblesOf<kSplit, 0xF0>(bytes);
+  }
+};
+
+template <NibbleSplit kSplit>
+struct Q5KSpan {
+  using Block = BlockQ5_K;
+  static constexpr int64_t kBlockElements = kQkK;
+  // With GFNI, chunk by chunk (Codes); with shifts, two chunks from one read (PairCodes).
+  static constexpr bool kPairedCodes = kSplit != NibbleSplit::kGfni;
+  // Chunk `quarter` (sub-blocks 2 quarter and 2 quarter + 1) as Q4KSpan reads its nibbles, each
+  // byte's fifth bit moved from qh by a second byte affine transform: output bit 4 = input bit
+  // 2 quarter of qh[l] in the first half, bit 2 quarter + 1 in the second. Three operations
+  // per chunk and row, where PairCodes takes about four and a half with two on the shuffle port.
+  static __m512i Codes(const Block* b, int quarter) {
+    const __m512i nibbles = NibblesOf<kSplit, 0xF0>(_mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * quarter))));
+    const __m512i qh =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh)));
+    // Row 3 of a qword's matrix (its byte 3) picks the input bit of output bit 4.
+    const long long low = (1ll << (2 * quarter)) << 24, high = (1ll << (2 * quarter + 1)) << 24;
+    const __m512i fifth = _mm512_gf2p8affine_epi64_epi8(
+        qh, _mm512_setr_epi64(low, low, low, low, high, high, high, high), 0);
+    return _mm512_or_si512(nibbles, fifth);
+  }
+  // Chunks 2 pair and 2 pair + 1: one 64-byte read of packed nibbles, [lo_a lo_b] and
+  // [hi_a hi_b] regrouped into [lo_a hi_a] and [lo_b hi_b], plus the fifth bits: sub-block j
+  // takes bit j of qh[l] as its element l's bit 4 (chunk q holds sub-blocks 2q and 2q + 1). (Read
+  // per chunk as Q4KSpan reads its codes, it measured no faster.)
+  static void PairCodes(const Block* b, int pair, __m512i (&codes)[2]) {
+    const __m512i bytes = _mm512_loadu_si512(b->qs + 64 * pair);
+    const __m512i low_mask = _mm512_set1_epi8(0x0F);
+    const __m512i low = _mm512_and_si512(bytes, low_mask);
+    const __m512i high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_mask);
+    const __m512i qh =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh)));
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    for (int k = 0; k < 2; ++k) {
+      const int sub = 4 * pair + 2 * k;
+      const __m512i nibbles =
+          k == 0 ? _mm512_shuffle_i64x2(low, high, 0x44) : _mm512_shuffle_i64x2(low, high, 0xEE);
+      const __m512i select =
+          _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8(static_cast<char>(1 << sub))),
+                             _mm256_set1_epi8(static_cast<char>(1 << (sub + 1))), 1);
+      codes[k] = _mm512_mask_add_epi8(nibbles, _mm512_test_epi8_mask(qh, select), nibbles, bit4);
+    }
+  }
+};
+
+template <NibbleSplit kSplit>
+struct Q6KSpan {
+  using Block = BlockQ6_K;
+  static constexpr int64_t kBlockElements = kQkK;
+  static constexpr bool kPairedCodes = true;
+  // Quarters 2 half and 2 half + 1 (as Q6KSource::Codes): the low and the high nibbles of
+  // ql[0..63] of that half, with qh bits (0, 2) and (4, 6) as bits 4-5.
+  static void PairCodes(const Block* b, int half, __m512i (&codes)[2]) {
+    const __m512i low = _mm512_loadu_si512(b->ql + 64 * half);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i bits45 = _mm512_set1_epi8(0x30);
+    const __m256i* qh_bytes = reinterpret_cast<const __m256i*>(b->qh + 32 * half);
+    if constexpr (kSplit == NibbleSplit::kGfni) {
+      // Bits 4-5 straight from qh, read into both halves, by byte affine transforms: output bits
+      // 4 and 5 (matrix rows 3 and 2) from qh bits (0, 1) | (2, 3) for quarter 2 half and
+      // (4, 5) | (6, 7) for the next, per half; the nibbles of `low` joined to them by one
+      // ternary-logic operation (a | (b & c): 0xF8) or an or.
+      const auto pick = [](int bit) { return ((1ll << bit) << 24) | ((2ll << bit) << 16); };
+      const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(qh_bytes));
+      const __m512i first = _mm512_gf2p8affine_epi64_epi8(
+          qh,
+          _mm512_setr_epi64(pick(0), pick(0), pick(0), pick(0), pick(2), pick(2), pick(2), pick(2)),
+          0);
+      const __m512i second = _mm512_gf2p8affine_epi64_epi8(
+          qh,
+          _mm512_setr_epi64(pick(4), pick(4), pick(4), pick(4), pick(6), pick(6), pick(6), pick(6)),
+          0);
+      codes[0] = _mm512_ternarylogic_epi32(first, low, nibble, 0xF8);
+      codes[1] = _mm512_or_si512(NibblesOf<kSplit, 0xFF>(low), second);
+    } else {
+      const __m256i qh = _mm256_loadu_si256(qh_bytes);
+      const __m512i high =
+          _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+      codes[0] = _mm512_or_si512(_mm512_and_si512(low, nibble),
+                                 _mm512_and_si512(_mm512_slli_epi16(high, 4), bits45));
+      codes[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(low, 4), nibble),
+                                 _mm512_and_si512(high, bits45));
+    }
+  }
+  static __m512 Scales(const Block* b, int /*blocks*/, float* /*mins*/) {
+    const __m512 sc = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales))));
+    return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)), sc);
+  }
+};
+
+// Q8_0: a span is eight blocks of 32 (fewer at a row's end); each block's d is the scale of both
+// its 16-groups. Codes as LegacySource::BlockCodes.
+template <typename BlockT>
+struct LegacySpan {
+  using Block = BlockT;
+  static constexpr int64_t kBlockElements = kQk;
+  static constexpr bool kPairedCodes = false;
+  static __m512 Scales(const Block* b, int blocks, float* /*mins*/) {
+    __m128i bits;
+    if (blocks == 8) {
+      bits = _mm_setr_epi16(static_cast<short>(b[0].d), static_cast<short>(b[1].d),
+                            static_cast<short>(b[2].d), static_cast<short>(b[3].d),
+                            static_cast<short>(b[4].d), static_cast<short>(b[5].d),
+                            static_cast<short>(b[6].d), static_cast<short>(b[7].d));
+    } else {
+      // +0 past the row's last block. Built in registers: written to a stack array as 16-bit
+      // words and read back as one vector, the read waited on a failed store forwarding, in
+      // every row's last span (a quarter of the time of a 576-column Q8_0 tile).
+      const auto d = [&](int i) { return static_cast<short>(i < blocks ? b[i].d : 0); };
+      bits = _mm_setr_epi16(d(0), d(1), d(2), d(3), d(4), d(5), d(6), d(7));
+    }
+    const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_cvtph_ps(bits)));
+  }
+  static __m512i Codes(const Block* b, int quarter) { return LegacyPairCodes(b + 2 * quarter); }
+  static __m512i LastBlockCodes(const Block* b, int quarter) {
+    return _mm512_zextsi256_si512(LegacyBlockCodes(b[2 * quarter]));
+  }
+};
+
+// Q4_0 and Q5_0: LegacySpan's values, read with fewer shuffles (the port that limited these
+// tiles on an Intel core). The span's eight d come from word permutes of its bytes (block i's d
+// is at byte i * sizeof(Block)): one for Q4_0, whose eight d lie in the first 128 bytes, two and
+// a blend for Q5_0, where eight word inserts took that port eight times. A chunk's codes are
+// LegacyPairCodes'.
+template <typename BlockT, NibbleSplit kSplit>
+struct NibbleSpan {
+  using Block = BlockT;
+  static constexpr int64_t kBlockElements = kQk;
+  static constexpr bool kPairedCodes = false;
+  static constexpr int kSpanBytes = 8 * static_cast<int>(sizeof(Block));
+  static constexpr short kWords = sizeof(Block) / 2;  // block i's d is word kWords * i
+  static_assert(offsetof(Block, d) == 0 && sizeof(Block) % 2 == 0 && kSpanBytes <= 192);
+
+  // Bytes [64 part, 64 part + 64) of a span whose first `valid` bytes are its blocks: none read
+  // past them (a row's last span ends the matrix), +0 in their place.
+  static __m512i SpanBytes(const uint8_t* bytes, int part, int valid) {
+    const int n = valid - 64 * part;
+    if (n >= 64) return _mm512_loadu_si512(bytes + 64 * part);
+    const __mmask64 mask = n <= 0 ? __mmask64{0} : (__mmask64{1} << n) - 1;
+    return _mm512_maskz_loadu_epi8(mask, bytes + 64 * part);
+  }
+  static __m512 Scales(const Block* b, int blocks, float* /*mins*/) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(b);
+    const int valid = blocks * static_cast<int>(sizeof(Block));
+    // Word j of the result: block j / 2's d, from words [32 base, 32 base + 64) of the span.
+    const auto each_twice = [](short base) {
+      const auto w = [&](short i) { return static_cast<short>(kWords * i - 32 * base); };
+      return _mm512_zextsi256_si512(_mm256_setr_epi16(w(0), w(0), w(1), w(1), w(2), w(2), w(3),
+                                                      w(3), w(4), w(4), w(5), w(5), w(6), w(6),
+                                                      w(7), w(7)));
+    };
+    if (blocks == 8) return HalvesOfSpan(bytes, each_twice, kSpanBytes);  // constant masks
+    return HalvesOfSpan(bytes, each_twice, valid);
+  }
+  template <typename EachTwice>
+  static __m512 HalvesOfSpan(const uint8_t* bytes, const EachTwice& each_twice, int valid) {
+    const __m512i low = SpanBytes(bytes, 0, valid), middle = SpanBytes(bytes, 1, valid);
+    __m512i halves = _mm512_permutex2var_epi16(low, each_twice(0), middle);
+    if constexpr (7 * sizeof(Block) + 2 > 128) {
+      // Blocks whose d lies past byte 127 (Q5_0: blocks 6 and 7) from the second permute.
+      static_assert(kWords * 5 < 64 && kWords * 6 >= 64 && kWords * 7 < 96);
+      const __m512i high = SpanBytes(bytes, 2, valid);
+      halves = _mm512_mask_blend_epi16(0xF000, halves,
+                                       _mm512_permutex2var_epi16(middle, each_twice(1), high));
+    }
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(halves));
+  }
+  static __m512i Codes(const Block* b, int quarter) {
+    return LegacyPairCodes<Block, kSplit>(b + 2 * quarter);
+  }
+  static __m512i LastBlockCodes(const Block* b, int quarter) {
+    return _mm512_zextsi256_si512(LegacyBlockCodes(b[2 * quarter]));
+  }
+};
+
+template <int NR, bool kZeroPoint, typename Span>
+void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
+                 int64_t /*y_stride*/) {
+  using Block = typename Span::Block;
+  constexpr bool kMins = std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K>;
+  const int64_t cols = x.cols;
+  const int8_t* xq = x.q + t0 * cols;
+  const float* xd = x.d + t0 * (cols / 16);
+  const __m512i zero_bytes = _mm512_set1_epi8(static_cast<char>(w.zero_point));
+  alignas(64) float mins[kMins ? NR : 1][kMins ? kMaxRawCols / 32 : 1];
+  const Block* rows[NR];
+  RowAhead ahead[NR];  // the rows this tile asks for as it goes, found once
+  __m512 acc[NR];
+  for (int r = 0; r < NR; ++r) {
+    rows[r] = reinterpret_cast<const Block*>(w.data + (r0 + r) * w.row_bytes);
+    ahead[r] = RowAhead(w, r0 + w.prefetch_rows + r);
+    acc[r] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < cols; c += kSpan) {
+    const int64_t n = std::min(kSpan, cols - c);
+    const int blocks = static_cast<int>(n / Span::kBlockElements);
+    const int64_t first = c / Span::kBlockElements;
+    for (int r = 0; r < NR; ++r) {
+      ahead[r].Ask(first * static_cast<int64_t>(sizeof(Block)),
+                   blocks * static_cast<int64_t>(sizeof(Block)));
+    }
+    const __mmask16 groups =
+        n == kSpan ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n / 16)) - 1);
+    const __m512 x_scales = _mm512_maskz_loadu_ps(groups, xd + c / 16);
+    __m512 folded[NR];      // w_scale * x_scale per 16-group of the span
+    if constexpr (kMins) {  // Q4_K, Q5_K: every row's scales unpacked at once
+      const Block* span_blocks[NR];
+      float* span_mins[NR];
+      for (int r = 0; r < NR; ++r) {
+        span_blocks[r] = rows[r] + first;
+        span_mins[r] = mins[r] + c / 32;
+      }
+      KGroupScalesOfRows(span_blocks, folded, span_mins);
+      for (int r = 0; r < NR; ++r) folded[r] = _mm512_maskz_mul_ps(groups, folded[r], x_scales);
+    } else {
+      for (int r = 0; r < NR; ++r) {
+        folded[r] =
+            _mm512_maskz_mul_ps(groups, Span::Scales(rows[r] + first, blocks, nullptr), x_scales);
+      }
+    }
+    // One chunk of 64 columns (or the masked last block of 32) of the span, for every row, with
+    // row r's codes from codes_of(r).
+    auto chunk = [&](int quarter, bool whole, auto codes_of) {
+      const __mmask64 code_mask = whole ? ~__mmask64{0} : __mmask64{0xFFFFFFFFull};
+      const __m512i xv = _mm512_maskz_loadu_epi8(code_mask, xq + c + 64 * quarter);
+      __m512i start = _mm512_setzero_si512();
+      if constexpr (kZeroPoint) {
+        start =
+            _mm512_sub_epi32(start, _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_bytes, xv));
+      }
+      const __m512i index =
+          _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                           _mm512_set1_epi32(4 * quarter));
+      for (int r = 0; r < NR; ++r) {
+        const __m512i isum = _mm512_dpbusd_epi32(start, codes_of(r), xv);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_permutexvar_ps(index, folded[r]),
+                                 acc[r]);
+      }
+    };
+    if constexpr (Span::kPairedCodes) {
+      // Two chunks' codes from one 512-bit read per row (whole spans only: K-quants).
+      for (int pair = 0; pair < 2; ++pair) {
+        __m512i codes[NR][2];
+        for (int r = 0; r < NR; ++r) Span::PairCodes(rows[r] + first, pair, codes[r]);
+        chunk(2 * pair, true, [&](int r) { return codes[r][0]; });
+        chunk(2 * pair + 1, true, [&](int r) { return codes[r][1]; });
+      }
+    } else if (n == kSpan) {
+      // Unrolled, so that each chunk's quarter is a constant in Codes.
+      [&]<int... kQuarters>(std::integer_sequence<int, kQuarters...>) {
+        (chunk(kQuarters, true, [&](int r) { return Span::Codes(rows[r] + first, kQuarters); }),
+         ...);
+      }
+      (std::make_integer_sequence<int, 4>());
+    } else {  // a row's last blocks (legacy types)
+      for (int quarter = 0; 64 * quarter < n; ++quarter) {
+        const bool whole = 64 * quarter + 64 <= n;
+        chunk(quarter, whole, [&](int r) {
+          if constexpr (Span::kBlockElements == kQk) {
+            if (!whole) return Span::LastBlockCodes(rows[r] + first, quarter);
+          }
+          return Span::Codes(rows[r] + first, quarter);
+        });
+      }
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    float sum = HorizontalSum(acc[r]);
+    if constexpr (kMins) sum += MinsDot(mins[r], x.sum + t0 * (cols / 32), cols / 32);
+    y[r] = sum;
+  }
+}
+
+template <bool kZeroPoint, typename Span, int... NRs>
+constexpr auto DecodeRowVariants(std::integer_sequence<int, NRs...>) {
+  return std::array<QuantTileRawFn, sizeof...(NRs)>{&DecodeTileT<NRs + 1, kZeroPoint, Span>...};
+}
+using DecodeVariants = std::array<QuantTileRawFn, kDecodeRowTile>;
+
+// The tiles of `type` (null where the general tile serves: Q4_1, Q5_1).
+template <NibbleSplit kSplit>
+const DecodeVariants* DecodeVariantsFor(WeightType type) {
+  using Rows = std::make_integer_sequence<int, kDecodeRowTile>;
+  static constexpr DecodeVariants kQ4K = DecodeRowVariants<false, Q4KSpan<kSplit>>(Rows());
+  static constexpr DecodeVariants kQ5K = DecodeRowVariants<false, Q5KSpan<kSplit>>(Rows());
+  static constexpr DecodeVariants kQ6K = DecodeRowVariants<true, Q6KSpan<kSplit>>(Rows());
+  static constexpr DecodeVariants kQ8 = DecodeRowVariants<true, LegacySpan<BlockQ8_0>>(Rows());
+  static constexpr DecodeVariants kQ5 =
+      DecodeRowVariants<true, NibbleSpan<BlockQ5_0, kSplit>>(Rows());
+  static constexpr DecodeVariants kQ40 =
+      DecodeRowVariants<true, NibbleSpan<BlockQ4_0, kSplit>>(Rows());
+  switch (type) {
+    case WeightType::kQ4_K:
+      return &kQ4K;
+    case WeightType::kQ5_K:
+      return &kQ5K;
+    case WeightType::kQ6_K:
+      return &kQ6K;
+    case WeightType::kQ8_0:
+      return &kQ8;
+    case WeightType::kQ5_0:
+      return &kQ5;
+    case WeightType::kQ4_0:
+      return &kQ40;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+// DecodeTileAvx512 with kGfni's tiles (decode_avx512_gfni.cpp; call only where the CPU has GFNI).
+QuantTileRawFn DecodeTileAvx512Gfni(WeightType type, int nr);
+
+}  // namespace reprise::kernels
