@@ -243,7 +243,11 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
     const __mmask16 groups =
         n == kSpan ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n / 16)) - 1);
     const __m512 x_scales = _mm512_maskz_loadu_ps(groups, xd + c / 16);
-    __m512 folded[NR];      // w_scale * x_scale per 16-group of the span
+    // w_scale * x_scale per 16-group of the span, [s0 .. s15] (Q4_K, Q5_K: per sub-block of 32,
+    // rows 2h and 2h + 1 side by side in lanes 0-7 and 8-15, both rows' folded[r] the same
+    // register; a sub-block's two groups have one weight scale and one activation scale, so the
+    // product is the groups' own).
+    __m512 folded[NR];
     if constexpr (kMins) {  // Q4_K, Q5_K: every row's scales unpacked at once
       const Block* span_blocks[NR];
       float* span_mins[NR];
@@ -251,8 +255,15 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
         span_blocks[r] = rows[r] + first;
         span_mins[r] = mins[r] + c / 32;
       }
-      KGroupScalesOfRows(span_blocks, folded, span_mins);
-      for (int r = 0; r < NR; ++r) folded[r] = _mm512_maskz_mul_ps(groups, folded[r], x_scales);
+      __m512 sub_block_scales[(NR + 1) / 2];
+      KSubBlockScalesOfRows(span_blocks, sub_block_scales, span_mins);
+      // The activation's scale of each sub-block (its groups' equal scales), for both rows.
+      const __m512 x_sub_blocks = _mm512_permutexvar_ps(
+          _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14), x_scales);
+      for (int h = 0; 2 * h < NR; ++h) {
+        folded[2 * h] = _mm512_mul_ps(sub_block_scales[h], x_sub_blocks);
+        if (2 * h + 1 < NR) folded[2 * h + 1] = folded[2 * h];
+      }
     } else {
       for (int r = 0; r < NR; ++r) {
         folded[r] =
@@ -269,13 +280,21 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
         start =
             _mm512_sub_epi32(start, _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_bytes, xv));
       }
-      const __m512i index =
-          _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-                           _mm512_set1_epi32(4 * quarter));
+      // Lane i of the chunk is in group 4 quarter + i / 4 (sub-block 2 quarter + i / 8): where
+      // its scale is in folded[r].
+      const auto index = [quarter](int r) {
+        if constexpr (kMins) {
+          return _mm512_add_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                                  _mm512_set1_epi32(2 * quarter + 8 * (r % 2)));
+        } else {
+          return _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                                  _mm512_set1_epi32(4 * quarter));
+        }
+      };
       for (int r = 0; r < NR; ++r) {
         const __m512i isum = _mm512_dpbusd_epi32(start, codes_of(r), xv);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_permutexvar_ps(index, folded[r]),
-                                 acc[r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                                 _mm512_permutexvar_ps(index(r), folded[r]), acc[r]);
       }
     };
     if constexpr (Span::kPairedCodes) {

@@ -69,14 +69,15 @@ inline __m512 KGroupScales(const uint8_t* packed, uint16_t d_bits, uint16_t dmin
   return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(scaled));
 }
 
-// KGroupScales for the super-blocks of NR rows (1 to 4) at once, in vector registers: a row's
-// 16-byte head (d, dmin and the 12 packed scale bytes, the first bytes of a Q4_K or Q5_K block)
-// fills one 128-bit lane, and each step unpacks every row's scales together. The same products
-// d * sc and dmin * m, so the same values. Scalar unpacking was over half the instructions of a
+// The sub-block scales d * sc_j of the super-blocks of NR rows (1 to 4), two rows to a register
+// (rows 2h and 2h + 1 in lanes 0-7 and 8-15 of scales[h]), and their mins -(dmin m_j) written to
+// mins[r]: KGroupScales' products, so the same values. A row's 16-byte head (d, dmin and the 12
+// packed scale bytes, the first bytes of a Q4_K or Q5_K block) fills one 128-bit lane, and each
+// step unpacks every row's scales together. Scalar unpacking was over half the instructions of a
 // one-token Q4_K tile on an Intel core (about 57 of 89 per row and super-block).
 template <int NR, typename Block>
-inline void KGroupScalesOfRows(const Block* const (&blocks)[NR], __m512 (&scales)[NR],
-                               float* const (&mins)[NR]) {
+inline void KSubBlockScalesOfRows(const Block* const (&blocks)[NR], __m512 (&scales)[(NR + 1) / 2],
+                                  float* const (&mins)[NR]) {
   static_assert(NR >= 1 && NR <= 4);
   static_assert(offsetof(Block, d) == 0 && offsetof(Block, dmin) == 2 &&
                 offsetof(Block, scales) == 4 && kKScaleBytes == 12);
@@ -116,18 +117,12 @@ inline void KGroupScalesOfRows(const Block* const (&blocks)[NR], __m512 (&scales
         d);
     return _mm512_mul_ps(factor, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(eight_each)));
   };
-  const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  const __m512i eight = _mm512_set1_epi32(8);
   for (int h = 0; 2 * h < NR; ++h) {
-    const __m512 scaled = two_rows(h, 4 * h);           // d * sc
+    scales[h] = two_rows(h, 4 * h);                     // d * sc
     const __m512 offsets = two_rows(2 + h, 4 * h + 1);  // dmin * m
     const __m512 negated = _mm512_xor_ps(offsets, _mm512_set1_ps(-0.0f));
-    scales[2 * h] = _mm512_permutexvar_ps(pairs, scaled);
     _mm256_storeu_ps(mins[2 * h], _mm512_castps512_ps256(negated));
-    if (2 * h + 1 < NR) {
-      scales[2 * h + 1] = _mm512_permutexvar_ps(_mm512_add_epi32(pairs, eight), scaled);
-      _mm256_storeu_ps(mins[2 * h + 1], _mm512_extractf32x8_ps(negated, 1));
-    }
+    if (2 * h + 1 < NR) _mm256_storeu_ps(mins[2 * h + 1], _mm512_extractf32x8_ps(negated, 1));
   }
 }
 
