@@ -266,9 +266,12 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
   }
   result.notes.insert(
       result.notes.begin(),
-      {fmt::format("peaks use every thread of the pool ({}) with {} vectors; kernels run on {}",
+      {fmt::format("peaks use every thread of the pool ({}) with {} vectors; kernels run on {}{}",
                    pool.num_threads(), kernels::CpuTargetName(peak_target),
-                   kernels::CpuTargetName(target)),
+                   kernels::CpuTargetName(target),
+                   kernels::MatMulExtensions(target).empty()
+                       ? std::string()
+                       : fmt::format(" (with {})", kernels::MatMulExtensions(target))),
        "every figure, peaks included, is the best of many short runs (a few ms each): on a shared "
        "machine the best run is the one least disturbed by other work",
        "quantized types count the same 2*n*k*tokens flops as float types; their int8 dot products "

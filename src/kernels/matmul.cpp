@@ -499,6 +499,18 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
                  });
 }
 
+std::string_view MatMulExtensions(CpuTarget target) {
+#if defined(REPRISE_KERNELS_AVX512)
+  if (target == CpuTarget::kAvx512 && CpuTargetSupported(target) &&
+      BestNibbleSplit() == NibbleSplit::kGfni) {
+    return "gfni";
+  }
+#else
+  (void)target;
+#endif
+  return {};
+}
+
 void MatMulReference(const WeightView& w, const float* x, int64_t tokens, float* y) {
   AlignedBuffer<float> row(static_cast<size_t>(w.cols));  // [cols]
   for (int64_t r = 0; r < w.rows; ++r) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu_target.h"
@@ -44,6 +45,11 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
                     ThreadPool& pool);
 void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, const float* x,
                      int64_t tokens, ThreadPool& pool);
+
+// Instructions beyond its target's that MatMul on `target` uses on this CPU, for reports (they
+// never change bits): "gfni" where the AVX-512 one-token tiles split packed nibbles with GFNI,
+// else empty.
+std::string_view MatMulExtensions(CpuTarget target);
 
 // The plain reference for tests: each weight row dequantized to f32, products summed in double
 // in column order, no activation quantization. Slow.
