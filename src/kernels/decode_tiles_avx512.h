@@ -129,28 +129,14 @@ struct Q6KSpan {
 };
 
 // Q8_0: a span is eight blocks of 32 (fewer at a row's end); each block's d is the scale of both
-// its 16-groups. Codes as LegacySource::BlockCodes.
+// its 16-groups (LegacySpanScales). Codes as LegacySource::BlockCodes.
 template <typename BlockT>
 struct LegacySpan {
   using Block = BlockT;
   static constexpr int64_t kBlockElements = kQk;
   static constexpr bool kPairedCodes = false;
   static __m512 Scales(const Block* b, int blocks, float* /*mins*/) {
-    __m128i bits;
-    if (blocks == 8) {
-      bits = _mm_setr_epi16(static_cast<short>(b[0].d), static_cast<short>(b[1].d),
-                            static_cast<short>(b[2].d), static_cast<short>(b[3].d),
-                            static_cast<short>(b[4].d), static_cast<short>(b[5].d),
-                            static_cast<short>(b[6].d), static_cast<short>(b[7].d));
-    } else {
-      // +0 past the row's last block. Built in registers: written to a stack array as 16-bit
-      // words and read back as one vector, the read waited on a failed store forwarding, in
-      // every row's last span (a quarter of the time of a 576-column Q8_0 tile).
-      const auto d = [&](int i) { return static_cast<short>(i < blocks ? b[i].d : 0); };
-      bits = _mm_setr_epi16(d(0), d(1), d(2), d(3), d(4), d(5), d(6), d(7));
-    }
-    const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_cvtph_ps(bits)));
+    return LegacySpanScales(b, blocks);
   }
   static __m512i Codes(const Block* b, int quarter) { return LegacyPairCodes(b + 2 * quarter); }
   static __m512i LastBlockCodes(const Block* b, int quarter) {
@@ -158,53 +144,14 @@ struct LegacySpan {
   }
 };
 
-// Q4_0 and Q5_0: LegacySpan's values, read with fewer shuffles (the port that limited these
-// tiles on an Intel core). The span's eight d come from word permutes of its bytes (block i's d
-// is at byte i * sizeof(Block)): one for Q4_0, whose eight d lie in the first 128 bytes, two and
-// a blend for Q5_0, where eight word inserts took that port eight times. A chunk's codes are
-// LegacyPairCodes'.
+// Q4_0 and Q5_0: as LegacySpan, with codes split as kSplit says (LegacyPairCodes).
 template <typename BlockT, NibbleSplit kSplit>
 struct NibbleSpan {
   using Block = BlockT;
   static constexpr int64_t kBlockElements = kQk;
   static constexpr bool kPairedCodes = false;
-  static constexpr int kSpanBytes = 8 * static_cast<int>(sizeof(Block));
-  static constexpr short kWords = sizeof(Block) / 2;  // block i's d is word kWords * i
-  static_assert(offsetof(Block, d) == 0 && sizeof(Block) % 2 == 0 && kSpanBytes <= 192);
-
-  // Bytes [64 part, 64 part + 64) of a span whose first `valid` bytes are its blocks: none read
-  // past them (a row's last span ends the matrix), +0 in their place.
-  static __m512i SpanBytes(const uint8_t* bytes, int part, int valid) {
-    const int n = valid - 64 * part;
-    if (n >= 64) return _mm512_loadu_si512(bytes + 64 * part);
-    const __mmask64 mask = n <= 0 ? __mmask64{0} : (__mmask64{1} << n) - 1;
-    return _mm512_maskz_loadu_epi8(mask, bytes + 64 * part);
-  }
   static __m512 Scales(const Block* b, int blocks, float* /*mins*/) {
-    const auto* bytes = reinterpret_cast<const uint8_t*>(b);
-    const int valid = blocks * static_cast<int>(sizeof(Block));
-    // Word j of the result: block j / 2's d, from words [32 base, 32 base + 64) of the span.
-    const auto each_twice = [](short base) {
-      const auto w = [&](short i) { return static_cast<short>(kWords * i - 32 * base); };
-      return _mm512_zextsi256_si512(_mm256_setr_epi16(w(0), w(0), w(1), w(1), w(2), w(2), w(3),
-                                                      w(3), w(4), w(4), w(5), w(5), w(6), w(6),
-                                                      w(7), w(7)));
-    };
-    if (blocks == 8) return HalvesOfSpan(bytes, each_twice, kSpanBytes);  // constant masks
-    return HalvesOfSpan(bytes, each_twice, valid);
-  }
-  template <typename EachTwice>
-  static __m512 HalvesOfSpan(const uint8_t* bytes, const EachTwice& each_twice, int valid) {
-    const __m512i low = SpanBytes(bytes, 0, valid), middle = SpanBytes(bytes, 1, valid);
-    __m512i halves = _mm512_permutex2var_epi16(low, each_twice(0), middle);
-    if constexpr (7 * sizeof(Block) + 2 > 128) {
-      // Blocks whose d lies past byte 127 (Q5_0: blocks 6 and 7) from the second permute.
-      static_assert(kWords * 5 < 64 && kWords * 6 >= 64 && kWords * 7 < 96);
-      const __m512i high = SpanBytes(bytes, 2, valid);
-      halves = _mm512_mask_blend_epi16(0xF000, halves,
-                                       _mm512_permutex2var_epi16(middle, each_twice(1), high));
-    }
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(halves));
+    return LegacySpanScales(b, blocks);
   }
   static __m512i Codes(const Block* b, int quarter) {
     return LegacyPairCodes<Block, kSplit>(b + 2 * quarter);

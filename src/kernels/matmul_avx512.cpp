@@ -323,43 +323,86 @@ struct SuperBlockSource {
   }
 };
 
-// Q4_K: codes are split from the packed nibbles in registers, mins kept for whole rows. Same
-// codes and scales as UnpackBlocks produces, so the same bits as the other sources.
+// Q4_K rows read straight from their super-blocks (decode, several tokens): per segment, the
+// sub-block scales of every row's super-blocks unpacked together (KSubBlockScalesOfRows, two rows
+// to a register) and each chunk's group scales permuted from them; codes split from the packed
+// nibbles in registers; mins kept for whole rows. Same codes and scales as UnpackBlocks
+// produces, so the same bits as the other sources. (Unpacked row by row with scalar code, the
+// scales were most of the tile's instructions on an Intel core.)
 template <int NR>
-struct Q4KSource : SuperBlockSource<NR, BlockQ4_K, Q4KSource<NR>> {
-  using SuperBlockSource<NR, BlockQ4_K, Q4KSource<NR>>::SuperBlockSource;
+struct Q4KSource {
+  Q4KSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
 
+  static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
+  const RawRows& raw;
+  int64_t r0;
+  const BlockQ4_K* blocks[NR];  // the current segment's first super-block per row
+  // [super-block of the segment][row pair]: rows 2h and 2h + 1's d * sc_j in lanes 0-7, 8-15.
+  __m512 sub_block_scales[kPerSegment][(NR + 1) / 2];
   alignas(64) float mins[NR][kMaxRawCols / 32];  // [NR][cols / 32], whole rows
 
-  __m512 GroupScales(const BlockQ4_K& block, int r, int64_t column) {
-    return KGroupScales(block.scales, block.d, block.dmin, mins[r] + column / 32);
+  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
+  void Use(int64_t c, int64_t n, int /*slot*/) {
+    PointAtSegment<kQkK>(raw, r0, c, n, blocks);
+    for (int b = 0; b < kPerSegment && b * kQkK < n; ++b) {
+      const BlockQ4_K* heads[NR];
+      float* row_mins[NR];
+      for (int r = 0; r < NR; ++r) {
+        heads[r] = blocks[r] + b;
+        row_mins[r] = mins[r] + (c + b * kQkK) / 32;
+      }
+      KSubBlockScalesOfRows(heads, sub_block_scales[b], row_mins);
+    }
+  }
+  __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
+    // Chunk q of a super-block covers its sub-blocks 2q (lanes 0-7) and 2q + 1 (lanes 8-15).
+    const int quarter = static_cast<int>((offset % kQkK) / 64);
+    const __m512i index =
+        _mm512_add_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                         _mm512_set1_epi32(2 * quarter + 8 * (r % 2)));
+    return _mm512_permutexvar_ps(index, sub_block_scales[offset / kQkK][r / 2]);
   }
   __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q4_K rows are whole chunks*/) const {
-    const uint8_t* packed = this->blocks[r][offset / kQkK].qs + (offset % kQkK) / 64 * 32;
-    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed));
-    const __m256i low_mask = _mm256_set1_epi8(0x0F);
-    const __m256i low = _mm256_and_si256(bytes, low_mask);
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask);
-    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    // The chunk's 32 packed bytes read into both halves: low nibbles, then high ones.
+    const uint8_t* packed = blocks[r][offset / kQkK].qs + (offset % kQkK) / 64 * 32;
+    return NibblesOf<NibbleSplit::kShift, 0xF0>(
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed))));
   }
   const float* Mins(int r) const { return mins[r]; }
 };
 
-// Q4_0 (or Q8_0) rows read straight from their blocks (decode), like Q4KSource: a chunk's codes
-// are assembled in registers from its two blocks (Q8_0: q + 128; Q4_0: the low nibbles then the
-// high ones) and its group scales are the blocks' d, with zeros past a masked last block, as a
-// masked read of the unpacked form gives. Same values as UnpackBlocks, so the same bits as the
-// other sources.
+// Q4_0, Q5_0 or Q8_0 rows read straight from their blocks (decode, several tokens), like
+// Q4KSource: a chunk's codes are assembled in registers from its two blocks (LegacyPairCodes; a
+// masked last block alone), and each span's 16 group scales are read once per row and segment
+// (LegacySpanScales, +0 past the row's last block, as a masked read of the unpacked form gives),
+// a chunk's permuted from them (Q8_0: a chunk's two d read per chunk). Same values as
+// UnpackBlocks, so the same bits as the other sources.
 template <int NR, typename Block>
 struct LegacySource {
   LegacySource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
 
+  static constexpr int64_t kSpan = 256;
+  static constexpr int kPerSegment = static_cast<int>(kSegment / kSpan);
+  // Q8_0's eight d per span are word inserts (LegacySpanScales), no cheaper than its two per
+  // chunk: measured slower that way (two tokens, 1 GiB: 41.3 -> 43.8 ms). It keeps reading them
+  // per chunk.
+  static constexpr bool kSpanScales = !std::is_same_v<Block, BlockQ8_0>;
   const RawRows& raw;
   int64_t r0;
-  const Block* blocks[NR];  // the current segment's first block per row
+  const Block* blocks[NR];              // the current segment's first block per row
+  __m512 span_scales[NR][kPerSegment];  // [row][span of the segment]
 
   void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
-  void Use(int64_t c, int64_t n, int /*slot*/) { PointAtSegment<kQk>(raw, r0, c, n, blocks); }
+  void Use(int64_t c, int64_t n, int /*slot*/) {
+    PointAtSegment<kQk>(raw, r0, c, n, blocks);
+    if constexpr (!kSpanScales) return;
+    for (int s = 0; s < kPerSegment && s * kSpan < n; ++s) {
+      const int span_blocks = static_cast<int>(std::min(kSpan, n - s * kSpan) / kQk);
+      for (int r = 0; r < NR; ++r) {
+        span_scales[r][s] = LegacySpanScales(blocks[r] + s * (kSpan / kQk), span_blocks);
+      }
+    }
+  }
   __m512i Codes(int r, int64_t offset, __mmask64 mask) const {
     const Block* first = blocks[r] + offset / kQk;
     if (mask != ~__mmask64{0}) {
@@ -368,12 +411,20 @@ struct LegacySource {
     return LegacyPairCodes(first);
   }
   __m512 Scales(int r, int64_t offset, __mmask8 mask) const {
-    // [d0 d1] (d1 = +0 past a masked last block) spread to lanes [d0 x8, d1 x8].
-    const Block* first = blocks[r] + offset / kQk;
-    __m128i bits = _mm_cvtsi32_si128(first[0].d);
-    if (mask == 0xF) bits = _mm_insert_epi16(bits, first[1].d, 1);
-    const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    return _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(bits)));
+    if constexpr (!kSpanScales) {
+      // [d0 d1] (d1 = +0 past a masked last block) spread to lanes [d0 x8, d1 x8].
+      const Block* first = blocks[r] + offset / kQk;
+      __m128i bits = _mm_cvtsi32_si128(first[0].d);
+      if (mask == 0xF) bits = _mm_insert_epi16(bits, first[1].d, 1);
+      const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+      return _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(bits)));
+    }
+    // Chunk q of a span covers its groups 4q .. 4q + 3 (blocks 2q and 2q + 1).
+    const int quarter = static_cast<int>((offset % kSpan) / 64);
+    const __m512i index =
+        _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                         _mm512_set1_epi32(4 * quarter));
+    return _mm512_permutexvar_ps(index, span_scales[r][offset / kSpan]);
   }
   const float* Mins(int /*r*/) const { return nullptr; }  // no mins
 };
@@ -395,19 +446,19 @@ struct Q6KSource : SuperBlockSource<NR, BlockQ6_K, Q6KSource<NR>> {
     const BlockQ6_K& block = this->blocks[r][offset / kQkK];
     const int within = static_cast<int>(offset % kQkK);
     const int half = within / 128;
-    const int shift = (within % 128) / 64 * 4;
-    const uint8_t* ql = block.ql + 64 * half;
+    const bool high_nibbles = within % 128 >= 64;
+    const __m512i low = _mm512_loadu_si512(block.ql + 64 * half);
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh + 32 * half));
-    const __m512i low = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql))),
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32)), 1);
     const __m512i high =
         _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-    const __m512i low_bits =
-        _mm512_and_si512(_mm512_srli_epi16(low, shift), _mm512_set1_epi8(0x0F));
-    const __m512i high_bits =
-        _mm512_and_si512(_mm512_srli_epi16(high, shift), _mm512_set1_epi8(0x03));
-    return _mm512_or_si512(low_bits, _mm512_slli_epi16(high_bits, 4));
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i bits45 = _mm512_set1_epi8(0x30);
+    if (high_nibbles) {
+      return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(low, 4), nibble),
+                             _mm512_and_si512(high, bits45));
+    }
+    return _mm512_or_si512(_mm512_and_si512(low, nibble),
+                           _mm512_and_si512(_mm512_slli_epi16(high, 4), bits45));
   }
   const float* Mins(int /*r*/) const { return nullptr; }  // Q6_K has no mins
 };
@@ -512,6 +563,11 @@ void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t
   }
   if (w.type == WeightType::kQ8_0) {
     LegacySource<NR, BlockQ8_0> source(w, r0);
+    QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
+    return;
+  }
+  if (w.type == WeightType::kQ5_0) {
+    LegacySource<NR, BlockQ5_0> source(w, r0);
     QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
     return;
   }

@@ -53,28 +53,12 @@ class RowAhead {
   bool live_ = false;
 };
 
-// The 16 group scales of a Q4_K / Q5_K super-block, [d sc0, d sc0, d sc1, d sc1, ...], and its 8
-// mins -(dmin m_j) written to `mins`: the arithmetic of UnpackBlocks, so the same values.
-inline __m512 KGroupScales(const uint8_t* packed, uint16_t d_bits, uint16_t dmin_bits,
-                           float* mins) {
-  uint32_t words[4];  // bytes 0-7 the scales, bytes 8-15 the mins
-  SpreadKScales(packed, words);
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
-  const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-  const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
-  const __m256 scaled = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d_bits)), sc);
-  const __m256 offsets = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(dmin_bits)), mn);
-  _mm256_storeu_ps(mins, _mm256_xor_ps(offsets, _mm256_set1_ps(-0.0f)));
-  const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(scaled));
-}
-
 // The sub-block scales d * sc_j of the super-blocks of NR rows (1 to 4), two rows to a register
 // (rows 2h and 2h + 1 in lanes 0-7 and 8-15 of scales[h]), and their mins -(dmin m_j) written to
-// mins[r]: KGroupScales' products, so the same values. A row's 16-byte head (d, dmin and the 12
-// packed scale bytes, the first bytes of a Q4_K or Q5_K block) fills one 128-bit lane, and each
-// step unpacks every row's scales together. Scalar unpacking was over half the instructions of a
-// one-token Q4_K tile on an Intel core (about 57 of 89 per row and super-block).
+// mins[r]: the products UnpackBlocks writes, so the same values. A row's 16-byte head (d, dmin and
+// the 12 packed scale bytes, the first bytes of a Q4_K or Q5_K block) fills one 128-bit lane, and
+// each step unpacks every row's scales together. Scalar unpacking was over half the instructions of
+// a one-token Q4_K tile on an Intel core (about 57 of 89 per row and super-block).
 template <int NR, typename Block>
 inline void KSubBlockScalesOfRows(const Block* const (&blocks)[NR], __m512 (&scales)[(NR + 1) / 2],
                                   float* const (&mins)[NR]) {
@@ -190,6 +174,70 @@ inline __m512i LegacyPairCodes(const Block* first) {
       return _mm512_mask_add_epi8(nibbles, bits, nibbles, _mm512_set1_epi8(0x10));
     }
     return nibbles;
+  }
+}
+
+// Bytes [64 part, 64 part + 64) of a span whose first `valid` bytes are its blocks: none read
+// past them (a row's last span ends the matrix), +0 in their place.
+inline __m512i SpanBytes(const uint8_t* bytes, int part, int valid) {
+  const int n = valid - 64 * part;
+  if (n >= 64) return _mm512_loadu_si512(bytes + 64 * part);
+  const __mmask64 mask = n <= 0 ? __mmask64{0} : (__mmask64{1} << n) - 1;
+  return _mm512_maskz_loadu_epi8(mask, bytes + 64 * part);
+}
+
+// The 16 group scales of a span of Q4_0, Q5_0 or Q8_0 blocks from `b` (eight, or `blocks` at a
+// row's end), [d0 d0 d1 d1 .. d7 d7] with +0 past the last block: each block's d is the scale
+// of both its 16-groups, as UnpackBlocks writes them.
+//
+// Q4_0 and Q5_0 take the eight d by word permutes of the span's bytes (block i's d is at byte
+// i * sizeof(Block)): one for Q4_0, whose eight d lie in the first 128 bytes, two and a blend
+// for Q5_0, where eight word inserts took the shuffle port (the one that limits these tiles on
+// Intel cores) eight times. Q8_0's span is too long for that: its eight d are inserted.
+template <typename Block>
+inline __m512 LegacySpanScales(const Block* b, int blocks) {
+  if constexpr (std::is_same_v<Block, BlockQ8_0>) {
+    __m128i bits;
+    if (blocks == 8) {
+      bits = _mm_setr_epi16(static_cast<short>(b[0].d), static_cast<short>(b[1].d),
+                            static_cast<short>(b[2].d), static_cast<short>(b[3].d),
+                            static_cast<short>(b[4].d), static_cast<short>(b[5].d),
+                            static_cast<short>(b[6].d), static_cast<short>(b[7].d));
+    } else {
+      // +0 past the row's last block. Built in registers: written to a stack array as 16-bit
+      // words and read back as one vector, the read waited on a failed store forwarding, in
+      // every row's last span (a quarter of the time of a 576-column Q8_0 tile).
+      const auto d = [&](int i) { return static_cast<short>(i < blocks ? b[i].d : 0); };
+      bits = _mm_setr_epi16(d(0), d(1), d(2), d(3), d(4), d(5), d(6), d(7));
+    }
+    const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    return _mm512_permutexvar_ps(pairs, _mm512_castps256_ps512(_mm256_cvtph_ps(bits)));
+  } else {
+    constexpr int kSpanBytes = 8 * static_cast<int>(sizeof(Block));
+    constexpr short kWords = sizeof(Block) / 2;  // block i's d is word kWords * i
+    static_assert(offsetof(Block, d) == 0 && sizeof(Block) % 2 == 0 && kSpanBytes <= 192);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(b);
+    // Word j of the result: block j / 2's d, from words [32 base, 32 base + 64) of the span.
+    const auto each_twice = [](short base) {
+      const auto w = [&](short i) { return static_cast<short>(kWords * i - 32 * base); };
+      return _mm512_zextsi256_si512(_mm256_setr_epi16(w(0), w(0), w(1), w(1), w(2), w(2), w(3),
+                                                      w(3), w(4), w(4), w(5), w(5), w(6), w(6),
+                                                      w(7), w(7)));
+    };
+    const auto halves_of_span = [&](int valid) {
+      const __m512i low = SpanBytes(bytes, 0, valid), middle = SpanBytes(bytes, 1, valid);
+      __m512i halves = _mm512_permutex2var_epi16(low, each_twice(0), middle);
+      if constexpr (7 * sizeof(Block) + 2 > 128) {
+        // Blocks whose d lies past byte 127 (Q5_0: blocks 6 and 7) from the second permute.
+        static_assert(kWords * 5 < 64 && kWords * 6 >= 64 && kWords * 7 < 96);
+        const __m512i high = SpanBytes(bytes, 2, valid);
+        halves = _mm512_mask_blend_epi16(0xF000, halves,
+                                         _mm512_permutex2var_epi16(middle, each_twice(1), high));
+      }
+      return _mm512_cvtph_ps(_mm512_castsi512_si256(halves));
+    };
+    if (blocks == 8) return halves_of_span(kSpanBytes);  // constant masks
+    return halves_of_span(blocks * static_cast<int>(sizeof(Block)));
   }
 }
 
