@@ -323,20 +323,21 @@ struct SuperBlockSource {
   }
 };
 
-// Q4_K rows read straight from their super-blocks (decode, several tokens): per segment, the
-// sub-block scales of every row's super-blocks unpacked together (KSubBlockScalesOfRows, two rows
-// to a register) and each chunk's group scales permuted from them; codes split from the packed
-// nibbles in registers; mins kept for whole rows. Same codes and scales as UnpackBlocks
-// produces, so the same bits as the other sources. (Unpacked row by row with scalar code, the
-// scales were most of the tile's instructions on an Intel core.)
-template <int NR>
-struct Q4KSource {
-  Q4KSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
+// Q4_K or Q5_K rows read straight from their super-blocks (decode, several tokens): per segment,
+// the sub-block scales of every row's super-blocks unpacked together (KSubBlockScalesOfRows, two
+// rows to a register) and each chunk's group scales permuted from them; codes split from the
+// packed nibbles in registers (Q5_K: plus the fifth bits from qh); mins kept for whole rows.
+// Same codes and scales as UnpackBlocks produces, so the same bits as the other sources.
+// (Unpacked row by row with scalar code, the Q4_K scales were most of the tile's instructions on
+// an Intel core; Q5_K had unpacked whole segments into L1 first.)
+template <int NR, typename Block>
+struct KQuantSource {
+  KQuantSource(const RawRows& raw_rows, int64_t first_row) : raw(raw_rows), r0(first_row) {}
 
   static constexpr int kPerSegment = static_cast<int>(kSegment / kQkK);
   const RawRows& raw;
   int64_t r0;
-  const BlockQ4_K* blocks[NR];  // the current segment's first super-block per row
+  const Block* blocks[NR];  // the current segment's first super-block per row
   // [super-block of the segment][row pair]: rows 2h and 2h + 1's d * sc_j in lanes 0-7, 8-15.
   __m512 sub_block_scales[kPerSegment][(NR + 1) / 2];
   alignas(64) float mins[NR][kMaxRawCols / 32];  // [NR][cols / 32], whole rows
@@ -345,7 +346,7 @@ struct Q4KSource {
   void Use(int64_t c, int64_t n, int /*slot*/) {
     PointAtSegment<kQkK>(raw, r0, c, n, blocks);
     for (int b = 0; b < kPerSegment && b * kQkK < n; ++b) {
-      const BlockQ4_K* heads[NR];
+      const Block* heads[NR];
       float* row_mins[NR];
       for (int r = 0; r < NR; ++r) {
         heads[r] = blocks[r] + b;
@@ -362,17 +363,29 @@ struct Q4KSource {
                          _mm512_set1_epi32(2 * quarter + 8 * (r % 2)));
     return _mm512_permutexvar_ps(index, sub_block_scales[offset / kQkK][r / 2]);
   }
-  __m512i Codes(int r, int64_t offset, __mmask64 /*mask: Q4_K rows are whole chunks*/) const {
+  __m512i Codes(int r, int64_t offset, __mmask64 /*mask: K-quant rows are whole chunks*/) const {
     // The chunk's 32 packed bytes read into both halves: low nibbles, then high ones.
-    const uint8_t* packed = blocks[r][offset / kQkK].qs + (offset % kQkK) / 64 * 32;
-    return NibblesOf<NibbleSplit::kShift, 0xF0>(
-        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed))));
+    const Block& block = blocks[r][offset / kQkK];
+    const int quarter = static_cast<int>((offset % kQkK) / 64);
+    const __m512i nibbles = NibblesOf<NibbleSplit::kShift, 0xF0>(_mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs + 32 * quarter))));
+    if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+      // Sub-block j (chunk q holds 2q and 2q + 1) takes bit j of qh[l] as element l's bit 4.
+      const __m512i qh =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qh)));
+      const __m512i shifts = _mm512_add_epi64(_mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1),
+                                              _mm512_set1_epi64(2 * quarter));
+      const __mmask64 fifth =
+          _mm512_test_epi8_mask(_mm512_srlv_epi64(qh, shifts), _mm512_set1_epi8(1));
+      return _mm512_mask_add_epi8(nibbles, fifth, nibbles, _mm512_set1_epi8(0x10));
+    }
+    return nibbles;
   }
   const float* Mins(int r) const { return mins[r]; }
 };
 
 // Q4_0, Q5_0 or Q8_0 rows read straight from their blocks (decode, several tokens), like
-// Q4KSource: a chunk's codes are assembled in registers from its two blocks (LegacyPairCodes; a
+// KQuantSource: a chunk's codes are assembled in registers from its two blocks (LegacyPairCodes; a
 // masked last block alone), and each span's 16 group scales are read once per row and segment
 // (LegacySpanScales, +0 past the row's last block, as a masked read of the unpacked form gives),
 // a chunk's permuted from them (Q8_0: a chunk's two d read per chunk). Same values as
@@ -429,7 +442,7 @@ struct LegacySource {
   const float* Mins(int /*r*/) const { return nullptr; }  // no mins
 };
 
-// Q6_K, like Q4KSource: the 6-bit codes of a chunk are assembled in registers from ql and qh;
+// Q6_K, like KQuantSource: the 6-bit codes of a chunk are assembled in registers from ql and qh;
 // the group scales are d * scales[i]. Same values as UnpackBlocks.
 template <int NR>
 struct Q6KSource : SuperBlockSource<NR, BlockQ6_K, Q6KSource<NR>> {
@@ -547,7 +560,12 @@ template <int MT, int NR, bool kZeroPoint>
 void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
                    int64_t y_stride) {
   if (w.type == WeightType::kQ4_K) {
-    Q4KSource<NR> source(w, r0);
+    KQuantSource<NR, BlockQ4_K> source(w, r0);
+    QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
+    return;
+  }
+  if (w.type == WeightType::kQ5_K) {
+    KQuantSource<NR, BlockQ5_K> source(w, r0);
     QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.has_min, w.zero_point, y, y_stride);
     return;
   }
