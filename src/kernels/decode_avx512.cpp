@@ -10,7 +10,7 @@
 // moves. Measured on one Zen 4 thread (k = 4096, weights in L2 or streamed alike: the tiles are
 // compute-bound there): Q4_K 16.5 -> 17.9 GB/s, Q5_K 9.3 -> 19.3, Q6_K 15.5 -> 29.8, Q8_0 23.8 ->
 // 29, Q5_0 10.0 -> 17.7. On an Intel core (Emerald Rapids) the shuffle port and scalar scale
-// unpacking limited them; see KSubBlockScalesOfRows and NibbleSpan.
+// unpacking limited them; see KSubBlockScalesOfRows and LegacySpanScales.
 #include "kernels/decode_tiles_avx512.h"
 
 namespace reprise::kernels {

@@ -128,25 +128,11 @@ struct Q6KSpan {
   }
 };
 
-// Q8_0: a span is eight blocks of 32 (fewer at a row's end); each block's d is the scale of both
-// its 16-groups (LegacySpanScales). Codes as LegacySource::BlockCodes.
-template <typename BlockT>
-struct LegacySpan {
-  using Block = BlockT;
-  static constexpr int64_t kBlockElements = kQk;
-  static constexpr bool kPairedCodes = false;
-  static __m512 Scales(const Block* b, int blocks, float* /*mins*/) {
-    return LegacySpanScales(b, blocks);
-  }
-  static __m512i Codes(const Block* b, int quarter) { return LegacyPairCodes(b + 2 * quarter); }
-  static __m512i LastBlockCodes(const Block* b, int quarter) {
-    return _mm512_zextsi256_si512(LegacyBlockCodes(b[2 * quarter]));
-  }
-};
-
-// Q4_0 and Q5_0: as LegacySpan, with codes split as kSplit says (LegacyPairCodes).
+// Q4_0, Q5_0 and Q8_0: a span is eight blocks of 32 (fewer at a row's end); each block's d is
+// the scale of both its 16-groups (LegacySpanScales). A chunk's codes are LegacyPairCodes' (Q4_0
+// and Q5_0 nibbles split as kSplit says; Q8_0 has none), a masked last block's LegacyBlockCodes'.
 template <typename BlockT, NibbleSplit kSplit>
-struct NibbleSpan {
+struct LegacySpan {
   using Block = BlockT;
   static constexpr int64_t kBlockElements = kQk;
   static constexpr bool kPairedCodes = false;
@@ -230,13 +216,8 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       // Lane i of the chunk is in group 4 quarter + i / 4 (sub-block 2 quarter + i / 8): where
       // its scale is in folded[r].
       const auto index = [quarter](int r) {
-        if constexpr (kMins) {
-          return _mm512_add_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
-                                  _mm512_set1_epi32(2 * quarter + 8 * (r % 2)));
-        } else {
-          return _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-                                  _mm512_set1_epi32(4 * quarter));
-        }
+        if constexpr (kMins) return ChunkSubBlockLanes(quarter, 8 * (r % 2));
+        return ChunkGroupLanes(quarter);
       };
       for (int r = 0; r < NR; ++r) {
         const __m512i isum = _mm512_dpbusd_epi32(start, codes_of(r), xv);
@@ -291,11 +272,12 @@ const DecodeVariants* DecodeVariantsFor(WeightType type) {
   static constexpr DecodeVariants kQ4K = DecodeRowVariants<false, Q4KSpan<kSplit>>(Rows());
   static constexpr DecodeVariants kQ5K = DecodeRowVariants<false, Q5KSpan<kSplit>>(Rows());
   static constexpr DecodeVariants kQ6K = DecodeRowVariants<true, Q6KSpan<kSplit>>(Rows());
-  static constexpr DecodeVariants kQ8 = DecodeRowVariants<true, LegacySpan<BlockQ8_0>>(Rows());
+  static constexpr DecodeVariants kQ8 =
+      DecodeRowVariants<true, LegacySpan<BlockQ8_0, kSplit>>(Rows());
   static constexpr DecodeVariants kQ5 =
-      DecodeRowVariants<true, NibbleSpan<BlockQ5_0, kSplit>>(Rows());
+      DecodeRowVariants<true, LegacySpan<BlockQ5_0, kSplit>>(Rows());
   static constexpr DecodeVariants kQ40 =
-      DecodeRowVariants<true, NibbleSpan<BlockQ4_0, kSplit>>(Rows());
+      DecodeRowVariants<true, LegacySpan<BlockQ4_0, kSplit>>(Rows());
   switch (type) {
     case WeightType::kQ4_K:
       return &kQ4K;

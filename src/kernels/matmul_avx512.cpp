@@ -117,8 +117,7 @@ void FloatTile(WeightType type, const float* x, int64_t x_stride, int mt, const 
 
 // [s0 s1 s2 s3] -> [s0 x4, s1 x4, s2 x4, s3 x4]: the scale of each lane's 16-group.
 inline __m512 ExpandGroupScales(__m128 four) {
-  const __m512i index = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-  return _mm512_permutexvar_ps(index, _mm512_castps128_ps512(four));
+  return _mm512_permutexvar_ps(ChunkGroupLanes(0), _mm512_castps128_ps512(four));
 }
 
 // UnpackBlocks for the legacy types, four blocks per step with 512-bit registers (byte-identical
@@ -316,10 +315,7 @@ struct SuperBlockSource {
   __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
     // Chunk q of a super-block covers its groups 4q .. 4q + 3.
     const int quarter = static_cast<int>((offset % kQkK) / 64);
-    const __m512i index =
-        _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-                         _mm512_set1_epi32(4 * quarter));
-    return _mm512_permutexvar_ps(index, group_scales[r][offset / kQkK]);
+    return _mm512_permutexvar_ps(ChunkGroupLanes(quarter), group_scales[r][offset / kQkK]);
   }
 };
 
@@ -358,10 +354,8 @@ struct KQuantSource {
   __m512 Scales(int r, int64_t offset, __mmask8 /*mask*/) const {
     // Chunk q of a super-block covers its sub-blocks 2q (lanes 0-7) and 2q + 1 (lanes 8-15).
     const int quarter = static_cast<int>((offset % kQkK) / 64);
-    const __m512i index =
-        _mm512_add_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
-                         _mm512_set1_epi32(2 * quarter + 8 * (r % 2)));
-    return _mm512_permutexvar_ps(index, sub_block_scales[offset / kQkK][r / 2]);
+    return _mm512_permutexvar_ps(ChunkSubBlockLanes(quarter, 8 * (r % 2)),
+                                 sub_block_scales[offset / kQkK][r / 2]);
   }
   __m512i Codes(int r, int64_t offset, __mmask64 /*mask: K-quant rows are whole chunks*/) const {
     // The chunk's 32 packed bytes read into both halves: low nibbles, then high ones.
@@ -434,10 +428,7 @@ struct LegacySource {
     }
     // Chunk q of a span covers its groups 4q .. 4q + 3 (blocks 2q and 2q + 1).
     const int quarter = static_cast<int>((offset % kSpan) / 64);
-    const __m512i index =
-        _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-                         _mm512_set1_epi32(4 * quarter));
-    return _mm512_permutexvar_ps(index, span_scales[r][offset / kSpan]);
+    return _mm512_permutexvar_ps(ChunkGroupLanes(quarter), span_scales[r][offset / kSpan]);
   }
   const float* Mins(int /*r*/) const { return nullptr; }  // no mins
 };

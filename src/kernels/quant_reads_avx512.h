@@ -110,6 +110,19 @@ inline void KSubBlockScalesOfRows(const Block* const (&blocks)[NR], __m512 (&sca
   }
 }
 
+// Where the scales of a chunk's 16 lanes are: lane i of chunk `quarter` of a 256-column span (4
+// codes each, 64 columns) lies in 16-group 4 quarter + i / 4 and in 32-column sub-block
+// 2 quarter + i / 8. ChunkGroupLanes indexes a span's 16 group scales; ChunkSubBlockLanes a
+// register of sub-block scales whose first is at lane `first` (8 for the second row of a pair).
+inline __m512i ChunkGroupLanes(int quarter) {
+  return _mm512_add_epi32(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                          _mm512_set1_epi32(4 * quarter));
+}
+inline __m512i ChunkSubBlockLanes(int quarter, int first) {
+  return _mm512_add_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                          _mm512_set1_epi32(2 * quarter + first));
+}
+
 // Each byte of `bytes` reduced to one of its nibbles: the high one in the qwords whose bit is set
 // in kHighQwords, the low one in the others. kGfni: one GF(2) byte affine transform (a bit matrix
 // per qword; its byte 7 - i picks the input bits of output bit i); kShift: a shift and a mask.
