@@ -16,8 +16,9 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
     workloads += (workloads.empty() ? "" : ", ") + name;
   command->add_option("workload", options->workload, "one of: " + workloads)->required();
   command->add_option("-m,--model", options->model, "GGUF model file or Hugging Face folder");
-  command->add_option("--make-model", options->make_model_shape,
-                      "write a temporary random-weight model of this shape (135m, 360m, 1b, tiny)");
+  command->add_option(
+      "--make-model", options->make_model_shape,
+      "write a temporary random-weight model of this shape (135m, 360m, 1b, 3b, 8b, tiny)");
   command->add_option("--type", options->make_model_type,
                       "weight type for --make-model (default q8_0)");
   command->add_option("--vocab-from", options->vocab_path,
@@ -25,8 +26,9 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
                           bench::DefaultVocabHelp() + ")");
   command->add_option("-t,--threads", options->threads, "kernel threads (0 = all cores)");
   command->add_option("--block-size", options->block_size, "KV positions per block");
-  command->add_option("--kv-cache-memory", options->kv_cache_memory,
-                      "KV cache budget, e.g. 2GiB (default 1GiB; multidoc: about 4 documents' worth)");
+  command->add_option(
+      "--kv-cache-memory", options->kv_cache_memory,
+      "KV cache budget, e.g. 2GiB (default 1GiB; multidoc: about 4 documents' worth)");
   command->add_option("--kv-disk-path", options->kv_disk_path,
                       "keep KV blocks evicted from memory in this folder (the disk tier)");
   command->add_option("--kv-disk-size", options->kv_disk_size,

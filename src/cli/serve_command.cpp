@@ -150,7 +150,7 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
                     "Serve the demo model (random weights, the built-in vocabulary and a ChatML "
                     "template), made once in the cache folder like `reprise demo`'s");
   command->add_option("--demo-shape", demo->shape,
-                      "Shape of the --demo model: 135m, 360m, 1b or tiny");
+                      "Shape of the --demo model: 135m, 360m, 1b, 3b, 8b or tiny");
   command
       ->add_option_function<std::string>(
           "--host", [flags](const std::string& v) { flags->host = v; }, "Address to listen on")

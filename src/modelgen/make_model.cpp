@@ -104,8 +104,10 @@ ModelShape ShapeByName(const std::string& name) {
   if (name == "135m") return {"SmolLM2-135M-shape", 576, 1536, 30, 9, 3, 8192, 100000.0f, false};
   if (name == "360m") return {"SmolLM2-360M-shape", 960, 2560, 32, 15, 5, 8192, 100000.0f, false};
   if (name == "1b") return {"Llama-3.2-1B-shape", 2048, 8192, 16, 32, 8, 131072, 500000.0f, true};
+  if (name == "3b") return {"Llama-3.2-3B-shape", 3072, 8192, 28, 24, 8, 131072, 500000.0f, true};
+  if (name == "8b") return {"Llama-3.1-8B-shape", 4096, 14336, 32, 32, 8, 131072, 500000.0f, true};
   if (name == "tiny") return {"tiny", 64, 192, 2, 4, 2, 2048, 10000.0f, false};
-  throw Error(fmt::format("unknown model shape '{}' (135m, 360m, 1b or tiny)", name));
+  throw Error(fmt::format("unknown model shape '{}' (135m, 360m, 1b, 3b, 8b or tiny)", name));
 }
 
 void MakeModel(const MakeModelOptions& options) {

@@ -21,7 +21,8 @@ struct ModelShape {
   bool llama3_rope_scaling;  // writes a rope_freqs tensor as Llama 3.x files have
 };
 
-// "135m" (SmolLM2-135M), "360m" (SmolLM2-360M), "1b" (Llama-3.2-1B), "tiny" (for tests).
+// "135m" (SmolLM2-135M), "360m" (SmolLM2-360M), "1b" (Llama-3.2-1B), "3b" (Llama-3.2-3B),
+// "8b" (Llama-3.1-8B, its embeddings tied), "tiny" (for tests).
 // Throws Error for an unknown name.
 ModelShape ShapeByName(const std::string& name);
 

@@ -78,6 +78,26 @@ TEST(ModelTest, DecodeWeightBytesCountEveryTensorAndOneEmbeddingRow) {
   std::filesystem::remove(path);
 }
 
+// The weights of a llama model of `shape` with a vocabulary of `vocab` tokens and the output
+// matrix tied to the embeddings (as make-model writes it).
+int64_t TiedParameters(const modelgen::ModelShape& shape, int64_t vocab) {
+  const int64_t e = shape.embedding_length, f = shape.feed_forward_length;
+  const int64_t kv_dim = e / shape.n_head * shape.n_kv_head;
+  const int64_t layer = 2 * e * e + 2 * e * kv_dim + 3 * e * f + 2 * e;  // q, o; k, v; ffn; norms
+  return vocab * e + shape.n_layer * layer + e;
+}
+
+TEST(ModelTest, MadeShapesHaveTheParameterCountsOfTheModelsTheyStandFor) {
+  // The published totals (safetensors metadata of each model) with their own vocabularies;
+  // Llama-3.1-8B's output matrix is its own, so its 128256 x 4096 are taken off.
+  EXPECT_EQ(TiedParameters(modelgen::ShapeByName("135m"), 49152), 134515008);
+  EXPECT_EQ(TiedParameters(modelgen::ShapeByName("360m"), 49152), 361821120);
+  EXPECT_EQ(TiedParameters(modelgen::ShapeByName("1b"), 128256), 1235814400);
+  EXPECT_EQ(TiedParameters(modelgen::ShapeByName("3b"), 128256), 3212749824);
+  EXPECT_EQ(TiedParameters(modelgen::ShapeByName("8b"), 128256), 8030261248 - 128256 * 4096);
+  EXPECT_THROW(modelgen::ShapeByName("70b"), Error);
+}
+
 TEST(ModelTest, AFileWithoutWeightsIsRefusedNamingTheFile) {
   REPRISE_REQUIRE_FIXTURES();
   std::string path = testing::Fixture("vocab/ggml-vocab-llama-spm.gguf");
