@@ -108,7 +108,7 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
       ChartKind::kLine, "Chat: TTFT per turn", "turn", "TTFT (ms)", {}, {{"reuse on", {}}}, {}};
   if (replay) chart.series.push_back({"reuse off", {}});
   std::vector<double> later_hits;
-  std::vector<double> later_on, later_alone;  // turns 2-8: TTFT and the new tokens alone (ms)
+  std::vector<double> later_over_alone;  // turns 2-8: TTFT / the new tokens alone
   for (int turn = 0; turn < kTurns; ++turn) {
     const double on_ms = Median(ttft[turn]) * 1e3;
     const double off_ms = off_ttft[turn] * 1e3;
@@ -119,10 +119,7 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
                   replay ? BenchCell(Ratio(off_ms, on_ms), 1) : BenchCell(),
                   alone_ms > 0 ? BenchCell(alone_ms, 1) : BenchCell(),
                   alone_ms > 0 ? BenchCell(Ratio(on_ms, alone_ms), 2) : BenchCell()});
-    if (alone_ms > 0) {
-      later_on.push_back(on_ms);
-      later_alone.push_back(alone_ms);
-    }
+    if (alone_ms > 0) later_over_alone.push_back(Ratio(on_ms, alone_ms));
     chart.categories.push_back(std::to_string(turn + 1));
     chart.series[0].values.push_back(on_ms);
     if (replay) chart.series[1].values.push_back(off_ms);
@@ -138,10 +135,13 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
     result.figures.push_back(BenchFigure::Plain("last_turn_speedup",
                                                 "turn 8 speed-up over reuse off",
                                                 Ratio(off_ttft[kTurns - 1] * 1e3, last_on), "x"));
-    // The target: reuse adds at most 10% to the prefill of a turn's new tokens.
+    // The target: reuse adds at most 10% to the prefill of a turn's new tokens. Each turn's own
+    // ratio, then their median: turns add different numbers of tokens, so a median TTFT and a
+    // median new-tokens time may come from different turns.
     result.figures.push_back(BenchFigure::AtMost(
-        "later_turns_over_new_tokens_alone", "turns 2-8: TTFT / prefill of the new tokens alone",
-        Ratio(Median(later_on), Median(later_alone)), "x", 1.1));
+        "later_turns_over_new_tokens_alone",
+        "turns 2-8, median of each turn's TTFT / prefill of its new tokens alone",
+        Median(later_over_alone), "x", 1.1));
   }
   result.tables.push_back(std::move(table));
   result.charts.push_back(std::move(chart));
