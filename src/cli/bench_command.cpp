@@ -5,6 +5,7 @@
 
 #include "bench/options.h"
 #include "cli/commands.h"
+#include "modelgen/make_model.h"
 
 namespace reprise::cli {
 
@@ -18,7 +19,7 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
   command->add_option("-m,--model", options->model, "GGUF model file or Hugging Face folder");
   command->add_option(
       "--make-model", options->make_model_shape,
-      "write a temporary random-weight model of this shape (135m, 360m, 1b, 3b, 8b, tiny)");
+      "write a temporary random-weight model of this shape (" + modelgen::ShapeNames() + ")");
   command->add_option("--type", options->make_model_type,
                       "weight type for --make-model (default q8_0)");
   command->add_option("--vocab-from", options->vocab_path,

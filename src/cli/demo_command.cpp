@@ -19,6 +19,7 @@
 #include "cli/demo_model.h"
 #include "core/byte_size.h"
 #include "core/error.h"
+#include "modelgen/make_model.h"
 #include "reprise/engine.h"
 
 namespace reprise::cli {
@@ -255,7 +256,8 @@ void RegisterDemoCommand(CLI::App& app, CommandAction& run) {
   auto* command = app.add_subcommand(
       "demo", "Show prefix reuse on a random-weight model made once, with nothing but this binary");
   command->add_flag("--quick", options->quick, "a tiny model and small prompts (seconds)");
-  command->add_option("--shape", options->shape, "shape of the demo model: 135m, 360m, 1b, 3b or 8b");
+  command->add_option("--shape", options->shape,
+                      "shape of the demo model: " + modelgen::ShapeNames());
   command->add_option("--chart", options->chart_path,
                       "draw the TTFT figures as an SVG chart to FILE");
   command->add_option("-t,--threads", options->threads, "kernel threads (0: every core)");

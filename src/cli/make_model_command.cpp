@@ -13,7 +13,7 @@ void RegisterMakeModelCommand(CLI::App& app, CommandAction& run) {
   auto type_name = std::make_shared<std::string>("f16");
   auto* command =
       app.add_subcommand("make-model", "Write a random-weight llama model (for benchmarks)");
-  command->add_option("--shape", options->shape, "135m, 360m, 1b, 3b, 8b or tiny")->required();
+  command->add_option("--shape", options->shape, modelgen::ShapeNames())->required();
   command->add_option("--arch", options->architecture, "llama or qwen2 (NeoX rope, Q/K/V biases)");
   command->add_option("--vocab-from", options->vocab_path,
                       "GGUF file or Hugging Face folder to copy the vocabulary from (default: the "

@@ -23,6 +23,7 @@
 #include "gguf/gguf_file.h"
 #include "hf/model_source.h"
 #include "model/model_config.h"
+#include "modelgen/make_model.h"
 #include "server/engine_backend.h"
 #include "server/http_server.h"
 #include "server/settings.h"
@@ -150,7 +151,7 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
                     "Serve the demo model (random weights, the built-in vocabulary and a ChatML "
                     "template), made once in the cache folder like `reprise demo`'s");
   command->add_option("--demo-shape", demo->shape,
-                      "Shape of the --demo model: 135m, 360m, 1b, 3b, 8b or tiny");
+                      "Shape of the --demo model: " + modelgen::ShapeNames());
   command
       ->add_option_function<std::string>(
           "--host", [flags](const std::string& v) { flags->host = v; }, "Address to listen on")

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -100,14 +102,35 @@ std::vector<uint8_t> FloatBytes(const std::vector<float>& values) {
 
 }  // namespace
 
+namespace {
+
+// Every shape make-model writes, by the name users give it.
+const std::pair<const char*, ModelShape> kShapes[] = {
+    {"135m", {"SmolLM2-135M-shape", 576, 1536, 30, 9, 3, 8192, 100000.0f, false}},
+    {"360m", {"SmolLM2-360M-shape", 960, 2560, 32, 15, 5, 8192, 100000.0f, false}},
+    {"1b", {"Llama-3.2-1B-shape", 2048, 8192, 16, 32, 8, 131072, 500000.0f, true}},
+    {"3b", {"Llama-3.2-3B-shape", 3072, 8192, 28, 24, 8, 131072, 500000.0f, true}},
+    {"8b", {"Llama-3.1-8B-shape", 4096, 14336, 32, 32, 8, 131072, 500000.0f, true}},
+    {"tiny", {"tiny", 64, 192, 2, 4, 2, 2048, 10000.0f, false}},
+};
+
+}  // namespace
+
+std::string ShapeNames() {
+  std::string names;
+  const size_t count = std::size(kShapes);
+  for (size_t i = 0; i < count; ++i) {
+    names += i == 0 ? "" : (i + 1 == count ? " or " : ", ");
+    names += kShapes[i].first;
+  }
+  return names;
+}
+
 ModelShape ShapeByName(const std::string& name) {
-  if (name == "135m") return {"SmolLM2-135M-shape", 576, 1536, 30, 9, 3, 8192, 100000.0f, false};
-  if (name == "360m") return {"SmolLM2-360M-shape", 960, 2560, 32, 15, 5, 8192, 100000.0f, false};
-  if (name == "1b") return {"Llama-3.2-1B-shape", 2048, 8192, 16, 32, 8, 131072, 500000.0f, true};
-  if (name == "3b") return {"Llama-3.2-3B-shape", 3072, 8192, 28, 24, 8, 131072, 500000.0f, true};
-  if (name == "8b") return {"Llama-3.1-8B-shape", 4096, 14336, 32, 32, 8, 131072, 500000.0f, true};
-  if (name == "tiny") return {"tiny", 64, 192, 2, 4, 2, 2048, 10000.0f, false};
-  throw Error(fmt::format("unknown model shape '{}' (135m, 360m, 1b, 3b, 8b or tiny)", name));
+  for (const auto& [shape_name, shape] : kShapes) {
+    if (name == shape_name) return shape;
+  }
+  throw Error(fmt::format("unknown model shape '{}' ({})", name, ShapeNames()));
 }
 
 void MakeModel(const MakeModelOptions& options) {

@@ -25,6 +25,8 @@ struct ModelShape {
 // "8b" (Llama-3.1-8B, its embeddings tied), "tiny" (for tests).
 // Throws Error for an unknown name.
 ModelShape ShapeByName(const std::string& name);
+// The names ShapeByName knows, for help texts and errors: "135m, 360m, ..., 8b or tiny".
+std::string ShapeNames();
 
 struct MakeModelOptions {
   std::string shape = "tiny";
