@@ -159,12 +159,11 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   alignas(64) float mins[kMins ? NR : 1][kMins ? kMaxRawCols / 32 : 1];
   const Block* rows[NR];
   RowAhead ahead[NR];  // the rows this tile asks for as it goes, found once
-  __m512 acc[NR];
   for (int r = 0; r < NR; ++r) {
     rows[r] = reinterpret_cast<const Block*>(w.data + (r0 + r) * w.row_bytes);
     ahead[r] = RowAhead(w, r0 + w.prefetch_rows + r);
-    acc[r] = _mm512_setzero_ps();
   }
+  __m512 chains = _mm512_setzero_ps();  // the four-row layout (GroupSumsOfRows)
   for (int64_t c = 0; c < cols; c += kSpan) {
     const int64_t n = std::min(kSpan, cols - c);
     const int blocks = static_cast<int>(n / Span::kBlockElements);
@@ -176,11 +175,12 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
     const __mmask16 groups =
         n == kSpan ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n / 16)) - 1);
     const __m512 x_scales = _mm512_maskz_loadu_ps(groups, xd + c / 16);
-    // w_scale * x_scale per 16-group of the span, [s0 .. s15] (Q4_K, Q5_K: per sub-block of 32,
-    // rows 2h and 2h + 1 side by side in lanes 0-7 and 8-15, both rows' folded[r] the same
-    // register; a sub-block's two groups have one weight scale and one activation scale, so the
-    // product is the groups' own).
-    __m512 folded[NR];
+    // w_scale * x_scale per 16-group of the span, [s0 .. s15] per row (Q4_K, Q5_K: per sub-block
+    // of 32, rows 2h and 2h + 1 side by side in lanes 0-7 and 8-15 of folded[2h]; a sub-block's
+    // two groups have one weight scale and one activation scale, so the product is the groups'
+    // own). Rows past NR: +0.
+    __m512 folded[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                        _mm512_setzero_ps()};
     if constexpr (kMins) {  // Q4_K, Q5_K: every row's scales unpacked at once
       const Block* span_blocks[NR];
       float* span_mins[NR];
@@ -195,7 +195,6 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
           _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14), x_scales);
       for (int h = 0; 2 * h < NR; ++h) {
         folded[2 * h] = _mm512_mul_ps(sub_block_scales[h], x_sub_blocks);
-        if (2 * h + 1 < NR) folded[2 * h + 1] = folded[2 * h];
       }
     } else {
       for (int r = 0; r < NR; ++r) {
@@ -203,6 +202,24 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
             _mm512_maskz_mul_ps(groups, Span::Scales(rows[r] + first, blocks, nullptr), x_scales);
       }
     }
+    // The scales of chunk `quarter` in the four-row layout: lane 4 j + r = row r's group
+    // 4 quarter + j (sub-block 2 quarter + j / 2), by one or two two-source permutes.
+    auto chunk_scales = [&](int quarter) {
+      if constexpr (kMins) {
+        const __m512i index = _mm512_add_epi32(
+            _mm512_setr_epi32(0, 8, 16, 24, 0, 8, 16, 24, 1, 9, 17, 25, 1, 9, 17, 25),
+            _mm512_set1_epi32(2 * quarter));
+        return _mm512_permutex2var_ps(folded[0], index, folded[2]);
+      } else {
+        const __m512i index = _mm512_add_epi32(
+            _mm512_setr_epi32(0, 16, 0, 16, 1, 17, 1, 17, 2, 18, 2, 18, 3, 19, 3, 19),
+            _mm512_set1_epi32(4 * quarter));
+        const __m512 low = _mm512_permutex2var_ps(folded[0], index, folded[1]);
+        if constexpr (NR <= 2) return low;
+        return _mm512_mask_blend_ps(0xCCCC, low,
+                                    _mm512_permutex2var_ps(folded[2], index, folded[3]));
+      }
+    };
     // One chunk of 64 columns (or the masked last block of 32) of the span, for every row, with
     // row r's codes from codes_of(r).
     auto chunk = [&](int quarter, bool whole, auto codes_of) {
@@ -213,17 +230,15 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
         start =
             _mm512_sub_epi32(start, _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_bytes, xv));
       }
-      // Lane i of the chunk is in group 4 quarter + i / 4 (sub-block 2 quarter + i / 8): where
-      // its scale is in folded[r].
-      const auto index = [quarter](int r) {
-        if constexpr (kMins) return ChunkSubBlockLanes(quarter, 8 * (r % 2));
-        return ChunkGroupLanes(quarter);
-      };
-      for (int r = 0; r < NR; ++r) {
-        const __m512i isum = _mm512_dpbusd_epi32(start, codes_of(r), xv);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                                 _mm512_permutexvar_ps(index(r), folded[r]), acc[r]);
+      __m512i isum[4];
+      for (int r = 0; r < 4; ++r) {
+        isum[r] = r < NR ? _mm512_dpbusd_epi32(start, codes_of(r < NR ? r : 0), xv)
+                         : _mm512_setzero_si512();
       }
+      const __m512 sums = _mm512_cvtepi32_ps(GroupSumsOfRows(isum[0], isum[1], isum[2], isum[3]));
+      // A lone last block has groups 0 and 1 only: lanes 0-7.
+      chains = whole ? _mm512_fmadd_ps(sums, chunk_scales(quarter), chains)
+                     : _mm512_mask3_fmadd_ps(sums, chunk_scales(quarter), chains, 0x00FF);
     };
     if constexpr (Span::kPairedCodes) {
       // Two chunks' codes from one 512-bit read per row (whole spans only: K-quants).
@@ -252,10 +267,14 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       }
     }
   }
+  alignas(16) float totals[4];
+  _mm_store_ps(totals, ChainTotalsOfRows(chains));
   for (int r = 0; r < NR; ++r) {
-    float sum = HorizontalSum(acc[r]);
-    if constexpr (kMins) sum += MinsDot(mins[r], x.sum + t0 * (cols / 32), cols / 32);
-    y[r] = sum;
+    if constexpr (kMins) {
+      y[r] = totals[r] + MinsDot(mins[r], x.sum + t0 * (cols / 32), cols / 32);
+    } else {
+      y[r] = totals[r];
+    }
   }
 }
 

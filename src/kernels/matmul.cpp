@@ -7,7 +7,8 @@
 //       registers; quantized tiles unpack 512 columns at a time, or a small panel on targets
 //       without a raw tile)
 //     prefill: for each panel of `panel_rows` rows (~192 KiB, L2): unpack / widen once into
-//       padded rows, then for each tile of tokens, for each tile of rows: the tile kernel
+//       padded rows (quantized, on targets with interleaved tiles: then rearranged into blocks
+//       of kInterleavedRows), then for each tile of tokens, for each tile of rows: the tile kernel
 //
 // Every output is computed by one tile call over the whole reduction, with an operation sequence
 // that does not depend on the tile's size or on where its weights were read from, so the split
@@ -34,10 +35,10 @@ namespace {
 
 // Each thread keeps its scratch between calls so that the step loop does not allocate; a buffer
 // only grows. `Slot` separates the caller's activation buffer from the panel buffer it also uses.
-enum class Slot { kActivations, kPanel };
+enum class Slot { kActivations, kPanel, kInterleaved };
 
 uint8_t* ThreadScratch(Slot slot, size_t bytes) {
-  thread_local AlignedBuffer<uint8_t> buffers[2];
+  thread_local AlignedBuffer<uint8_t> buffers[3];
   AlignedBuffer<uint8_t>& buffer = buffers[static_cast<int>(slot)];
   if (buffer.size() < bytes) buffer.Resize(bytes);
   return buffer.data();
@@ -296,6 +297,28 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
                        .min = has_min ? min : nullptr,
                        .cols = cols,
                        .zero_point = ZeroPoint(w.type)};
+    if (k.interleaved_tile != nullptr) {
+      // Rearranged once per panel, then every token tile over every block of rows.
+      const size_t block_bytes = k.interleaved_block_bytes(cols);
+      const int64_t blocks = (np + kInterleavedRows - 1) / kInterleavedRows;
+      uint8_t* interleaved = ThreadScratch(Slot::kInterleaved, blocks * block_bytes);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int nr =
+            static_cast<int>(std::min<int64_t>(kInterleavedRows, np - b * kInterleavedRows));
+        k.interleave(panel, b * kInterleavedRows, nr, interleaved + b * block_bytes);
+      }
+      for (int64_t t = t_begin; t < t_end; t += kInterleavedTokenTile) {
+        const int mt = static_cast<int>(std::min<int64_t>(kInterleavedTokenTile, t_end - t));
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t r = b * kInterleavedRows;
+          const int nr = static_cast<int>(std::min<int64_t>(kInterleavedRows, np - r));
+          k.interleaved_tile(job.qx, t, mt, interleaved + b * block_bytes,
+                             has_min ? min + r * (cols / kMinGroup) : nullptr, nr,
+                             job.y + t * w.rows + p + r, w.rows);
+        }
+      }
+      continue;
+    }
     for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
       for (int64_t r = 0; r < np; r += k.quant_row_tile) {
@@ -361,6 +384,9 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
   const bool decode = tokens <= token_tile;
   job.decode = decode;
+  // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.
+  const int panel_tile =
+      quantized && !decode && kernels.interleaved_tile != nullptr ? kInterleavedRows : row_tile;
   // Decode streams weights once: a small panel stays in L1. Prefill reuses a panel for every
   // token tile: size it for L2.
   const int64_t budget = decode ? (24 << 10) : (192 << 10);
@@ -379,7 +405,7 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
       }
     });
     job.qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols};
-    job.panel_rows = PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, budget, row_tile);
+    job.panel_rows = PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, budget, panel_tile);
   } else {
     job.panel_rows = PanelRows(PaddedStride(cols) * 4, budget, row_tile);
     if (!decode) {
@@ -409,14 +435,14 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
       RunFloatRange(j, r_begin, r_end, t_begin, t_end);
     }
   };
-  const int64_t row_tiles = (w.rows + row_tile - 1) / row_tile;
+  const int64_t row_tiles = (w.rows + panel_tile - 1) / panel_tile;
   if (row_tiles >= pool.num_threads() || decode) {
     pool.ParallelFor(
         static_cast<size_t>(w.rows),
         [&](size_t begin, size_t end) {
           run(job, static_cast<int64_t>(begin), static_cast<int64_t>(end), 0, tokens);
         },
-        static_cast<size_t>(row_tile));
+        static_cast<size_t>(panel_tile));
   } else {
     pool.ParallelFor(
         static_cast<size_t>(tokens),

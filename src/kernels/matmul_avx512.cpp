@@ -6,10 +6,9 @@
 //                then HorizontalSum; F16/BF16 weights are widened exactly, from a widened panel
 //                (prefill) or straight from the matrix (decode): the same arithmetic.
 //   quantized:   per chunk of 64 codes (two blocks of 32; a lone last block is a masked chunk),
-//                lane i holds the exact integer sum of the 4 products 4i..4i+3;
-//                acc[16] += float(isum) * (w_scale * x_scale) of the lane's 16-group,
-//                then HorizontalSum(acc) + HorizontalSum(min_acc) for types with a min, where
-//                min_acc[16] += w_min[b..b+15] * x_sum[b..b+15] over blocks b.
+//                the exact integer sum of each 16-group, then four float chains per output (one
+//                per group position in a chunk) summed at the end, plus MinsDot for types with a
+//                min: see "The quantized tiles' arithmetic" in quant_reads_avx512.h.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -468,19 +467,23 @@ struct Q6KSource : SuperBlockSource<NR, BlockQ6_K, Q6KSource<NR>> {
 };
 
 // One chunk of 64 codes (or the masked last 32) at column c for every output of the tile;
-// `offset` is c within the source's current segment.
+// `offset` is c within the source's current segment. chains[t]: token t's chains in the four-row
+// layout (GroupSumsOfRows).
 template <int MT, int NR, bool kZeroPoint, typename Source>
 inline void QuantChunk(const QuantizedRows& x, int64_t t0, const Source& w, int64_t c,
                        int64_t offset, __mmask64 code_mask, __mmask8 scale_mask, __m512i zero_bytes,
-                       __m512 (&acc)[MT][NR]) {
+                       __m512 (&chains)[MT]) {
   const int64_t cols = x.cols;
   const int64_t groups = cols / 16;
   __m512i wv[NR];
-  __m512 ws[NR];
+  __m512 ws[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                  _mm512_setzero_ps()};
   for (int r = 0; r < NR; ++r) {
     wv[r] = w.Codes(r, offset, code_mask);
     ws[r] = w.Scales(r, offset, scale_mask);
   }
+  const __m512 w_scales = FourRowLanes(ws[0], ws[1], ws[2], ws[3]);
+  const bool whole = scale_mask == 0xF;
   for (int t = 0; t < MT; ++t) {
     const __m512i xv = _mm512_maskz_loadu_epi8(code_mask, x.q + (t0 + t) * cols + c);
     const __m512 xd =
@@ -490,10 +493,16 @@ inline void QuantChunk(const QuantizedRows& x, int64_t t0, const Source& w, int6
     if constexpr (kZeroPoint) {
       start = _mm512_sub_epi32(start, _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero_bytes, xv));
     }
-    for (int r = 0; r < NR; ++r) {
-      const __m512i isum = _mm512_dpbusd_epi32(start, wv[r], xv);
-      acc[t][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(ws[r], xd), acc[t][r]);
+    __m512i isum[4];
+    for (int r = 0; r < 4; ++r) {
+      isum[r] =
+          r < NR ? _mm512_dpbusd_epi32(start, wv[r < NR ? r : 0], xv) : _mm512_setzero_si512();
     }
+    const __m512 sums = _mm512_cvtepi32_ps(GroupSumsOfRows(isum[0], isum[1], isum[2], isum[3]));
+    const __m512 scales = _mm512_mul_ps(w_scales, xd);
+    // A lone last block has groups 0 and 1 only: lanes 0-7.
+    chains[t] = whole ? _mm512_fmadd_ps(sums, scales, chains[t])
+                      : _mm512_mask3_fmadd_ps(sums, scales, chains[t], 0x00FF);
   }
 }
 
@@ -502,10 +511,8 @@ void QuantTileCore(const QuantizedRows& x, int64_t t0, Source& w, bool has_min, 
                    float* y, int64_t y_stride) {
   const int64_t cols = x.cols;
   const __m512i zero_bytes = _mm512_set1_epi8(static_cast<char>(zero_point));
-  __m512 acc[MT][NR];
-  for (int t = 0; t < MT; ++t) {
-    for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_setzero_ps();
-  }
+  __m512 chains[MT];
+  for (int t = 0; t < MT; ++t) chains[t] = _mm512_setzero_ps();
   w.Prepare(0, std::min(kSegment, cols), 0);
   for (int64_t segment = 0, slot = 0; segment < cols; segment += kSegment, slot ^= 1) {
     const int64_t n = std::min(kSegment, cols - segment);
@@ -515,16 +522,18 @@ void QuantTileCore(const QuantizedRows& x, int64_t t0, Source& w, bool has_min, 
     int64_t offset = 0;
     for (; offset + 64 <= n; offset += 64) {
       QuantChunk<MT, NR, kZeroPoint>(x, t0, w, segment + offset, offset, ~__mmask64{0}, 0xF,
-                                     zero_bytes, acc);
+                                     zero_bytes, chains);
     }
     if (offset < n) {  // one block of 32 left (the row's last)
       QuantChunk<MT, NR, kZeroPoint>(x, t0, w, segment + offset, offset, 0xFFFFFFFFull, 0x3,
-                                     zero_bytes, acc);
+                                     zero_bytes, chains);
     }
   }
   float sums[MT][NR];
   for (int t = 0; t < MT; ++t) {
-    for (int r = 0; r < NR; ++r) sums[t][r] = HorizontalSum(acc[t][r]);
+    alignas(16) float totals[4];
+    _mm_store_ps(totals, ChainTotalsOfRows(chains[t]));
+    for (int r = 0; r < NR; ++r) sums[t][r] = totals[r];
   }
   if (has_min) {
     const int64_t blocks = cols / 32;
@@ -687,6 +696,9 @@ const TargetKernels& Avx512Kernels() {
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .quant_tile_raw = QuantTileRaw,
+      .interleaved_block_bytes = InterleavedBlockBytesAvx512,
+      .interleave = InterleaveRowsAvx512,
+      .interleaved_tile = InterleavedTileAvx512,
       .widen = Widen,
       .quantize_row = QuantizeActivationRowAvx512,
       .unpack = UnpackBlocksAvx2,

@@ -47,6 +47,10 @@ struct RawRows {
 // the panel path.
 inline constexpr int64_t kMaxRawCols = 65536;
 
+// Rows per block and most tokens per call of the interleaved prefill tiles (TargetKernels).
+inline constexpr int kInterleavedRows = 16;
+inline constexpr int kInterleavedTokenTile = 4;
+
 struct TargetKernels {
   // Largest tile (mt tokens x nr rows) each tile function accepts.
   int float_token_tile = 1;
@@ -68,6 +72,17 @@ struct TargetKernels {
   // bits as quant_tile on the same rows unpacked. Optional (null: the driver unpacks a panel).
   void (*quant_tile_raw)(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
                          int nr, float* y, int64_t y_stride) = nullptr;
+
+  // Prefill over rows rearranged once per panel for the target (optional; null: quant_tile on the
+  // unpacked panel). interleave writes rows [r0, r0 + nr) of an unpacked panel (nr <=
+  // kInterleavedRows) as one block of interleaved_block_bytes(cols) bytes (64-byte aligned);
+  // interleaved_tile computes tokens t0 .. t0 + mt - 1 (mt <= kInterleavedTokenTile) over a
+  // block's nr rows, given their mins (row-major, cols / 32 each) or null for types without.
+  // The same bits as quant_tile.
+  size_t (*interleaved_block_bytes)(int64_t cols) = nullptr;
+  void (*interleave)(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out) = nullptr;
+  void (*interleaved_tile)(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
+                           const float* mins, int nr, float* y, int64_t y_stride) = nullptr;
 
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
@@ -109,6 +124,12 @@ NibbleSplit BestNibbleSplit();
 // serves (decode_avx512.cpp). Same bits as the general tiles, whatever `split`; kGfni only where
 // BestNibbleSplit() says so.
 QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
+
+// The interleaved prefill tiles of the AVX-512 target (interleaved_avx512.cpp).
+size_t InterleavedBlockBytesAvx512(int64_t cols);
+void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out);
+void InterleavedTileAvx512(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
+                           const float* mins, int nr, float* y, int64_t y_stride);
 
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();

@@ -254,6 +254,50 @@ inline __m512 LegacySpanScales(const Block* b, int blocks) {
   }
 }
 
+// The quantized tiles' arithmetic (every AVX-512 quantized tile, whatever its rows, tokens or
+// weight layout, so that an output's bits never depend on which one ran): four float chains per
+// output, c_j for the 16-column groups at position j of each 64-column chunk,
+//   c_j = fma(float(isum_g), w_scale_g * x_scale_g, c_j)   over the row's chunks in order,
+// where isum_g is the exact integer sum of the group's products (a lone last block of 32 has
+// groups j = 0 and 1 only; c_2 and c_3 are left as they are), then
+//   y = ((c_0 + c_1) + (c_2 + c_3))   plus MinsDot for types with a min.
+// A tile over four rows keeps a token's chains in one register, row r's c_j in lane 4 j + r; a
+// tile over 16 interleaved rows keeps one register per chain, row r in lane r.
+
+// Four rows' chunk sums (lane i of a row: the exact sum of its products 4i .. 4i + 3) as group
+// sums in the four-row layout: lane 4 j + r = row r's group j. Blends and in-lane shuffles only.
+inline __m512i GroupSumsOfRows(__m512i a, __m512i b, __m512i c, __m512i d) {
+  // Per 128-bit lane (a group): [a0 + a1, b0 + b1, a2 + a3, b2 + b3], the same for c and d.
+  const __m512i first =
+      _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(1));
+  const auto pairs = [&](__m512i p, __m512i q) {
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(p, first, q),
+                            _mm512_permutex2var_epi32(p, second, q));
+  };
+  const __m512i ab = pairs(a, b), cd = pairs(c, d);
+  // [a01 b01 c01 d01] + [a23 b23 c23 d23].
+  const __m512i low = _mm512_setr_epi32(0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+  const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(2));
+  return _mm512_add_epi32(_mm512_permutex2var_epi32(ab, low, cd),
+                          _mm512_permutex2var_epi32(ab, high, cd));
+}
+
+// Per-lane values of four rows side by side (each row's vector holds its group j's value in
+// every lane of group j, as ExpandGroupScales gives) in the four-row layout: lane 4 j + r from
+// row r's vector.
+inline __m512 FourRowLanes(__m512 r0, __m512 r1, __m512 r2, __m512 r3) {
+  return _mm512_mask_blend_ps(
+      0x8888, _mm512_mask_blend_ps(0x4444, _mm512_mask_blend_ps(0x2222, r0, r1), r2), r3);
+}
+
+// The chains of the four-row layout summed per row: ((c_0 + c_1) + (c_2 + c_3)) in lane r.
+inline __m128 ChainTotalsOfRows(__m512 chains) {
+  const __m128 c0 = _mm512_castps512_ps128(chains), c1 = _mm512_extractf32x4_ps(chains, 1);
+  const __m128 c2 = _mm512_extractf32x4_ps(chains, 2), c3 = _mm512_extractf32x4_ps(chains, 3);
+  return _mm_add_ps(_mm_add_ps(c0, c1), _mm_add_ps(c2, c3));
+}
+
 // sum over blocks b of w_min[b] * x_sum[b], in lanes b % 16 then HorizontalSum: the min term of
 // types with a min.
 inline float MinsDot(const float* wm, const float* xs, int64_t blocks) {
