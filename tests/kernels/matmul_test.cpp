@@ -163,6 +163,33 @@ TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
   }
 }
 
+// Prefill on targets that rearrange each panel into blocks of rows (AVX-512: kInterleavedRows,
+// interleaved in fours) gives every row the bits of its one-token product, whatever part of a
+// block the matrix's rows fill and however the panel's rows fall: every row count up to two
+// blocks and one, with a row's last chunk a lone block of 32 where the type allows it.
+TEST(KernelMatMulTest, PrefillOnPartBlocksOfRowsMatchesOneToken) {
+  const int64_t tokens = 6;  // a whole token tile and part of one
+  for (CpuTarget target : SupportedTargets()) {
+    for (WeightType type :
+         {WeightType::kQ8_0, WeightType::kQ4_1, WeightType::kQ4_K, WeightType::kQ6_K}) {
+      const int64_t cols = testing::IsKQuant(type) ? 512 : 160;
+      for (int64_t rows = 1; rows <= 2 * kInterleavedRows + 1; ++rows) {
+        TestWeights w(type, rows, cols, 108);
+        std::vector<float> x = RandomValues(tokens * cols, 208, 2.0f);
+        std::vector<float> batch = RunMatMul(target, w.view, x, tokens, 2);
+        ThreadPool pool(1);
+        for (int64_t t = 0; t < tokens; ++t) {
+          std::vector<float> one(rows);
+          MatMulOnTarget(target, w.view, x.data() + t * cols, 1, one.data(), pool);
+          ASSERT_EQ(std::memcmp(one.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
+              << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
+              << " token " << t;
+        }
+      }
+    }
+  }
+}
+
 // The one-token AVX-512 tiles split packed nibbles by GFNI where the CPU has it and by shifts
 // elsewhere: both must give the same bits (the row-bits test above covers the one this CPU
 // takes against the general tiles; this one the other against it).
