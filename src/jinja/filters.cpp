@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "jinja/builtins.h"
 #include "jinja/case_mapping.h"
@@ -155,19 +156,44 @@ Value Round(const Value& input, CallArgs& args) {
   return Value(r / scale);
 }
 
+// A float truncated toward zero, as Python's int() does. NaN gives the filter's default (Python
+// raises ValueError, which Jinja's int filter turns into the default); a value past the 64-bit
+// range (infinity included, where Python raises OverflowError) is an error here, since our
+// integers are 64-bit.
+std::optional<int64_t> TruncatedInt(double real) {
+  if (std::isnan(real)) return std::nullopt;
+  // 2^63 is exact as a double; every double in [-2^63, 2^63) truncates into range.
+  constexpr double kLimit = 9223372036854775808.0;
+  if (!(real >= -kLimit && real < kLimit)) {
+    throw Error(fmt::format("int: {} is outside the 64-bit integer range", real));
+  }
+  return static_cast<int64_t>(real);
+}
+
 Value ToInt(const Value& input, CallArgs& args) {
   Value fallback = args.Get(0, "default", Value(0));
   if (input.is_int() || input.is_bool()) return Value(input.as_int());
-  if (input.is_float()) return Value(static_cast<int64_t>(input.as_double()));
+  if (input.is_float()) {
+    const std::optional<int64_t> truncated = TruncatedInt(input.as_double());
+    return truncated ? Value(*truncated) : fallback;
+  }
   if (input.is_string()) {
     std::string text = StripChars(input.as_string(), kPythonWhitespace, true, true);
+    std::optional<double> real;
+    size_t used = 0;
     try {
-      size_t used = 0;
       int64_t number = std::stoll(text, &used, 10);
       if (used == text.size()) return Value(number);
-      double real = std::stod(text, &used);
-      if (used == text.size()) return Value(static_cast<int64_t>(real));
     } catch (const std::exception&) {
+    }
+    try {
+      real = std::stod(text, &used);
+      if (used != text.size()) real.reset();
+    } catch (const std::exception&) {
+    }
+    if (real) {
+      const std::optional<int64_t> truncated = TruncatedInt(*real);
+      return truncated ? Value(*truncated) : fallback;
     }
   }
   return fallback;

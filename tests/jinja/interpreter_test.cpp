@@ -113,6 +113,10 @@ const std::vector<Snippet>& Snippets() {
        " {{ 'x' | int }} {{ '2.5' | float }} {{ 2.567 | round(2) }} {{ 3 | string + 'x' }}",
        {},
        "d e 43 0 2.5 2.57 3x"},
+      {"{{ 2.9 | int }} {{ -2.9 | int }} {{ 'nan' | int }} {{ ' -7.8 ' | int }} {{ 'nan' | int(5) "
+       "}}",
+       {},
+       "2 -2 0 -7 5"},
       {"{{ {'b': 1, 'a': [1, 2.0, 'é\"']} | tojson }}\n{{ {'a': {'b': []}} | tojson(indent=2) }}",
        {},
        "{\"b\": 1, \"a\": [1, 2.0, \"é\\\"\"]}\n{\n  \"a\": {\n    \"b\": []\n  }\n}"},
@@ -227,6 +231,11 @@ TEST(JinjaInterpreterTest, ErrorsNameTheProblemAndWhere) {
   EXPECT_NE(ErrorOf("{{ {'a': 1} | map(attribute='x') | tojson }}").find("not JSON serializable"),
             std::string::npos);
   EXPECT_NE(ErrorOf("{% for x in none %}{% endfor %}").find("not iterable"), std::string::npos);
+  // Integers are 64-bit: a float past that range is refused (Python would make a big integer).
+  EXPECT_NE(ErrorOf("{{ (10.0 ** 21) | int }}").find("outside the 64-bit integer range"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("{{ 'inf' | int }}").find("outside the 64-bit integer range"),
+            std::string::npos);
   // raise_exception is marked as raised by the template.
   try {
     jinja::Template::Parse("{{ raise_exception('bad roles') }}").Render(jinja::Value());
