@@ -1,5 +1,5 @@
 // One-token decode tiles for AVX-512: rows read straight from their stored blocks (Q4_K, Q5_K,
-// Q6_K, Q8_0, Q5_0, Q4_0), with the lane arithmetic of the general tiles (matmul_avx512.cpp), so
+// Q6_K, Q8_0, Q5_0, Q4_0), with the arithmetic of every quantized tile (quant_reads_avx512.h), so
 // the same bits. The tiles are written in decode_tiles_avx512.h; this file instantiates them with
 // nibbles split by shifts and picks them, or decode_avx512_gfni.cpp's where the CPU has GFNI.
 //

@@ -55,9 +55,8 @@ __attribute__((always_inline)) inline void InterleavedChunk(const QuantizedRows&
     const __m512i x1 = _mm512_shuffle_epi32(xb, _MM_PERM_BBBB);
     const __m512i x2 = _mm512_shuffle_epi32(xb, _MM_PERM_CCCC);
     const __m512i x3 = _mm512_shuffle_epi32(xb, _MM_PERM_DDDD);
-    const __m512 xd = _mm512_permutexvar_ps(
-        ChunkGroupLanes(0),
-        _mm512_castps128_ps512(_mm_maskz_loadu_ps(scale_mask, x.d + (t0 + t) * groups + c / 16)));
+    const __m512 xd =
+        ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, x.d + (t0 + t) * groups + c / 16));
 #pragma GCC unroll 4
     for (int quad = 0; quad < kQuads; ++quad) {
       const uint8_t* q = chunk + quad * kQuadChunkBytes;

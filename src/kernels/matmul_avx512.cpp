@@ -114,11 +114,6 @@ void FloatTile(WeightType type, const float* x, int64_t x_stride, int mt, const 
   variants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
 }
 
-// [s0 s1 s2 s3] -> [s0 x4, s1 x4, s2 x4, s3 x4]: the scale of each lane's 16-group.
-inline __m512 ExpandGroupScales(__m128 four) {
-  return _mm512_permutexvar_ps(ChunkGroupLanes(0), _mm512_castps128_ps512(four));
-}
-
 // UnpackBlocks for the legacy types, four blocks per step with 512-bit registers (byte-identical
 // to the scalar unpacker; KernelUnpackTest checks). Other types and leftovers go to the AVX2 one.
 template <typename Block>
@@ -203,30 +198,6 @@ namespace {
 // Where a quantized tile finds its rows' unpacked weights, one segment of up to kSegment
 // columns at a time (a multiple of every block size).
 constexpr int64_t kSegment = 512;
-
-// Rows already unpacked into a panel (prefill: unpacked once, reused by every token tile).
-template <int NR>
-struct PanelSource {
-  const UnpackedRows& w;
-  int64_t r0;
-  const uint8_t* q[NR];
-  const float* scale[NR];
-
-  void Prepare(int64_t /*c*/, int64_t /*n*/, int /*slot*/) {}
-  void Use(int64_t c, int64_t /*n*/, int /*slot*/) {
-    for (int r = 0; r < NR; ++r) {
-      q[r] = w.q + (r0 + r) * w.cols + c;
-      scale[r] = w.scale + (r0 + r) * (w.cols / 16) + c / 16;
-    }
-  }
-  __m512i Codes(int r, int64_t offset, __mmask64 mask) const {
-    return _mm512_maskz_loadu_epi8(mask, q[r] + offset);
-  }
-  __m512 Scales(int r, int64_t offset, __mmask8 mask) const {
-    return ExpandGroupScales(_mm_maskz_loadu_ps(mask, scale[r] + offset / 16));
-  }
-  const float* Mins(int r) const { return w.min + (r0 + r) * (w.cols / 32); }
-};
 
 // For a tile reading its rows in place: points blocks[r] at row r0 + r's block holding column c
 // (blocks of kElements columns) and asks for columns [c, c + n) of the rows prefetch_rows ahead.
@@ -550,13 +521,6 @@ void QuantTileCore(const QuantizedRows& x, int64_t t0, Source& w, bool has_min, 
 }
 
 template <int MT, int NR, bool kZeroPoint>
-void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, float* y,
-                int64_t y_stride) {
-  PanelSource<NR> source{.w = w, .r0 = r0, .q = {}, .scale = {}};
-  QuantTileCore<MT, NR, kZeroPoint>(x, t0, source, w.min != nullptr, w.zero_point, y, y_stride);
-}
-
-template <int MT, int NR, bool kZeroPoint>
 void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
                    int64_t y_stride) {
   if (w.type == WeightType::kQ4_K) {
@@ -596,14 +560,9 @@ void QuantTileRawT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t
 constexpr int kQuantTokenTile = 4;
 constexpr int kQuantRowTile = 4;
 
-using QuantTileFn = void (*)(const QuantizedRows&, int64_t, const UnpackedRows&, int64_t, float*,
-                             int64_t);
-
 template <int MT, bool kZeroPoint, int... NRs>
 constexpr auto QuantRowVariants(std::integer_sequence<int, NRs...>) {
-  return std::make_pair(
-      std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1, kZeroPoint>...},
-      std::array<QuantTileRawFn, sizeof...(NRs)>{&QuantTileRawT<MT, NRs + 1, kZeroPoint>...});
+  return std::array<QuantTileRawFn, sizeof...(NRs)>{&QuantTileRawT<MT, NRs + 1, kZeroPoint>...};
 }
 
 template <bool kZeroPoint, int... MTs>
@@ -618,12 +577,6 @@ using Tokens = std::make_integer_sequence<int, kQuantTokenTile>;
 constexpr auto kQuantWithZero = QuantVariants<true>(Tokens());
 constexpr auto kQuantWithoutZero = QuantVariants<false>(Tokens());
 
-void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
-               int nr, float* y, int64_t y_stride) {
-  const auto& variants = w.zero_point != 0 ? kQuantWithZero : kQuantWithoutZero;
-  variants[mt - 1].first[nr - 1](x, t0, w, r0, y, y_stride);
-}
-
 void QuantTileRaw(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0, int nr,
                   float* y, int64_t y_stride) {
   if (mt == 1) {
@@ -632,7 +585,7 @@ void QuantTileRaw(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, 
     if (decode != nullptr) return decode(x, t0, w, r0, y, y_stride);
   }
   const auto& variants = w.zero_point != 0 ? kQuantWithZero : kQuantWithoutZero;
-  variants[mt - 1].second[nr - 1](x, t0, w, r0, y, y_stride);
+  variants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
 }
 
 // Widening streams weights from memory once (decode); ask for them this far ahead.
@@ -694,7 +647,6 @@ const TargetKernels& Avx512Kernels() {
       .quant_token_tile = kQuantTokenTile,
       .quant_row_tile = kQuantRowTile,
       .float_tile = FloatTile,
-      .quant_tile = QuantTile,
       .quant_tile_raw = QuantTileRaw,
       .interleaved_block_bytes = InterleavedBlockBytesAvx512,
       .interleave = InterleaveRowsAvx512,

@@ -64,12 +64,14 @@ struct TargetKernels {
   void (*float_tile)(WeightType type, const float* x, int64_t x_stride, int mt, const void* w,
                      int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
 
-  // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr.
+  // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr. Null where
+  // interleaved_tile serves instead.
   void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
                      int nr, float* y, int64_t y_stride) = nullptr;
 
   // As quant_tile, reading rows r0 .. r0 + nr - 1 of `w` in their stored blocks; gives the same
-  // bits as quant_tile on the same rows unpacked. Optional (null: the driver unpacks a panel).
+  // bits as the target's panel tile on the same rows unpacked. Optional (null: the driver
+  // unpacks a panel).
   void (*quant_tile_raw)(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
                          int nr, float* y, int64_t y_stride) = nullptr;
 
@@ -78,7 +80,7 @@ struct TargetKernels {
   // kInterleavedRows) as one block of interleaved_block_bytes(cols) bytes (64-byte aligned);
   // interleaved_tile computes tokens t0 .. t0 + mt - 1 (mt <= kInterleavedTokenTile) over a
   // block's nr rows, given their mins (row-major, cols / 32 each) or null for types without.
-  // The same bits as quant_tile.
+  // The same bits as the target's quant_tile_raw on the same rows.
   size_t (*interleaved_block_bytes)(int64_t cols) = nullptr;
   void (*interleave)(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out) = nullptr;
   void (*interleaved_tile)(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,

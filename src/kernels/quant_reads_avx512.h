@@ -123,6 +123,11 @@ inline __m512i ChunkSubBlockLanes(int quarter, int first) {
                           _mm512_set1_epi32(2 * quarter + first));
 }
 
+// [s0 s1 s2 s3] -> [s0 x4, s1 x4, s2 x4, s3 x4]: the scale of each lane's 16-group.
+inline __m512 ExpandGroupScales(__m128 four) {
+  return _mm512_permutexvar_ps(ChunkGroupLanes(0), _mm512_castps128_ps512(four));
+}
+
 // Each byte of `bytes` reduced to one of its nibbles: the high one in the qwords whose bit is set
 // in kHighQwords, the low one in the others. kGfni: one GF(2) byte affine transform (a bit matrix
 // per qword; its byte 7 - i picks the input bits of output bit i); kShift: a shift and a mask.
