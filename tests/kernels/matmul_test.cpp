@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -52,6 +53,21 @@ std::vector<float> RunMatMul(CpuTarget target, const WeightView& w, const std::v
   std::vector<float> y(tokens * w.rows, std::nanf(""));
   MatMulOnTarget(target, w, x.data(), tokens, y.data(), pool);
   return y;
+}
+
+// Each token of x multiplied alone, on `threads` threads, gives exactly its row of `batch` (the
+// same tokens' product in one call): the exactness promise. `what` names the case in failures.
+void ExpectEachTokenAloneGives(CpuTarget target, const WeightView& w, const std::vector<float>& x,
+                               const std::vector<float>& batch, int threads,
+                               const std::string& what) {
+  ThreadPool pool(threads);
+  const int64_t tokens = static_cast<int64_t>(x.size()) / w.cols;
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<float> one(w.rows);
+    MatMulOnTarget(target, w, x.data() + t * w.cols, 1, one.data(), pool);
+    ASSERT_EQ(std::memcmp(one.data(), batch.data() + t * w.rows, w.rows * sizeof(float)), 0)
+        << CpuTargetName(target) << " " << WeightTypeName(w.type) << " " << what << " token " << t;
+  }
 }
 
 TEST(KernelMatMulTest, EveryTargetMatchesReference) {
@@ -177,14 +193,7 @@ TEST(KernelMatMulTest, PrefillOnPartBlocksOfRowsMatchesOneToken) {
         TestWeights w(type, rows, cols, 108);
         std::vector<float> x = RandomValues(tokens * cols, 208, 2.0f);
         std::vector<float> batch = RunMatMul(target, w.view, x, tokens, 2);
-        ThreadPool pool(1);
-        for (int64_t t = 0; t < tokens; ++t) {
-          std::vector<float> one(rows);
-          MatMulOnTarget(target, w.view, x.data() + t * cols, 1, one.data(), pool);
-          ASSERT_EQ(std::memcmp(one.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
-              << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
-              << " token " << t;
-        }
+        ExpectEachTokenAloneGives(target, w.view, x, batch, 1, "rows " + std::to_string(rows));
       }
     }
   }
@@ -253,13 +262,7 @@ TEST(KernelMatMulTest, ManyPanelsStayExact) {
       TestWeights w(type, rows, cols, 104);
       std::vector<float> x = RandomValues(tokens * cols, 204);
       std::vector<float> batch = RunMatMul(target, w.view, x, tokens, 3);
-      ThreadPool pool(2);
-      for (int64_t t = 0; t < tokens; ++t) {
-        std::vector<float> one(rows);
-        MatMulOnTarget(target, w.view, x.data() + t * cols, 1, one.data(), pool);
-        ASSERT_EQ(std::memcmp(one.data(), batch.data() + t * rows, rows * sizeof(float)), 0)
-            << CpuTargetName(target) << " " << WeightTypeName(type) << " token " << t;
-      }
+      ExpectEachTokenAloneGives(target, w.view, x, batch, 2, "");
     }
   }
 }
