@@ -20,6 +20,7 @@
 #include <limits>
 
 #include "kernels/attention_score_tile.h"
+#include "kernels/attention_softmax_avx512.h"
 #include "kernels/paged_attention.h"
 #include "kernels/paged_attention_internal.h"
 #include "kernels/reduce_avx512.h"
@@ -38,29 +39,6 @@ inline __m512 LoadRow(const uint8_t* row, int offset, __mmask16 mask) {
     return _mm512_cvtph_ps(
         _mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row) + offset));
   }
-}
-
-// exp(x) for x <= 0 (Cephes' expf polynomial, about 1 ulp; deterministic): x = n ln2 + r,
-// e^r by a degree-7 polynomial, times 2^n. Arguments below -104 give 0.
-inline __m512 ExpNonPositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(y, n);
-}
-
-inline __mmask16 ChunkMask(int head_dim, int offset) {
-  const int n = std::min(16, head_dim - offset);
-  return static_cast<__mmask16>((1u << n) - 1);
 }
 
 // Keys of up to 16 slots from j0 on, widened to f32 rows: kt[d][s] = k[j0 + s][d] for s < count,
@@ -86,9 +64,6 @@ struct Lanes16 {
   static Vec MultiplyAdd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   static Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
 };
-// A row's scores of one softmax span (see Attention), kScoreStride floats apart.
-constexpr int kScoreStride = std::max(kMaxAttentionBlockSize, kSoftmaxSpanPositions);
-
 // Scores of kRows query rows (the rows present: a group of 3 heads computes no padded fourth
 // one) for one chunk of up to 16 slots: out[i * kScoreStride + s] = scale * sum, under `mask`.
 // keys(d) gives key dimension d of the chunk's slots. A row's sums are its own whatever tile it
@@ -199,8 +174,6 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   const int num_rows = state.num_rows;
   const float* const* q_rows = state.q_rows;
   float* const* out_rows = state.out_rows;
-  float* running_max = state.running_max;
-  float* running_sum = state.running_sum;
   const int* filled = state.filled;
   float scores[kMaxAttentionRows][kScoreStride];   // [num_rows][span positions]
   alignas(64) float kt[kMaxAttentionHeadDim][16];  // [head_dim][16 slots] keys
@@ -278,55 +251,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         }
       }
     }
-    // Softmax bookkeeping over the row's positions in the span, then values block by block:
-    // first each row's new max, then the corrections exp(old max - new max) of 16 rows per
-    // ExpNonPositive (the same lane operations as one row's, so the same values; one row at a
-    // time, each waited on its own exp's dependency chain), then each row's probabilities and
-    // sum.
-    float span_max[kMaxAttentionRows];
-    alignas(64) float corrections[kMaxAttentionRows + 16];
-    for (int r = first_row; r < num_rows; ++r) {
-      const int n = std::min(span_length, state.positions[r] - span_start);
-      const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-      __m512 maxes = minus_inf;  // a max is exact in any order
-      for (int j = 0; j < n; j += 16) {
-        maxes =
-            _mm512_max_ps(maxes, _mm512_mask_loadu_ps(minus_inf, ChunkMask(n, j), scores[r] + j));
-      }
-      span_max[r] = std::max(running_max[r], _mm512_reduce_max_ps(maxes));
-    }
-    for (int r = first_row; r < num_rows; r += 16) {
-      const __mmask16 mask = ChunkMask(num_rows - r, 0);
-      const __m512 old_max = _mm512_maskz_loadu_ps(mask, running_max + r);
-      const __m512 new_max = _mm512_maskz_loadu_ps(mask, span_max + r);
-      _mm512_store_ps(corrections + (r - first_row),
-                      ExpNonPositive(_mm512_maskz_sub_ps(mask, old_max, new_max)));
-    }
-    for (int r = first_row; r < num_rows; ++r) {
-      const int n = std::min(span_length, state.positions[r] - span_start);
-      const float new_max = span_max[r];
-      const float correction = corrections[r - first_row];
-      // The span's probabilities summed lane-wise over its 16-slot chunks, then by the fixed
-      // tree of HorizontalSum.
-      const __m512 max = _mm512_set1_ps(new_max);
-      __m512 sums = _mm512_setzero_ps();
-      for (int j = 0; j < n; j += 16) {
-        const __mmask16 mask = ChunkMask(n, j);
-        const __m512 e =
-            ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, scores[r] + j), max));
-        _mm512_mask_storeu_ps(scores[r] + j, mask, e);
-        sums = _mm512_mask_add_ps(sums, mask, sums, e);
-      }
-      running_max[r] = new_max;
-      running_sum[r] = running_sum[r] * correction + HorizontalSum(sums);
-      float* acc = out_rows[r];
-      const __m512 c = _mm512_set1_ps(correction);
-      for (int d = 0; d < head_dim; d += 16) {
-        const __mmask16 mask = ChunkMask(head_dim, d);
-        _mm512_mask_storeu_ps(acc + d, mask,
-                              _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
-      }
-    }
+    // Softmax bookkeeping over the rows' positions in the span, then values block by block.
+    SoftmaxSpanStep(state, head_dim, first_row, span_start, span_length, &scores[0][0]);
     // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, block by block,
     // with a tile of 4 rows x 64 dimensions held in registers across a block's slots. A slot
     // past a row's filled ones leaves that row's accumulators as they are (masked fma), so
@@ -361,22 +287,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     }
     span_first = span_end;
   }
-  if (blocks.max != nullptr) {  // a split's partial state, merged later
-    for (int r = 0; r < num_rows; ++r) {
-      blocks.max[r] = running_max[r];
-      blocks.sum[r] = running_sum[r];
-    }
-    return;
-  }
-  for (int r = 0; r < num_rows; ++r) {
-    const __m512 inverse = _mm512_set1_ps(1.0f / running_sum[r]);
-    float* acc = out_rows[r];
-    for (int d = 0; d < head_dim; d += 16) {
-      const __mmask16 mask = ChunkMask(head_dim, d);
-      _mm512_mask_storeu_ps(acc + d, mask,
-                            _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), inverse));
-    }
-  }
+  FinishRows(state, head_dim, blocks);
 }
 
 }  // namespace

@@ -1,0 +1,131 @@
+// The online softmax of the AVX-512 PagedAttention kernels (f32/f16 and q8 K/V), written once:
+// its exp, its step over one span of positions and the rows' last normalization. Include only
+// from files compiled for AVX-512.
+#pragma once
+
+#include <algorithm>
+#include <limits>
+
+#include "kernels/paged_attention_internal.h"
+#include "kernels/reduce_avx512.h"
+#include "kernels/simd.h"
+
+namespace reprise::kernels {
+
+// A row's scores of one softmax span, kScoreStride floats apart.
+inline constexpr int kScoreStride = std::max(kMaxAttentionBlockSize, kSoftmaxSpanPositions);
+
+inline __mmask16 ChunkMask(int length, int offset) {
+  const int n = std::min(16, length - offset);
+  return static_cast<__mmask16>((1u << n) - 1);
+}
+
+// exp(x) for x <= 0 (Cephes' expf polynomial, about 1 ulp; deterministic): x = n ln2 + r,
+// e^r by a degree-7 polynomial, times 2^n. Arguments below -104 give 0.
+inline __m512 ExpNonPositive(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+
+// What SoftmaxSpanStep does with a row's probabilities, 16 at a time (Begin(r), then
+// Chunk(row, j, mask, e) for the positions [j, j + 16) under mask, then End(r)): here, writes
+// them over the row's scores.
+struct KeepProbabilities {
+  void Begin(int) {}
+  void Chunk(float* row, int j, __mmask16 mask, __m512 e) {
+    _mm512_mask_storeu_ps(row + j, mask, e);
+  }
+  void End(int) {}
+};
+
+// The online-softmax step of rows [first_row, num_rows) over the span of `span_length` positions
+// from span_start, whose scores are in scores[r * kScoreStride + j] (a row's own positions in the
+// span: j < its positions - span_start): first each row's new max, then the corrections
+// exp(old max - new max) of 16 rows per ExpNonPositive (the same lane operations as one row's,
+// so the same values; one row at a time, each waited on its own exp's dependency chain), then
+// each row's probabilities (handed to `sink`), sum, and accumulators times the correction.
+template <typename Sink = KeepProbabilities>
+inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, int span_start,
+                            int span_length, float* scores, Sink&& sink = Sink{}) {
+  const int num_rows = state.num_rows;
+  float span_max[kMaxAttentionRows];
+  alignas(64) float corrections[kMaxAttentionRows + 16];
+  for (int r = first_row; r < num_rows; ++r) {
+    const int n = std::min(span_length, state.positions[r] - span_start);
+    const float* row = scores + r * kScoreStride;
+    const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    __m512 maxes = minus_inf;  // a max is exact in any order
+    for (int j = 0; j < n; j += 16) {
+      maxes = _mm512_max_ps(maxes, _mm512_mask_loadu_ps(minus_inf, ChunkMask(n, j), row + j));
+    }
+    span_max[r] = std::max(state.running_max[r], _mm512_reduce_max_ps(maxes));
+  }
+  for (int r = first_row; r < num_rows; r += 16) {
+    const __mmask16 mask = ChunkMask(num_rows - r, 0);
+    const __m512 old_max = _mm512_maskz_loadu_ps(mask, state.running_max + r);
+    const __m512 new_max = _mm512_maskz_loadu_ps(mask, span_max + r);
+    _mm512_store_ps(corrections + (r - first_row),
+                    ExpNonPositive(_mm512_maskz_sub_ps(mask, old_max, new_max)));
+  }
+  for (int r = first_row; r < num_rows; ++r) {
+    const int n = std::min(span_length, state.positions[r] - span_start);
+    float* row = scores + r * kScoreStride;
+    const float new_max = span_max[r];
+    const float correction = corrections[r - first_row];
+    // The span's probabilities summed lane-wise over its 16-slot chunks, then by the fixed tree
+    // of HorizontalSum.
+    const __m512 max = _mm512_set1_ps(new_max);
+    __m512 sums = _mm512_setzero_ps();
+    sink.Begin(r);
+    for (int j = 0; j < n; j += 16) {
+      const __mmask16 mask = ChunkMask(n, j);
+      const __m512 e = ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + j), max));
+      sink.Chunk(row, j, mask, e);
+      sums = _mm512_mask_add_ps(sums, mask, sums, e);
+    }
+    sink.End(r);
+    state.running_max[r] = new_max;
+    state.running_sum[r] = state.running_sum[r] * correction + HorizontalSum(sums);
+    float* acc = state.out_rows[r];
+    const __m512 c = _mm512_set1_ps(correction);
+    for (int d = 0; d < head_dim; d += 16) {
+      const __mmask16 mask = ChunkMask(head_dim, d);
+      _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
+    }
+  }
+}
+
+// The end of a kernel call: each row's out = acc * (1 / sum), or, for a split (blocks.max set),
+// its running max and sum handed out with acc left as it is.
+inline void FinishRows(const AttentionRows& state, int head_dim, const AttentionBlocks& blocks) {
+  const int num_rows = state.num_rows;
+  if (blocks.max != nullptr) {  // a split's partial state, merged later
+    for (int r = 0; r < num_rows; ++r) {
+      blocks.max[r] = state.running_max[r];
+      blocks.sum[r] = state.running_sum[r];
+    }
+    return;
+  }
+  for (int r = 0; r < num_rows; ++r) {
+    const __m512 inverse = _mm512_set1_ps(1.0f / state.running_sum[r]);
+    float* acc = state.out_rows[r];
+    for (int d = 0; d < head_dim; d += 16) {
+      const __mmask16 mask = ChunkMask(head_dim, d);
+      _mm512_mask_storeu_ps(acc + d, mask,
+                            _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), inverse));
+    }
+  }
+}
+
+}  // namespace reprise::kernels
