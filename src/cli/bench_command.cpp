@@ -34,7 +34,7 @@ void RegisterBenchCommand(CLI::App& app, CommandAction& run) {
                       "keep KV blocks evicted from memory in this folder (the disk tier)");
   command->add_option("--kv-disk-size", options->kv_disk_size,
                       "size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
-  command->add_option("--kv-type", options->kv_type, "f16 or f32");
+  command->add_option("--kv-type", options->kv_type, "f16, f32 or q8 (8-bit codes with scales)");
   AddMmapFlags(*command, [options](bool mmap) { options->mmap_weights = mmap; });
   command->add_option("--max-batch-tokens", options->max_batch_tokens, "tokens per engine step");
   command->add_option("--max-running-requests", options->max_running_requests,

@@ -229,7 +229,7 @@ void RegisterServeCommand(CLI::App& app, CommandAction& run) {
   command
       ->add_option_function<std::string>(
           "--kv-type", [flags](const std::string& v) { flags->kv_type = v; },
-          "KV cache element type: f16 or f32")
+          "KV cache element type: f16, f32 or q8 (8-bit codes with scales)")
       ->default_str(defaults.kv_type);
   command
       ->add_option_function<int>(

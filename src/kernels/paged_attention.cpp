@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "kernels/paged_attention_internal.h"
+#include "kernels/paged_attention_q8.h"
 #include "kernels/weight_type.h"
 
 namespace reprise::kernels {
@@ -131,6 +132,17 @@ void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float*
                 kv.block_size);
   REPRISE_CHECK(layer >= 0 && layer < kv.n_layer && block >= 0, "bad layer {} or block {}", layer,
                 block);
+  REPRISE_CHECK(kv.type != KvType::kQ8 || (kv.head_dim % 4 == 0 && kv.block_size % 4 == 0),
+                "q8 K/V need head_dim and block size in multiples of 4, not {} and {}", kv.head_dim,
+                kv.block_size);
+  if (kv.type == KvType::kQ8) {
+    for (int h = 0; h < kv.n_kv_head; ++h) {
+      StoreQ8Key(kv, kv.Plane(block, layer, 0, h), slot, k + static_cast<int64_t>(h) * kv.head_dim);
+      StoreQ8Value(kv, kv.Plane(block, layer, 1, h), slot,
+                   v + static_cast<int64_t>(h) * kv.head_dim);
+    }
+    return;
+  }
   const size_t element = KvElementBytes(kv.type);
   const size_t row_bytes = static_cast<size_t>(kv.head_dim) * element;
   for (int h = 0; h < kv.n_kv_head; ++h) {
@@ -206,6 +218,9 @@ PagedAttentionKernel CheckedKernel(CpuTarget target, const PagedKv& kv, int laye
   REPRISE_CHECK(block_size >= 1 && block_size <= kMaxBlockSize, "block size {} unsupported",
                 block_size);
   REPRISE_CHECK(head_dim >= 1 && head_dim <= kMaxHeadDim, "head_dim {} unsupported", head_dim);
+  REPRISE_CHECK(kv.type != KvType::kQ8 || (head_dim % 4 == 0 && block_size % 4 == 0),
+                "q8 K/V need head_dim and block size in multiples of 4, not {} and {}", head_dim,
+                block_size);
   REPRISE_CHECK(first_position >= 0 && num_tokens >= 0, "bad run: first position {}, {} tokens",
                 first_position, num_tokens);
   REPRISE_CHECK(static_cast<int64_t>(first_position) + num_tokens <=
@@ -360,8 +375,9 @@ void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float
       query.max = blocks.max + t * group;
       query.sum = blocks.sum + t * group;
     }
-    QueryScalar(kv, layer, kv_head, q + t * q_stride, group, block_table, first_position + t + 1,
-                scale, out + t * out_stride, query);
+    auto query_function = kv.type == KvType::kQ8 ? QueryScalarQ8 : QueryScalar;
+    query_function(kv, layer, kv_head, q + t * q_stride, group, block_table, first_position + t + 1,
+                   scale, out + t * out_stride, query);
   }
 }
 

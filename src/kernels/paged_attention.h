@@ -12,14 +12,26 @@
 
 namespace reprise::kernels {
 
-enum class KvType : uint32_t { kF32 = 0, kF16 = 1 };
+enum class KvType : uint32_t { kF32 = 0, kF16 = 1, kQ8 = 2 };
 
-constexpr size_t KvElementBytes(KvType type) { return type == KvType::kF32 ? 4 : 2; }
+// Bytes of one stored element: for kQ8, of one code (its scales come on top, see PagedKv).
+constexpr size_t KvElementBytes(KvType type) {
+  return type == KvType::kF32 ? 4 : type == KvType::kF16 ? 2 : 1;
+}
+
+// kQ8 keeps 8-bit codes with a float scale per slot and group of kKvQ8KeyGroup key dimensions
+// (keys) or per slot (values); its head_dim and block_size must be multiples of 4.
+inline constexpr int kKvQ8KeyGroup = 32;
 
 // The block storage, owned elsewhere (kvcache's BlockPool). One block:
-//   [n_layer][2 (K, V)][n_kv_head][plane] elements of `type`, where a key plane is
-//   [head_dim][block_size] (transposed: the kernels score many slots at once from contiguous
-//   slots of one dimension) and a value plane is [block_size][head_dim].
+//   [n_layer][2 (K, V)][n_kv_head][plane], where for f32 and f16 a key plane is
+//   [head_dim][block_size] elements (transposed: the kernels score many slots at once from
+//   contiguous slots of one dimension) and a value plane is [block_size][head_dim].
+// kQ8 planes hold codes laid out for 4-way integer dot products, then their scales:
+//   key plane:   codes [head_dim / 4][block_size][4] as unsigned bytes (the signed code + 128),
+//                then scales [ceil(head_dim / kKvQ8KeyGroup)][block_size] f32;
+//   value plane: codes [block_size / 4][head_dim][4] signed bytes, then scales [block_size] f32;
+//   a key or value is its code times its scale.
 // Blocks are `BlockBytes()` apart starting at `base`.
 struct PagedKv {
   uint8_t* base = nullptr;
@@ -29,15 +41,26 @@ struct PagedKv {
   int head_dim = 0;
   int block_size = 16;
 
+  // Key groups of a kQ8 key plane (each with its own scale per slot).
+  int KeyGroups() const { return (head_dim + kKvQ8KeyGroup - 1) / kKvQ8KeyGroup; }
+  // Bytes of one key (kv 0) or value (kv 1) plane.
+  size_t PlaneBytes(int kv) const {
+    const size_t codes = static_cast<size_t>(block_size) * head_dim * KvElementBytes(type);
+    if (type != KvType::kQ8) return codes;
+    const size_t scales = kv == 0 ? static_cast<size_t>(KeyGroups()) * block_size : block_size;
+    return codes + scales * sizeof(float);
+  }
   size_t BlockBytes() const {
-    return static_cast<size_t>(n_layer) * 2 * n_kv_head * block_size * head_dim *
-           KvElementBytes(type);
+    return static_cast<size_t>(n_layer) * n_kv_head * (PlaneBytes(0) + PlaneBytes(1));
   }
   // Start of the plane of (block, layer, K or V, kv head).
   uint8_t* Plane(int32_t block, int layer, int kv, int kv_head) const {
-    size_t plane = static_cast<size_t>(block_size) * head_dim * KvElementBytes(type);
-    return base + static_cast<size_t>(block) * BlockBytes() +
-           ((static_cast<size_t>(layer) * 2 + kv) * n_kv_head + kv_head) * plane;
+    const size_t key_plane = PlaneBytes(0);
+    const size_t layer_start = static_cast<size_t>(layer) * n_kv_head * (key_plane + PlaneBytes(1));
+    const size_t in_layer = kv == 0 ? static_cast<size_t>(kv_head) * key_plane
+                                    : static_cast<size_t>(n_kv_head) * key_plane +
+                                          static_cast<size_t>(kv_head) * PlaneBytes(1);
+    return base + static_cast<size_t>(block) * BlockBytes() + layer_start + in_layer;
   }
 };
 

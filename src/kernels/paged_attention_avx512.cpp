@@ -1,6 +1,7 @@
-// PagedAttention with AVX-512 + F16C (compiled with those flags only for this file; chosen at
-// run time). The portable version's algorithm (paged_attention.cpp), with the online softmax
-// taken per span of several blocks rather than per block:
+// PagedAttention over f32 and f16 K/V with AVX-512 + F16C (compiled with those flags only for
+// this file; chosen at run time; q8 K/V: paged_attention_q8_avx512.cpp). The portable version's
+// algorithm (paged_attention.cpp), with the online softmax taken per span of several blocks rather
+// than per block:
 //
 //   for each softmax span (kSoftmaxSpanPositions positions in whole blocks) in order:
 //     s[g][j] = scale * (even + odd), the fused sums of q[g][d] * k[j][d] over even and odd d,
@@ -296,7 +297,10 @@ void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
                           int64_t out_stride, const AttentionBlocks& blocks) {
-  if (kv.type == KvType::kF32) {
+  if (kv.type == KvType::kQ8) {
+    PagedAttentionQ8Avx512(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+                           num_tokens, scale, out, out_stride, blocks);
+  } else if (kv.type == KvType::kF32) {
     Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
                             num_tokens, scale, out, out_stride, blocks);
   } else {

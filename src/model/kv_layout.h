@@ -9,7 +9,7 @@
 
 namespace reprise {
 
-// "f16" or "f32"; throws Error naming the accepted names for anything else.
+// "f16", "f32" or "q8"; throws Error naming the accepted names for anything else.
 kernels::KvType ParseKvType(const std::string& name);
 
 // The layout of `config`'s KV cache in blocks of `block_size` positions stored as `type`; its

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "model/kv_layout.h"
 
 namespace reprise::server {
 namespace {
@@ -317,8 +318,10 @@ ServerSettings ResolveSettings(const ServeFlags& flags, const EnvLookup& lookup)
     throw Error("--kv-disk-path needs prefix caching, which is off");
   }
   if (flags.kv_type) {
-    if (*flags.kv_type != "f16" && *flags.kv_type != "f32") {
-      throw Error(fmt::format("--kv-type must be f16 or f32, got '{}'", *flags.kv_type));
+    try {
+      ParseKvType(*flags.kv_type);  // the one list of KV types
+    } catch (const Error& e) {
+      throw Error(fmt::format("--kv-type: {}", e.what()));
     }
     settings.kv_type = *flags.kv_type;
   }
@@ -416,7 +419,8 @@ std::string DescribeSettings(const ServerSettings& settings) {
       "model: {}, served_model_name: {}, host: {}, port: {}, reuse_cache: {}, block_size: {}, "
       "kv_cache_memory: {}, kv_disk: {}, kv_redis: {}, kv_type: {}, max_batch_tokens: {}, "
       "max_running_requests: {}, "
-      "schedule_policy: {}, eviction_policy: {}, threads: {}, weights: {}, max_context: {}, chat_template: {}, "
+      "schedule_policy: {}, eviction_policy: {}, threads: {}, weights: {}, max_context: {}, "
+      "chat_template: {}, "
       "task_prompts: {}, max_queued_requests: {}, max_body_size: {}, http_threads: {}, "
       "max_connections: {} ({} per client), shutdown_timeout: {} s, api_keys: {}{}, "
       "share_cache_across_tenants: {}, metrics_require_auth: {}, allowed_origins: {}",

@@ -17,17 +17,26 @@ using testing::GreedyTokens;
 using testing::TestConfig;
 using testing::TinyModelPath;
 
-GenerationOutput RunAlone(const std::string& model, GenerationRequest request) {
-  Engine engine(TestConfig(model, /*reuse=*/false));
+struct ModelVariant {
+  kernels::WeightType type;
+  const char* architecture;
+  const char* kv_type = "f16";
+};
+
+EngineConfig VariantConfig(const std::string& model, const ModelVariant& variant, bool reuse,
+                           int max_batch_tokens = 512, int threads = 1) {
+  EngineConfig config = TestConfig(model, reuse, max_batch_tokens, threads);
+  config.kv_type = variant.kv_type;
+  return config;
+}
+
+GenerationOutput RunAlone(const std::string& model, const ModelVariant& variant,
+                          GenerationRequest request) {
+  Engine engine(VariantConfig(model, variant, /*reuse=*/false));
   std::vector<GenerationRequest> requests;
   requests.push_back(std::move(request));
   return engine.Generate(std::move(requests))[0];
 }
-
-struct ModelVariant {
-  kernels::WeightType type;
-  const char* architecture;
-};
 
 class ExactnessTest : public ::testing::TestWithParam<ModelVariant> {
  protected:
@@ -43,13 +52,13 @@ TEST_P(ExactnessTest, LongTableThenTwoQuestions) {
   std::vector<std::string> questions = {
       "Question: what is the age of John Doe? Your answer: The age of John Doe is ",
       "Question: what is the age of Zack Blue? Your answer: The age of Zack Blue is "};
-  Engine engine(TestConfig(model_, /*reuse=*/true));
+  Engine engine(VariantConfig(model_, GetParam(), /*reuse=*/true));
   size_t table_tokens = engine.Tokenize(table, true).size();
   for (size_t i = 0; i < questions.size(); ++i) {
     std::vector<GenerationRequest> requests;
     requests.push_back(Greedy(table + questions[i]));
     GenerationOutput reused = engine.Generate(std::move(requests))[0];
-    GenerationOutput reference = RunAlone(model_, Greedy(table + questions[i]));
+    GenerationOutput reference = RunAlone(model_, GetParam(), Greedy(table + questions[i]));
     ExpectBitIdentical(reference, reused, "question " + std::to_string(i));
     EXPECT_EQ(reference.cached_tokens, 0u);
     if (i == 0) {
@@ -68,7 +77,7 @@ TEST_P(ExactnessTest, LongTableThenTwoQuestions) {
 }
 
 TEST_P(ExactnessTest, FiveTurnChatReusesEveryComputedToken) {
-  Engine engine(TestConfig(model_, /*reuse=*/true));
+  Engine engine(VariantConfig(model_, GetParam(), /*reuse=*/true));
   std::vector<int32_t> conversation = engine.Tokenize("System: you answer briefly.\n", true);
   for (int turn = 0; turn < 5; ++turn) {
     auto user = engine.Tokenize(
@@ -78,7 +87,7 @@ TEST_P(ExactnessTest, FiveTurnChatReusesEveryComputedToken) {
     std::vector<GenerationRequest> requests;
     requests.push_back(GreedyTokens(conversation, 6));
     GenerationOutput reused = engine.Generate(std::move(requests))[0];
-    GenerationOutput reference = RunAlone(model_, GreedyTokens(conversation, 6));
+    GenerationOutput reference = RunAlone(model_, GetParam(), GreedyTokens(conversation, 6));
     ExpectBitIdentical(reference, reused, "turn " + std::to_string(turn));
     if (turn > 0) {
       EXPECT_EQ(reused.cached_tokens, previous_computed - 1) << "turn " << turn;
@@ -102,12 +111,12 @@ TEST_P(ExactnessTest, ConcurrentMixedLengthsAnyChunkingAndThreads) {
                                  : table.substr(0, cut) + " Q" + std::to_string(i));
   }
   std::vector<GenerationOutput> references;
-  for (const auto& prompt : prompts) references.push_back(RunAlone(model_, Greedy(prompt, 5)));
+  for (const auto& prompt : prompts) references.push_back(RunAlone(model_, GetParam(), Greedy(prompt, 5)));
 
   for (BatchCase batch : {BatchCase{1, 1}, BatchCase{7, 2}, BatchCase{64, 1}, BatchCase{64, 2}}) {
     for (bool reuse : {true, false}) {
       if (batch.max_batch_tokens == 1 && !reuse) continue;  // slow and adds nothing
-      Engine engine(TestConfig(model_, reuse, batch.max_batch_tokens, batch.threads));
+      Engine engine(VariantConfig(model_, GetParam(), reuse, batch.max_batch_tokens, batch.threads));
       std::vector<GenerationRequest> requests;
       for (const auto& prompt : prompts) requests.push_back(Greedy(prompt, 5));
       auto outputs = engine.Generate(std::move(requests));
@@ -129,7 +138,8 @@ TEST_P(ExactnessTest, LongContextAcrossAttentionSplits) {
   std::string table = testing::ReadTestData("long_table_prompt.txt");
   const std::string document = table + "\n" + table.substr(0, table.size() / 2);  // ~1,700 tokens
   for (BatchCase batch : {BatchCase{64, 2}, BatchCase{512, 1}, BatchCase{37, 2}}) {
-    Engine engine(TestConfig(model_, /*reuse=*/true, batch.max_batch_tokens, batch.threads));
+    Engine engine(
+        VariantConfig(model_, GetParam(), /*reuse=*/true, batch.max_batch_tokens, batch.threads));
     const size_t tokens = engine.Tokenize(document, true).size();
     ASSERT_GT(tokens, static_cast<size_t>(kernels::kAttentionSplitPositions) + 64);
     std::vector<GenerationRequest> first;
@@ -139,7 +149,7 @@ TEST_P(ExactnessTest, LongContextAcrossAttentionSplits) {
     second.push_back(Greedy(document + " Q: who?", 8));
     GenerationOutput reused = engine.Generate(std::move(second))[0];
     EXPECT_GT(reused.cached_tokens, 0u);
-    ExpectBitIdentical(RunAlone(model_, Greedy(document + " Q: who?", 8)), reused,
+    ExpectBitIdentical(RunAlone(model_, GetParam(), Greedy(document + " Q: who?", 8)), reused,
                        fmt::format("chunk {} threads {}", batch.max_batch_tokens, batch.threads));
   }
 }
@@ -147,10 +157,12 @@ TEST_P(ExactnessTest, LongContextAcrossAttentionSplits) {
 INSTANTIATE_TEST_SUITE_P(Models, ExactnessTest,
                          ::testing::Values(ModelVariant{kernels::WeightType::kF16, "llama"},
                                            ModelVariant{kernels::WeightType::kQ8_0, "llama"},
-                                           ModelVariant{kernels::WeightType::kQ4_0, "qwen2"}),
+                                           ModelVariant{kernels::WeightType::kQ4_0, "qwen2"},
+                                           ModelVariant{kernels::WeightType::kQ8_0, "llama", "q8"}),
                          [](const auto& info) {
                            return std::string(info.param.architecture) + "_" +
-                                  std::string(kernels::WeightTypeName(info.param.type));
+                                  std::string(kernels::WeightTypeName(info.param.type)) + "_kv_" +
+                                  info.param.kv_type;
                          });
 
 }  // namespace
@@ -166,7 +178,7 @@ struct CacheLayout {
 
 class CacheLayoutExactnessTest : public ::testing::TestWithParam<CacheLayout> {};
 
-// Any block size from 1 to 256 and either KV type: reuse still changes nothing, to the bit.
+// Any block size from 1 to 256 and any KV type: reuse still changes nothing, to the bit.
 TEST_P(CacheLayoutExactnessTest, SharedPrefixThenAnotherQuestion) {
   REPRISE_REQUIRE_FIXTURES();
   const CacheLayout layout = GetParam();
@@ -196,7 +208,9 @@ TEST_P(CacheLayoutExactnessTest, SharedPrefixThenAnotherQuestion) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, CacheLayoutExactnessTest,
                          ::testing::Values(CacheLayout{1, "f16"}, CacheLayout{16, "f32"},
-                                           CacheLayout{256, "f16"}, CacheLayout{32, "f32"}),
+                                           CacheLayout{256, "f16"}, CacheLayout{32, "f32"},
+                                           CacheLayout{16, "q8"}, CacheLayout{4, "q8"},
+                                           CacheLayout{256, "q8"}),
                          [](const auto& info) {
                            return fmt::format("block{}_{}", info.param.block_size,
                                               info.param.kv_type);

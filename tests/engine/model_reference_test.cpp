@@ -3,14 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <iostream>
 
 #include "engine_test_support.h"
 
 namespace reprise {
 namespace {
 
-GenerationOutput RunStory(const std::string& model) {
+GenerationOutput RunStory(const std::string& model, const std::string& kv_type = "f16") {
   EngineConfig config = testing::TestConfig(testing::Fixture(model), true);
+  config.kv_type = kv_type;
   Engine engine(config);
   GenerationRequest request = testing::Greedy("Once upon a time", 64);
   request.sampling.ignore_eos = false;
@@ -45,6 +48,44 @@ TEST(ModelReferenceTest, Q8_0DepartsFromF32WhereTheF32MarginIsTiny) {
     std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
     EXPECT_GT(sorted[0] - sorted[1], 0.5f) << "position " << p;
   }
+}
+
+// The q8 KV cache on a trained model: its 8-bit keys, values, queries and probabilities move the
+// logits a little, and the greedy story leaves the f32 cache's only where the f32 choice was a
+// near tie, by less than twice that movement.
+TEST(ModelReferenceTest, Q8KvCacheTellsTheF32CacheStory) {
+  REPRISE_REQUIRE_FIXTURES();
+  GenerationOutput f32 = RunStory("models/TinyStories-656K-f32.gguf", "f32");
+  ASSERT_FALSE(f32.token_ids.empty());
+  // Tokens the same as f32's, and the largest logit move over them (and the first other one).
+  auto compare = [&](const GenerationOutput& other, float* largest_move) {
+    size_t same = 0;
+    *largest_move = 0.0f;
+    while (same < f32.token_ids.size() && same < other.token_ids.size()) {
+      const auto& a = f32.logits[same];
+      const auto& b = other.logits[same];
+      for (size_t i = 0; i < a.size(); ++i) {
+        *largest_move = std::max(*largest_move, std::fabs(a[i] - b[i]));
+      }
+      if (f32.token_ids[same] != other.token_ids[same]) break;
+      ++same;
+    }
+    return same;
+  };
+  float f16_move = 0.0f, q8_move = 0.0f;
+  const size_t f16_same = compare(RunStory("models/TinyStories-656K-f32.gguf", "f16"), &f16_move);
+  GenerationOutput q8 = RunStory("models/TinyStories-656K-f32.gguf", "q8");
+  const size_t same = compare(q8, &q8_move);
+  std::cout << "of " << f32.token_ids.size() << " story tokens with f32 KV: f16 KV tells "
+            << f16_same << " (logits moved by at most " << f16_move << "), q8 KV " << same
+            << " (at most " << q8_move << ")\n";
+  EXPECT_LT(q8_move, 0.5f);
+  if (same < f32.token_ids.size()) {
+    const auto& logits = f32.logits[same];
+    const float margin = logits[f32.token_ids[same]] - logits[q8.token_ids[same]];
+    EXPECT_LT(margin, 2 * q8_move) << "q8 left the story at " << same << " where f32 was sure";
+  }
+  EXPECT_GE(same, 16u);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,7 @@ std::vector<CpuTarget> Targets() {
   return targets;
 }
 
+// A value as the KV type keeps it (q8 is compared with the unrounded value, within a tolerance).
 float Rounded(float value, KvType type) {
   return type == KvType::kF16 ? HalfToFloat(FloatToHalf(value)) : value;
 }
@@ -103,7 +105,10 @@ TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
   for (CpuTarget target : Targets())
     for (int block_size : {16, 4, 64})
       for (int head_dim : {64, 80, 36})  // 36: a partial last chunk on every target
-        for (KvType type : {KvType::kF32, KvType::kF16}) {
+        for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8}) {
+          // q8 against the reference over the unrounded K/V: its 8-bit codes of keys, values,
+          // queries and probabilities move an output by up to about 1% of the values' range.
+          const double tolerance = type == KvType::kQ8 ? 2e-2 : 2e-5;
           for (int n : {1, 15, 16, 17, 100}) {
             const int num_blocks = (100 + block_size - 1) / block_size;
             TestCache cache(type, 2 * num_blocks, block_size, 2, n_kv_head, head_dim);
@@ -120,9 +125,9 @@ TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
               std::vector<float> expected =
                   NaiveAttention(q, group, head_dim, k, v, n_kv_head, kv_head, n, scale, type);
               for (int i = 0; i < group * head_dim; ++i) {
-                ASSERT_NEAR(out[i], expected[i], 2e-5)
+                ASSERT_NEAR(out[i], expected[i], tolerance)
                     << CpuTargetName(target) << " block " << block_size << " head_dim " << head_dim
-                    << " n " << n << " head " << kv_head;
+                    << " n " << n << " head " << kv_head << " type " << int(type);
               }
             }
           }
@@ -133,7 +138,7 @@ TEST(KernelPagedAttentionTest, MatchesNaiveReference) {
 TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
   const int head_dim = 64, n_kv_head = 2, group = 2, block_size = 16, n = 70;
   for (CpuTarget target : Targets())
-    for (KvType type : {KvType::kF32, KvType::kF16}) {
+    for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8}) {
       std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 20);
       std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 21);
       std::vector<float> q = RandomValues(group * head_dim, 22);
@@ -159,7 +164,7 @@ TEST(KernelPagedAttentionTest, BitsIndependentOfWhereBlocksLive) {
 TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
   const int n_kv_head = 2, n = 150;
   for (CpuTarget target : Targets())
-    for (KvType type : {KvType::kF32, KvType::kF16})
+    for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8})
       for (auto [head_dim, block_size] : {std::pair{64, 16}, {80, 16}, {36, 12}, {64, 40}})
         for (int group : {1, 3, 4, 5}) {
           TestCache cache(type, 16, block_size, 2, n_kv_head, head_dim, 0xFF);  // NaN garbage
@@ -189,8 +194,9 @@ TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
               ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * q_stride,
                                     alone.size() * sizeof(float)),
                         0)
-                  << CpuTargetName(target) << " group " << group << " head_dim " << head_dim
-                  << " block " << block_size << " run " << first << "+" << count << " token " << t;
+                  << CpuTargetName(target) << " type " << int(type) << " group " << group
+                  << " head_dim " << head_dim << " block " << block_size << " run " << first << "+"
+                  << count << " token " << t;
               for (int i = group * head_dim; i < q_stride; ++i) {  // the gap is not written
                 ASSERT_EQ(out[t * q_stride + i], -7.0f);
               }
@@ -205,44 +211,48 @@ TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
 TEST(KernelPagedAttentionTest, LongContextSplitsMatchReferenceAndSingleQueries) {
   const int n_kv_head = 2, head_dim = 64, group = 3;
   for (CpuTarget target : Targets())
-    for (int block_size : {16, 256}) {
-      const int n = 2 * kAttentionSplitPositions + kAttentionSplitPositions / 2;  // three splits
-      const int num_blocks = (n + block_size - 1) / block_size;
-      ASSERT_EQ(AttentionSplits(block_size, n), 3);
-      ASSERT_EQ(AttentionSplits(block_size, kAttentionSplitPositions), 1);
-      TestCache cache(KvType::kF16, 2 * num_blocks, block_size, 1, n_kv_head, head_dim, 0xFF);
-      std::vector<int32_t> table = ScatteredTable(num_blocks);
-      std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 80, 2.0f);
-      std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 81);
-      cache.Fill(0, table, k, v, n);
-      const int64_t row = static_cast<int64_t>(group) * head_dim;
-      std::vector<float> q = RandomValues(n * row, 82, 2.0f);
-      const float scale = 1.0f / std::sqrt(float(head_dim));
-      // A query of three splits against the reference.
-      std::vector<float> last(row);
-      PagedAttentionOnTarget(target, cache.kv, 0, 1, q.data() + (n - 1) * row, group, table, n,
-                             scale, last.data());
-      std::vector<float> q_last(q.begin() + (n - 1) * row, q.begin() + n * row);
-      std::vector<float> expected =
-          NaiveAttention(q_last, group, head_dim, k, v, n_kv_head, 1, n, scale, KvType::kF16);
-      for (int i = 0; i < row; ++i) ASSERT_NEAR(last[i], expected[i], 2e-5) << i;
-      // Runs around the split boundaries: each token as alone.
-      const int boundary = AttentionSplitBlocks(block_size) * block_size;
-      for (auto [first, count] :
-           {std::pair{boundary - 5, 10}, {0, boundary + 3}, {2 * boundary - 1, 2}, {n - 40, 40}}) {
-        std::vector<float> out(count * row);
-        PagedAttentionTokensOnTarget(target, cache.kv, 0, 1, q.data() + first * row, row, group,
-                                     table, first, count, scale, out.data(), row);
-        for (int t = 0; t < count; t += (t < 8 || count - t < 8) ? 1 : 37) {
-          std::vector<float> alone(row);
-          PagedAttentionOnTarget(target, cache.kv, 0, 1, q.data() + (first + t) * row, group, table,
-                                 first + t + 1, scale, alone.data());
-          ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * row, row * sizeof(float)), 0)
-              << CpuTargetName(target) << " block " << block_size << " run " << first << "+"
-              << count << " token " << t;
+    for (KvType type : {KvType::kF16, KvType::kQ8})
+      for (int block_size : {16, 256}) {
+        const int n = 2 * kAttentionSplitPositions + kAttentionSplitPositions / 2;  // three splits
+        const int num_blocks = (n + block_size - 1) / block_size;
+        ASSERT_EQ(AttentionSplits(block_size, n), 3);
+        ASSERT_EQ(AttentionSplits(block_size, kAttentionSplitPositions), 1);
+        TestCache cache(type, 2 * num_blocks, block_size, 1, n_kv_head, head_dim, 0xFF);
+        std::vector<int32_t> table = ScatteredTable(num_blocks);
+        std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 80, 2.0f);
+        std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 81);
+        cache.Fill(0, table, k, v, n);
+        const int64_t row = static_cast<int64_t>(group) * head_dim;
+        std::vector<float> q = RandomValues(n * row, 82, 2.0f);
+        const float scale = 1.0f / std::sqrt(float(head_dim));
+        // A query of three splits against the reference.
+        std::vector<float> last(row);
+        PagedAttentionOnTarget(target, cache.kv, 0, 1, q.data() + (n - 1) * row, group, table, n,
+                               scale, last.data());
+        std::vector<float> q_last(q.begin() + (n - 1) * row, q.begin() + n * row);
+        std::vector<float> expected =
+            NaiveAttention(q_last, group, head_dim, k, v, n_kv_head, 1, n, scale, type);
+        const double tolerance = type == KvType::kQ8 ? 2e-2 : 2e-5;
+        for (int i = 0; i < row; ++i) ASSERT_NEAR(last[i], expected[i], tolerance) << i;
+        // Runs around the split boundaries: each token as alone.
+        const int boundary = AttentionSplitBlocks(block_size) * block_size;
+        for (auto [first, count] : {std::pair{boundary - 5, 10},
+                                    {0, boundary + 3},
+                                    {2 * boundary - 1, 2},
+                                    {n - 40, 40}}) {
+          std::vector<float> out(count * row);
+          PagedAttentionTokensOnTarget(target, cache.kv, 0, 1, q.data() + first * row, row, group,
+                                       table, first, count, scale, out.data(), row);
+          for (int t = 0; t < count; t += (t < 8 || count - t < 8) ? 1 : 37) {
+            std::vector<float> alone(row);
+            PagedAttentionOnTarget(target, cache.kv, 0, 1, q.data() + (first + t) * row, group,
+                                   table, first + t + 1, scale, alone.data());
+            ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * row, row * sizeof(float)), 0)
+                << CpuTargetName(target) << " type " << int(type) << " block " << block_size
+                << " run " << first << "+" << count << " token " << t;
+          }
         }
       }
-    }
 }
 
 // Splits computed separately (as threads do, in any order) and merged give the one-call bits.
@@ -250,37 +260,38 @@ TEST(KernelPagedAttentionTest, PartialsMergedInAnyComputeOrderMatchOneCall) {
   const int n_kv_head = 1, head_dim = 80, group = 2, block_size = 16;
   const int n = kAttentionSplitPositions * 3 + 17;
   const int num_blocks = (n + block_size - 1) / block_size;
-  for (CpuTarget target : Targets()) {
-    TestCache cache(KvType::kF32, num_blocks, block_size, 1, n_kv_head, head_dim);
-    std::vector<int32_t> table(num_blocks);
-    for (int b = 0; b < num_blocks; ++b) table[b] = b;
-    std::vector<float> k = RandomValues(n * head_dim, 90, 2.0f);
-    std::vector<float> v = RandomValues(n * head_dim, 91);
-    cache.Fill(0, table, k, v, n);
-    const int64_t row = static_cast<int64_t>(group) * head_dim;
-    const int first = n - 3, count = 3;
-    std::vector<float> q = RandomValues(count * row, 92, 2.0f);
-    std::vector<float> one_call(count * row);
-    PagedAttentionTokensOnTarget(target, cache.kv, 0, 0, q.data(), row, group, table, first, count,
-                                 0.1f, one_call.data(), row);
-    const int splits = AttentionSplits(block_size, n);
-    ASSERT_EQ(splits, 4);
-    std::vector<std::vector<float>> acc(splits, std::vector<float>(count * row));
-    std::vector<std::vector<float>> stats(splits, std::vector<float>(2 * count * group));
-    std::vector<AttentionPartial> partials(splits);
-    for (int s = splits - 1; s >= 0; --s) {  // last split first
-      partials[s] = {.acc = acc[s].data(),
-                     .acc_stride = row,
-                     .max = stats[s].data(),
-                     .sum = stats[s].data() + count * group};
-      PagedAttentionPartialOnTarget(target, cache.kv, 0, 0, q.data(), row, group, table, first,
-                                    count, 0.1f, s, partials[s]);
+  for (CpuTarget target : Targets())
+    for (KvType type : {KvType::kF32, KvType::kQ8}) {
+      TestCache cache(type, num_blocks, block_size, 1, n_kv_head, head_dim);
+      std::vector<int32_t> table(num_blocks);
+      for (int b = 0; b < num_blocks; ++b) table[b] = b;
+      std::vector<float> k = RandomValues(n * head_dim, 90, 2.0f);
+      std::vector<float> v = RandomValues(n * head_dim, 91);
+      cache.Fill(0, table, k, v, n);
+      const int64_t row = static_cast<int64_t>(group) * head_dim;
+      const int first = n - 3, count = 3;
+      std::vector<float> q = RandomValues(count * row, 92, 2.0f);
+      std::vector<float> one_call(count * row);
+      PagedAttentionTokensOnTarget(target, cache.kv, 0, 0, q.data(), row, group, table, first,
+                                   count, 0.1f, one_call.data(), row);
+      const int splits = AttentionSplits(block_size, n);
+      ASSERT_EQ(splits, 4);
+      std::vector<std::vector<float>> acc(splits, std::vector<float>(count * row));
+      std::vector<std::vector<float>> stats(splits, std::vector<float>(2 * count * group));
+      std::vector<AttentionPartial> partials(splits);
+      for (int s = splits - 1; s >= 0; --s) {  // last split first
+        partials[s] = {.acc = acc[s].data(),
+                       .acc_stride = row,
+                       .max = stats[s].data(),
+                       .sum = stats[s].data() + count * group};
+        PagedAttentionPartialOnTarget(target, cache.kv, 0, 0, q.data(), row, group, table, first,
+                                      count, 0.1f, s, partials[s]);
+      }
+      std::vector<float> merged(count * row);
+      MergeAttentionPartials(cache.kv, group, first, count, partials, merged.data(), row);
+      EXPECT_EQ(std::memcmp(merged.data(), one_call.data(), merged.size() * sizeof(float)), 0)
+          << CpuTargetName(target) << " type " << int(type);
     }
-    std::vector<float> merged(count * row);
-    MergeAttentionPartials(cache.kv, group, first, count, partials, merged.data(), row);
-    EXPECT_EQ(std::memcmp(merged.data(), one_call.data(), merged.size() * sizeof(float)), 0)
-        << CpuTargetName(target);
-  }
 }
 
 TEST(KernelPagedAttentionTest, F16CloseToF32) {
@@ -301,6 +312,73 @@ TEST(KernelPagedAttentionTest, F16CloseToF32) {
   }
 }
 
+// q8 keeps 8-bit codes: on a head of 128 with several blocks, within about 1% of f32's output
+// (here the largest difference is printed, beside f16's).
+TEST(KernelPagedAttentionTest, Q8CloseToF32) {
+  const int head_dim = 128, n_kv_head = 1, group = 4, block_size = 16, n = 300;
+  std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 33, 2.0f);
+  std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 34);
+  std::vector<float> q = RandomValues(group * head_dim, 35, 2.0f);
+  const int num_blocks = (n + block_size - 1) / block_size;
+  std::vector<int32_t> table = ScatteredTable(num_blocks);
+  TestCache f32(KvType::kF32, 2 * num_blocks, block_size, 1, 1, head_dim);
+  TestCache q8(KvType::kQ8, 2 * num_blocks, block_size, 1, 1, head_dim);
+  f32.Fill(0, table, k, v, n);
+  q8.Fill(0, table, k, v, n);
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  for (CpuTarget target : Targets()) {
+    std::vector<float> out32(group * head_dim), out8(group * head_dim);
+    PagedAttentionOnTarget(target, f32.kv, 0, 0, q.data(), group, table, n, scale, out32.data());
+    PagedAttentionOnTarget(target, q8.kv, 0, 0, q.data(), group, table, n, scale, out8.data());
+    double largest = 0.0;
+    for (int i = 0; i < group * head_dim; ++i) {
+      largest = std::max(largest, double(std::fabs(out8[i] - out32[i])));
+      EXPECT_NEAR(out8[i], out32[i], 5e-3) << CpuTargetName(target) << " " << i;
+    }
+    std::cout << CpuTargetName(target) << ": q8 differs from f32 by at most " << largest << "\n";
+  }
+}
+
+// A q8 slot keeps each key group's and the value's largest magnitude at code +-127, every
+// element within half a step of its value, and an all-zero row as zeros.
+TEST(KernelPagedAttentionTest, StoreKvQ8CodesWithinHalfAStep) {
+  const int head_dim = 40, block_size = 8;  // two key groups: 32 and 8 dimensions
+  TestCache cache(KvType::kQ8, 2, block_size, 1, 1, head_dim);
+  std::vector<float> k = RandomValues(head_dim, 42, 3.0f), v = RandomValues(head_dim, 43);
+  const int slot = 5;
+  StoreKv(cache.kv, 0, 1, slot, k.data(), v.data());
+  const uint8_t* k_plane = cache.kv.Plane(1, 0, 0, 0);
+  const uint8_t* v_plane = cache.kv.Plane(1, 0, 1, 0);
+  const float* k_scales = reinterpret_cast<const float*>(k_plane + head_dim * block_size);
+  const float* v_scales = reinterpret_cast<const float*>(v_plane + head_dim * block_size);
+  for (int g = 0; g < 2; ++g) {
+    const float step = k_scales[g * block_size + slot];
+    int largest = 0;
+    for (int d = 32 * g; d < std::min(head_dim, 32 * g + 32); ++d) {
+      const int code = int(k_plane[((d / 4) * block_size + slot) * 4 + d % 4]) - 128;
+      largest = std::max(largest, std::abs(code));
+      EXPECT_LE(std::fabs(code * step - k[d]), 0.5f * step * 1.0001f) << d;
+    }
+    EXPECT_EQ(largest, 127) << g;
+  }
+  const float step = v_scales[slot];
+  int largest = 0;
+  for (int d = 0; d < head_dim; ++d) {
+    const int code = int(int8_t(v_plane[((slot / 4) * head_dim + d) * 4 + slot % 4]));
+    largest = std::max(largest, std::abs(code));
+    EXPECT_LE(std::fabs(code * step - v[d]), 0.5f * step * 1.0001f) << d;
+  }
+  EXPECT_EQ(largest, 127);
+  std::vector<float> zeros(head_dim, 0.0f);
+  StoreKv(cache.kv, 0, 0, 0, zeros.data(), zeros.data());
+  const uint8_t* zero_plane = cache.kv.Plane(0, 0, 0, 0);
+  EXPECT_EQ(reinterpret_cast<const float*>(zero_plane + head_dim * block_size)[0], 0.0f);
+  for (int d = 0; d < head_dim; ++d) EXPECT_EQ(zero_plane[(d / 4) * block_size * 4 + d % 4], 128);
+  // Its layout needs head_dim and block size in fours.
+  TestCache odd(KvType::kQ8, 1, 6, 1, 1, 8);
+  EXPECT_ANY_THROW(StoreKv(odd.kv, 0, 0, 0, zeros.data(), zeros.data()));
+}
+
 TEST(KernelPagedAttentionTest, StoreKvRoundsToKvType) {
   TestCache cache(KvType::kF16, 2, 4, 1, 1, 8);
   std::vector<float> k = RandomValues(8, 40), v = RandomValues(8, 41);
@@ -319,6 +397,19 @@ TEST(KernelPagedAttentionTest, SinglePositionReturnsItsValue) {
     std::vector<float> out(8);
     PagedAttentionOnTarget(target, cache.kv, 0, 0, q.data(), 1, table, 1, 0.3f, out.data());
     EXPECT_EQ(out, v) << CpuTargetName(target);
+  }
+}
+
+TEST(KernelPagedAttentionTest, Q8SinglePositionReturnsItsValueWithinAStep) {
+  TestCache cache(KvType::kQ8, 1, 16, 1, 1, 8);
+  std::vector<float> k = RandomValues(8, 53), v = RandomValues(8, 54), q = RandomValues(8, 55);
+  StoreKv(cache.kv, 0, 0, 0, k.data(), v.data());
+  const float step = *reinterpret_cast<const float*>(cache.kv.Plane(0, 0, 1, 0) + 8 * 16);
+  std::vector<int32_t> table = {0};
+  for (CpuTarget target : Targets()) {
+    std::vector<float> out(8);
+    PagedAttentionOnTarget(target, cache.kv, 0, 0, q.data(), 1, table, 1, 0.3f, out.data());
+    for (int d = 0; d < 8; ++d) EXPECT_NEAR(out[d], v[d], 0.51f * step) << CpuTargetName(target);
   }
 }
 

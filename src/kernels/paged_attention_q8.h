@@ -1,0 +1,80 @@
+// The q8 KV type's rules, shared by every target: how a key, a value and a query are turned into
+// 8-bit codes and scales, and how a block's probabilities are. Internal to kernels/.
+//
+// A q8 score is an exact integer dot product per group of kKvQ8KeyGroup dimensions between the
+// key's codes and the query's, each group's sum times (key scale x query scale); a block's value
+// contribution is an exact integer sum of probability codes times value codes, times the block's
+// probability scale. Only the float steps around those sums differ between targets.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "kernels/paged_attention.h"
+#include "kernels/paged_attention_internal.h"
+
+namespace reprise::kernels {
+
+inline constexpr int kMaxQ8Groups = (kMaxAttentionHeadDim + kKvQ8KeyGroup - 1) / kKvQ8KeyGroup;
+
+// x / scale rounded to the nearest code in [-127, 127] (ties to even, as the vector conversions
+// round), given 1 / scale. NaN gives 0. Rounding by adding and taking back 1.5 x 2^23, which
+// leaves a float in [-127, 127] at its nearest integer, stays inline where nearbyint is a call.
+inline float RoundedCode(float scaled, float limit) {
+  const float clamped = scaled < -limit ? -limit : (scaled > limit ? limit : scaled);
+  return (clamped + 12582912.0f) - 12582912.0f;
+}
+inline int8_t Q8Code(float x, float inverse_scale) {
+  const float scaled = x * inverse_scale;
+  if (!(scaled == scaled)) return 0;
+  return static_cast<int8_t>(RoundedCode(scaled, 127.0f));
+}
+
+// The scale of a group whose largest magnitude is `absmax` (so that it maps to code 127), and
+// its inverse (0 for an all-zero group, whose codes are then 0).
+struct Q8Scale {
+  float scale;
+  float inverse;
+};
+inline Q8Scale ScaleOfMagnitude(float absmax) {
+  if (!(absmax > 0.0f) || !std::isfinite(absmax)) return {absmax > 0.0f ? absmax : 0.0f, 0.0f};
+  return {absmax / 127.0f, 127.0f / absmax};
+}
+
+// Where a q8 plane keeps its scales: after its codes.
+inline const float* Q8PlaneScales(const PagedKv& kv, const uint8_t* plane) {
+  return reinterpret_cast<const float*>(plane + static_cast<size_t>(kv.block_size) * kv.head_dim);
+}
+
+// Stores one slot's key (codes and one scale per group) and value (codes and one scale).
+//   k, v: [head_dim]
+void StoreQ8Key(const PagedKv& kv, uint8_t* key_plane, int slot, const float* k);
+void StoreQ8Value(const PagedKv& kv, uint8_t* value_plane, int slot, const float* v);
+
+// One query row as codes: four signed codes per int32 (dimensions 4e .. 4e + 3 in dword e, in
+// byte order), per group the scale times the attention scale, and -128 x the sum of the group's
+// codes, which takes back what the keys' +128 bias adds to an unsigned-by-signed dot product.
+struct QueryQ8 {
+  int32_t codes[kMaxAttentionHeadDim / 4];
+  float scales[kMaxQ8Groups];
+  int32_t corrections[kMaxQ8Groups];
+};
+void QuantizeQueryQ8(const float* q, int head_dim, float attention_scale, QueryQ8* out);
+
+// A block's probabilities for one row as unsigned codes: w[j] = p[j] x value scale[j] for the
+// row's `filled` slots (0 beyond), codes round(w[j] x 255 / max w) in [0, 255], and the scale
+// max w / 255 their integer sums are multiplied by (0 when every w is 0).
+inline float ProbabilityScale(float max_weight, float* inverse) {
+  *inverse = max_weight > 0.0f ? 255.0f / max_weight : 0.0f;
+  return max_weight / 255.0f;
+}
+
+// The portable kernel's query over q8 K/V (PagedAttentionScalar's, one query's `group` heads
+// over positions [0, num_positions), blocks as AttentionBlocks says). q, out: [group][head_dim]
+void QueryScalarQ8(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
+                   std::span<const int32_t> block_table, int num_positions, float scale, float* out,
+                   const AttentionBlocks& blocks);
+
+}  // namespace reprise::kernels

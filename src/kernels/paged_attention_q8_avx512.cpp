@@ -1,0 +1,363 @@
+// PagedAttention over q8 K/V with AVX-512 VNNI (compiled with those flags only for this file;
+// chosen at run time). The f32/f16 kernel's spans and online softmax
+// (attention_softmax_avx512.h) around integer dot products:
+//
+//   scores: per 16 slots and group of kKvQ8KeyGroup key dimensions, the exact integer sum of the
+//     keys' unsigned codes times the query's signed codes (VPDPBUSD, four dimensions per lane
+//     step, the query's correction taking back the keys' +128 bias), then
+//     s = fma(float(sum), key scale x query scale, s) over the groups in order;
+//   values: per block and row, the probabilities times the value scales as unsigned codes
+//     (paged_attention_q8.h), their exact integer sums with the value codes, four slots per lane
+//     step, then acc = fma(float(sum), the block's probability scale, acc).
+//
+// Integer sums are the same in any order and with any number of zero terms, so a row's bits do
+// not depend on the rows it shares a tile with or on slots past its own (their codes are 0).
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/attention_softmax_avx512.h"
+#include "kernels/paged_attention.h"
+#include "kernels/paged_attention_internal.h"
+#include "kernels/paged_attention_q8.h"
+#include "kernels/simd.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+// QuantizeQueryQ8 (paged_attention_q8.h) with 16 dimensions per step: the same codes, scales
+// and corrections (the conversion rounds to nearest even, as RoundedCode does).
+inline void QuantizeQuery(const float* q, int head_dim, float attention_scale, QueryQ8* out) {
+  static_assert(kKvQ8KeyGroup == 32, "a group is two vectors of 16");
+  for (int g = 0; g * kKvQ8KeyGroup < head_dim; ++g) {
+    const int begin = g * kKvQ8KeyGroup;
+    const __mmask16 low = ChunkMask(head_dim, begin);
+    const __mmask16 high =
+        begin + 16 < head_dim ? ChunkMask(head_dim, begin + 16) : static_cast<__mmask16>(0);
+    const __m512 x0 = _mm512_maskz_loadu_ps(low, q + begin);
+    const __m512 x1 = _mm512_maskz_loadu_ps(high, q + begin + 16);
+    const Q8Scale q8 =
+        ScaleOfMagnitude(_mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1))));
+    const __m512 inverse = _mm512_set1_ps(q8.inverse);
+    auto codes = [&](__m512 x) {
+      const __m512 scaled = _mm512_mul_ps(x, inverse);
+      const __m512 clamped =
+          _mm512_min_ps(_mm512_max_ps(scaled, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+      return _mm512_cvtps_epi32(clamped);
+    };
+    const __m512i c0 = codes(x0);
+    const __m512i c1 = codes(x1);
+    auto* bytes = reinterpret_cast<int8_t*>(out->codes) + begin;
+    _mm512_mask_cvtsepi32_storeu_epi8(bytes, low, c0);
+    _mm512_mask_cvtsepi32_storeu_epi8(bytes + 16, high, c1);
+    out->scales[g] = q8.scale * attention_scale;
+    out->corrections[g] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
+  }
+}
+
+// Positions per online-softmax step: twice the f32/f16 kernel's, since a step's fixed costs
+// (each row's max, correction, rescaled accumulators and probability scale) weigh more beside
+// integer dot products. A divisor of kAttentionSplitPositions, so no split cuts a span.
+constexpr int kQ8SoftmaxSpanPositions = 2 * kSoftmaxSpanPositions;
+static_assert(kAttentionSplitPositions % kQ8SoftmaxSpanPositions == 0);
+static_assert(kQ8SoftmaxSpanPositions <= kScoreStride);
+
+constexpr int kScoreRows = 4;  // query rows whose dot products share each key load
+
+// Up to 16 key slots of one block: slots [j0, j0 + 16) under `mask`, whose scores go to column
+// `column` of the span's score rows.
+struct KeyChunk {
+  const uint8_t* codes;  // the block's key plane
+  const float* scales;   // its key scales
+  int j0;
+  int column;
+  __mmask16 mask;
+};
+
+// Scores of kRows query rows for kChunks chunks of key slots: out[i * kScoreStride + column + s]
+// for each row i. Each query code broadcast feeds one dot product per chunk, so two chunks halve
+// the broadcasts per dot product (the loads, not the dot products, bound one chunk at a time).
+template <int kRows, int kChunks>
+inline void ScoreTileQ8(const QueryQ8* rows, const KeyChunk* chunks, int block_size, int head_dim,
+                        float* out) {
+  const int dwords = head_dim / 4;
+  const int group_dwords = kKvQ8KeyGroup / 4;
+  __m512 scores[kRows][kChunks];
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; ++i) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChunks; ++c) scores[i][c] = _mm512_setzero_ps();
+  }
+  for (int g = 0; g * group_dwords < dwords; ++g) {
+    const int begin = g * group_dwords;
+    const int end = std::min(dwords, begin + group_dwords);
+    __m512i sums[kRows][kChunks];
+#pragma GCC unroll 16
+    for (int i = 0; i < kRows; ++i) {
+#pragma GCC unroll 16
+      for (int c = 0; c < kChunks; ++c) sums[i][c] = _mm512_set1_epi32(rows[i].corrections[g]);
+    }
+    for (int e = begin; e < end; ++e) {
+      __m512i keys[kChunks];
+#pragma GCC unroll 16
+      for (int c = 0; c < kChunks; ++c) {
+        keys[c] = _mm512_maskz_loadu_epi32(
+            chunks[c].mask,
+            chunks[c].codes + (static_cast<size_t>(e) * block_size + chunks[c].j0) * 4);
+      }
+#pragma GCC unroll 16
+      for (int i = 0; i < kRows; ++i) {
+        const __m512i query = _mm512_set1_epi32(rows[i].codes[e]);
+#pragma GCC unroll 16
+        for (int c = 0; c < kChunks; ++c) {
+          sums[i][c] = _mm512_dpbusd_epi32(sums[i][c], keys[c], query);
+        }
+      }
+    }
+    __m512 key_scales[kChunks];
+#pragma GCC unroll 16
+    for (int c = 0; c < kChunks; ++c) {
+      key_scales[c] = _mm512_maskz_loadu_ps(
+          chunks[c].mask, chunks[c].scales + static_cast<size_t>(g) * block_size + chunks[c].j0);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kRows; ++i) {
+      const __m512 query_scale = _mm512_set1_ps(rows[i].scales[g]);
+#pragma GCC unroll 16
+      for (int c = 0; c < kChunks; ++c) {
+        scores[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][c]),
+                                       _mm512_mul_ps(key_scales[c], query_scale), scores[i][c]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; ++i) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChunks; ++c) {
+      _mm512_mask_storeu_ps(out + i * kScoreStride + chunks[c].column, chunks[c].mask,
+                            scores[i][c]);
+    }
+  }
+}
+
+// The value codes of one block of a span: `quads` fours of slots from span column `column`.
+struct ValueBlock {
+  const uint8_t* codes;  // the block's value plane
+  int quads;
+  int column;
+};
+
+// SoftmaxSpanStep's sink for q8 values: a row's weights p x value scale (`value_scales`: the
+// span's, by position) written over its probabilities, and the largest of them.
+struct ValueWeights {
+  const float* value_scales;
+  float* largest;  // [num_rows]
+  __m512 maxes;
+
+  void Begin(int) { maxes = _mm512_setzero_ps(); }
+  void Chunk(float* row, int j, __mmask16 mask, __m512 e) {
+    const __m512 weights =
+        _mm512_maskz_mul_ps(mask, e, _mm512_maskz_loadu_ps(mask, value_scales + j));
+    _mm512_mask_storeu_ps(row + j, mask, weights);
+    maxes = _mm512_max_ps(maxes, weights);  // a max is exact in any order
+  }
+  void End(int r) { largest[r] = _mm512_reduce_max_ps(maxes); }
+};
+
+// Rows [first_row, num_rows)'s weights over a span (ValueWeights) as codes (paged_attention_q8.h,
+// with the span's slots as the block): codes[r][j] for every slot j < span_length, 0 from the
+// row's n[r] on, and their scales. Each row's scale and inverse come 16 rows at a time (one
+// division for 16, off each row's chain of dependent steps).
+inline void SpanProbabilityCodes(float (*weights)[kScoreStride], const float* largest,
+                                 int span_length, int first_row, int num_rows, const int* n,
+                                 uint8_t (*codes)[kScoreStride], float* scales) {
+  alignas(64) float inverses[kMaxAttentionRows + 16];
+  for (int r = first_row; r < num_rows; r += 16) {
+    // ProbabilityScale for 16 rows: the same divisions, lane by lane.
+    const __mmask16 mask = ChunkMask(num_rows - r, 0);
+    const __m512 m = _mm512_maskz_loadu_ps(mask, largest + r);
+    const __mmask16 positive = _mm512_mask_cmp_ps_mask(mask, m, _mm512_setzero_ps(), _CMP_GT_OQ);
+    _mm512_store_ps(inverses + (r - first_row),
+                    _mm512_maskz_div_ps(positive, _mm512_set1_ps(255.0f), m));
+    _mm512_mask_storeu_ps(scales + r, mask, _mm512_div_ps(m, _mm512_set1_ps(255.0f)));
+  }
+  for (int r = first_row; r < num_rows; ++r) {
+    const __m512 inverse = _mm512_set1_ps(inverses[r - first_row]);
+    for (int j = 0; j < span_length; j += 16) {
+      const __mmask16 valid = j < n[r] ? ChunkMask(n[r], j) : static_cast<__mmask16>(0);
+      const __m512 w = _mm512_maskz_loadu_ps(valid, weights[r] + j);
+      _mm512_mask_cvtusepi32_storeu_epi8(codes[r] + j, ChunkMask(span_length, j),
+                                         _mm512_cvtps_epi32(_mm512_mul_ps(w, inverse)));
+    }
+  }
+}
+
+constexpr int kValueRows = 4;    // query rows x
+constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
+
+// The value pass of one span for rows [r0, r0 + kRows) and dimensions [d0, d0 + 64) (chunks
+// under `masks`): acc[r][d] = fma(float(sum_j code[r][j] x v[j][d]), scale[r], acc[r][d]), the
+// integer sum over the span's blocks, four slots per step.
+template <int kRows>
+void ValueTileQ8(const ValueBlock* blocks, int num_blocks, int head_dim,
+                 const __mmask16 (&masks)[kValueChunks], const uint8_t* codes, size_t code_stride,
+                 const float* code_scales, float* const* out_rows, int d0) {
+  __m512i sums[kRows][kValueChunks];
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; ++i) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kValueChunks; ++c) sums[i][c] = _mm512_setzero_si512();
+  }
+  for (int b = 0; b < num_blocks; ++b) {
+    for (int quad = 0; quad < blocks[b].quads; ++quad) {
+      const uint8_t* row = blocks[b].codes + (static_cast<size_t>(quad) * head_dim + d0) * 4;
+      __m512i values[kValueChunks];
+#pragma GCC unroll 16
+      for (int c = 0; c < kValueChunks; ++c) {
+        values[c] = _mm512_maskz_loadu_epi32(masks[c], row + 64 * c);
+      }
+      const uint8_t* four_codes = codes + blocks[b].column + 4 * quad;
+#pragma GCC unroll 16
+      for (int i = 0; i < kRows; ++i) {
+        int32_t four;
+        std::memcpy(&four, four_codes + i * code_stride, sizeof(four));
+        const __m512i p = _mm512_set1_epi32(four);
+#pragma GCC unroll 16
+        for (int c = 0; c < kValueChunks; ++c) {
+          sums[i][c] = _mm512_dpbusd_epi32(sums[i][c], p, values[c]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; ++i) {
+    const __m512 scale = _mm512_set1_ps(code_scales[i]);
+    float* acc = out_rows[i] + d0;
+#pragma GCC unroll 16
+    for (int c = 0; c < kValueChunks; ++c) {
+      if (masks[c] == 0) continue;
+      const __m512 old = _mm512_maskz_loadu_ps(masks[c], acc + 16 * c);
+      _mm512_mask_storeu_ps(acc + 16 * c, masks[c],
+                            _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][c]), scale, old));
+    }
+  }
+}
+
+// Calls tile(std::integral_constant<int, n>) for rows [first, end) in tiles of kTile rows, the
+// last one as many as remain (a constant keeps a tile's accumulators in registers), with the
+// tile's first row.
+template <int kTile, typename Tile>
+inline void ForRowTiles(int first, int end, const Tile& tile) {
+  int r0 = first;
+  for (; r0 + kTile <= end; r0 += kTile) tile(std::integral_constant<int, kTile>{}, r0);
+  switch (end - r0) {
+    case 3:
+      if constexpr (kTile > 3) tile(std::integral_constant<int, 3>{}, r0);
+      break;
+    case 2:
+      if constexpr (kTile > 2) tile(std::integral_constant<int, 2>{}, r0);
+      break;
+    case 1:
+      if constexpr (kTile > 1) tile(std::integral_constant<int, 1>{}, r0);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+// A run of consecutive tokens, as the f32/f16 kernel's Attention (paged_attention_avx512.cpp):
+// row r = t * group + g reads positions [0, first_position + t], in block b only its own filled
+// slots. Rows of a span are tiled from the span's first row: a row past its own positions
+// computes scores it never reads and adds value codes of 0.
+void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const float* q,
+                            int64_t q_stride, int group, std::span<const int32_t> block_table,
+                            int first_position, int num_tokens, float scale, float* out,
+                            int64_t out_stride, const AttentionBlocks& blocks) {
+  const int head_dim = kv.head_dim;
+  const int block_size = kv.block_size;
+  AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride);
+  const int num_rows = state.num_rows;
+  QueryQ8 queries[kMaxAttentionRows];
+  for (int r = 0; r < num_rows; ++r) {
+    QuantizeQuery(state.q_rows[r], head_dim, scale, &queries[r]);
+  }
+  float scores[kMaxAttentionRows][kScoreStride];               // [num_rows][span positions]
+  alignas(64) uint8_t codes[kMaxAttentionRows][kScoreStride];  // the span's probabilities
+  float code_scales[kMaxAttentionRows];
+  constexpr int kMaxSpanChunks = kScoreStride / 4;  // blocks of 4 slots at the least
+  KeyChunk chunks[kMaxSpanChunks];
+  alignas(64) float span_value_scales[kScoreStride];  // by position in the span
+  ValueBlock value_blocks[kMaxSpanChunks];
+
+  const int total_positions = first_position + num_tokens;  // of the last token
+  const int num_blocks = (total_positions + block_size - 1) / block_size;
+  const int end_block = std::min(num_blocks, blocks.end_block);
+  const size_t key_plane_bytes = kv.PlaneBytes(0);  // the larger plane
+  const int span_blocks = std::max(1, kQ8SoftmaxSpanPositions / block_size);
+  for (int span_first = blocks.first_block; span_first < end_block;) {
+    const int span_end = std::min(end_block, (span_first / span_blocks + 1) * span_blocks);
+    const int span_start = span_first * block_size;
+    const int span_length = (span_end - span_first) * block_size;
+    const int first_row = state.EnterBlock(span_first, block_size);
+    // The span's key chunks and value blocks, up to the slots its longest row reads.
+    int num_chunks = 0;
+    const int span_blocks_here = span_end - span_first;
+    for (int b = span_first; b < span_end; ++b) {
+      state.EnterBlock(b, block_size);
+      const int max_filled = state.filled[num_rows - 1];
+      const int column = (b - span_first) * block_size;
+      const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
+      const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
+      for (int j0 = 0; j0 < max_filled; j0 += 16) {
+        chunks[num_chunks++] = {k_plane, Q8PlaneScales(kv, k_plane), j0, column + j0,
+                                ChunkMask(max_filled, j0)};
+      }
+      value_blocks[b - span_first] = {v_plane, (max_filled + 3) / 4, column};
+      std::copy_n(Q8PlaneScales(kv, v_plane), block_size, span_value_scales + column);
+    }
+    // The next span's blocks asked for while this one is scored (the planes are small: a burst).
+    for (int b = span_end; b < std::min(end_block, span_end + span_blocks); ++b) {
+      PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
+                          kv.Plane(block_table[b], layer, 1, kv_head), key_plane_bytes);
+    }
+    ForRowTiles<kScoreRows>(first_row, num_rows, [&](auto rows, int r0) {
+      constexpr int kRows = decltype(rows)::value;
+      float* tile_out = &scores[r0][0];
+      int c = 0;
+      for (; c + 2 <= num_chunks; c += 2) {
+        ScoreTileQ8<kRows, 2>(queries + r0, chunks + c, block_size, head_dim, tile_out);
+      }
+      if (c < num_chunks) {
+        ScoreTileQ8<kRows, 1>(queries + r0, chunks + c, block_size, head_dim, tile_out);
+      }
+    });
+    float largest[kMaxAttentionRows];
+    SoftmaxSpanStep(state, head_dim, first_row, span_start, span_length, &scores[0][0],
+                    ValueWeights{span_value_scales, largest, _mm512_setzero_ps()});
+    int span_positions[kMaxAttentionRows];  // of each row
+    for (int r = first_row; r < num_rows; ++r) {
+      span_positions[r] = std::min(span_length, state.positions[r] - span_start);
+    }
+    SpanProbabilityCodes(scores, largest, span_length, first_row, num_rows, span_positions, codes,
+                         code_scales);
+    for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
+      __mmask16 masks[kValueChunks];
+      for (int c = 0; c < kValueChunks; ++c) {
+        const int d = d0 + 16 * c;
+        masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
+      }
+      ForRowTiles<kValueRows>(first_row, num_rows, [&](auto rows, int r0) {
+        ValueTileQ8<decltype(rows)::value>(value_blocks, span_blocks_here, head_dim, masks,
+                                           codes[r0], sizeof(codes[0]), code_scales + r0,
+                                           state.out_rows + r0, d0);
+      });
+    }
+    span_first = span_end;
+  }
+  FinishRows(state, head_dim, blocks);
+}
+
+}  // namespace reprise::kernels
