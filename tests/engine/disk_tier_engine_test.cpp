@@ -102,6 +102,28 @@ TEST_F(DiskTierEngineTest, ClearedMemoryAndARestartLoadFromDiskBitForBit) {
   EXPECT_EQ(after_restart.cache_sources.memory, 0u);
 }
 
+// q8 blocks (planes of codes and scales, of two sizes) go to disk and come back after a restart
+// bit for bit; an f16 engine on the same folder finds none of them (the KV type is in the keys).
+TEST_F(DiskTierEngineTest, Q8BlocksRestartFromDiskAndStayTheirTypes) {
+  const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
+  auto q8 = [&](EngineConfig config) {
+    config.kv_type = "q8";
+    return config;
+  };
+  Engine fresh(q8(TestConfig(model_, /*reuse=*/false)));
+  GenerationOutput reference = Run(fresh, prompt);
+  {
+    Engine engine(q8(DiskConfig()));
+    EXPECT_EQ(Run(engine, prompt).cached_tokens, 0u);
+  }  // a clean stop writes memory back
+  Engine restarted(q8(DiskConfig()));
+  GenerationOutput from_disk = Run(restarted, prompt);
+  ExpectBitIdentical(reference, from_disk, "q8 after a restart");
+  EXPECT_GT(from_disk.cache_sources.disk, 256u);
+  Engine other_type(DiskConfig());
+  EXPECT_EQ(Run(other_type, prompt).cache_sources.disk, 0u);
+}
+
 TEST_F(DiskTierEngineTest, ACleanStopKeepsWhatMemoryHeld) {
   const std::string prompt = table_ + "Question: what is the age of John Doe? Answer: ";
   GenerationOutput reference = Reference(prompt);
