@@ -2,9 +2,10 @@
 // 8-bit codes and scales, and how a block's probabilities are. Internal to kernels/.
 //
 // A q8 score is an exact integer dot product per group of kKvQ8KeyGroup dimensions between the
-// key's codes and the query's, each group's sum times (key scale x query scale); a block's value
-// contribution is an exact integer sum of probability codes times value codes, times the block's
-// probability scale. Only the float steps around those sums differ between targets.
+// key's codes and the query's, each group's sum times (key scale x query scale); the values'
+// contribution of a run of slots is an exact integer sum of probability codes times value codes,
+// times the run's code scale. Only the runs and the float steps around those sums differ
+// between targets.
 #pragma once
 
 #include <cmath>
@@ -63,9 +64,10 @@ struct QueryQ8 {
 };
 void QuantizeQueryQ8(const float* q, int head_dim, float attention_scale, QueryQ8* out);
 
-// A block's probabilities for one row as unsigned codes: w[j] = p[j] x value scale[j] for the
-// row's `filled` slots (0 beyond), codes round(w[j] x 255 / max w) in [0, 255], and the scale
-// max w / 255 their integer sums are multiplied by (0 when every w is 0).
+// One row's probabilities over a run of slots as unsigned codes (the run: a block in the portable
+// kernel, a softmax span in the AVX-512 one): w[j] = p[j] x value scale[j] for the row's slots
+// (0 beyond), codes round(w[j] x 255 / max w) in [0, 255], and the scale max w / 255 their
+// integer sums are multiplied by (0 when every w is 0).
 inline float ProbabilityScale(float max_weight, float* inverse) {
   *inverse = max_weight > 0.0f ? 255.0f / max_weight : 0.0f;
   return max_weight / 255.0f;

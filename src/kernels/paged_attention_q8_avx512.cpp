@@ -6,9 +6,9 @@
 //     keys' unsigned codes times the query's signed codes (VPDPBUSD, four dimensions per lane
 //     step, the query's correction taking back the keys' +128 bias), then
 //     s = fma(float(sum), key scale x query scale, s) over the groups in order;
-//   values: per block and row, the probabilities times the value scales as unsigned codes
-//     (paged_attention_q8.h), their exact integer sums with the value codes, four slots per lane
-//     step, then acc = fma(float(sum), the block's probability scale, acc).
+//   values: per softmax span (kQ8SoftmaxSpanPositions) and row, the probabilities times the value
+//     scales as unsigned codes (paged_attention_q8.h), their exact integer sums with the value
+//     codes, four slots per lane step, then acc = fma(float(sum), the span's code scale, acc).
 //
 // Integer sums are the same in any order and with any number of zero terms, so a row's bits do
 // not depend on the rows it shares a tile with or on slots past its own (their codes are 0).
