@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "kernels/attention_score_tile.h"
+#include "kernels/attention_softmax_avx2.h"
 #include "kernels/paged_attention.h"
 #include "kernels/paged_attention_internal.h"
 #include "kernels/reduce_avx2.h"
@@ -26,19 +27,7 @@ namespace reprise::kernels {
 
 namespace {
 
-// A fixed reduction tree: 8 -> 4 -> 2 -> 1.
-
-inline float HorizontalMax(__m256 v) {  // exact in any order
-  __m128 four = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  __m128 two = _mm_max_ps(four, _mm_movehl_ps(four, four));
-  __m128 one = _mm_max_ss(two, _mm_movehdup_ps(two));
-  return _mm_cvtss_f32(one);
-}
-
-// Lanes i < n set (all ones), the others clear.
-inline __m256i LaneMask(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+using namespace avx2;  // the AVX2 softmax and row helpers (attention_softmax_avx2.h)
 
 // min(8, n) elements of a stored K or V row from `offset` as f32, zeros in the other lanes.
 template <KvType kType>
@@ -55,27 +44,6 @@ inline __m256 LoadRow(const uint8_t* row, int offset, int n) {
   }
 }
 
-// exp(x) for x <= 0 (Cephes' expf polynomial, as the AVX-512 kernel's, about 1 ulp;
-// deterministic). Arguments below -87 are taken as -87 (about 1.6e-38, where the AVX-512 kernel
-// gives 0), which keeps 2^n a normal number.
-inline __m256 ExpNonPositive(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-  const __m256i bits =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));  // y * 2^n, exact
-}
-
 // Keys of up to 8 slots from j0 on, widened to f32 rows: kt[d][s] = k[j0 + s][d] for s < count,
 // 0 for the other slots (never read from storage). Keys are stored transposed (PagedKv), so this
 // is a plain copy or widening, done once when several row tiles read the same keys.
@@ -85,18 +53,6 @@ inline void WidenKeys(const uint8_t* k_plane, size_t column_bytes, int j0, int c
                       float* kt) {
   for (int d = 0; d < head_dim; ++d) {
     _mm256_store_ps(kt + d * 8, LoadRow<kType>(k_plane + d * column_bytes, j0, count));
-  }
-}
-
-// acc row: min(8, n) floats from p (zeros elsewhere), and back.
-inline __m256 LoadAcc(const float* p, int n) {
-  return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, LaneMask(n));
-}
-inline void StoreAcc(float* p, int n, __m256 v) {
-  if (n >= 8) {
-    _mm256_storeu_ps(p, v);
-  } else {
-    _mm256_maskstore_ps(p, LaneMask(n), v);
   }
 }
 
@@ -194,8 +150,6 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   const int num_rows = state.num_rows;
   const float* const* q_rows = state.q_rows;
   float* const* out_rows = state.out_rows;
-  float* running_max = state.running_max;
-  float* running_sum = state.running_sum;
   const int* filled = state.filled;
   // [num_rows][block_size rounded up to 8]; whole 8-lane chunks are stored.
   alignas(32) float scores[kMaxAttentionRows][kMaxAttentionBlockSize];
@@ -259,38 +213,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       }
     }
     // Softmax bookkeeping, then values.
-    for (int r = first_row; r < num_rows; ++r) {
-      const int n = filled[r];
-      const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-      __m256 maxes = minus_inf;
-      for (int j = 0; j < n; j += 8) {
-        const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
-        maxes =
-            _mm256_max_ps(maxes, _mm256_blendv_ps(minus_inf, _mm256_load_ps(scores[r] + j), live));
-      }
-      const float new_max = std::max(running_max[r], HorizontalMax(maxes));
-      const float correction =
-          _mm256_cvtss_f32(ExpNonPositive(_mm256_set1_ps(running_max[r] - new_max)));
-      // The block's probabilities summed lane-wise over its 8-slot chunks, then by the fixed
-      // tree of HorizontalSum.
-      const __m256 max = _mm256_set1_ps(new_max);
-      __m256 sums = _mm256_setzero_ps();
-      for (int j = 0; j < n; j += 8) {
-        const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
-        const __m256 e =
-            _mm256_and_ps(ExpNonPositive(_mm256_sub_ps(_mm256_load_ps(scores[r] + j), max)), live);
-        _mm256_store_ps(scores[r] + j, e);
-        sums = _mm256_add_ps(sums, e);  // + 0 in the lanes past n: exact, as p >= 0
-      }
-      running_max[r] = new_max;
-      running_sum[r] = running_sum[r] * correction + HorizontalSum(sums);
-      float* acc = out_rows[r];
-      const __m256 c = _mm256_set1_ps(correction);
-      for (int d = 0; d < head_dim; d += 8) {
-        const int m = std::min(8, head_dim - d);
-        StoreAcc(acc + d, m, _mm256_mul_ps(LoadAcc(acc + d, m), c));
-      }
-    }
+    SoftmaxBlockStep(state, head_dim, first_row, &scores[0][0]);
     // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order (ValueTile), in
     // tiles of kValueHeads rows, the last one as many as remain.
     const float* block_scores = &scores[0][0];
@@ -316,21 +239,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       }
     }
   }
-  if (blocks.max != nullptr) {  // a split's partial state, merged later
-    for (int r = 0; r < num_rows; ++r) {
-      blocks.max[r] = running_max[r];
-      blocks.sum[r] = running_sum[r];
-    }
-    return;
-  }
-  for (int r = 0; r < num_rows; ++r) {
-    const __m256 inverse = _mm256_set1_ps(1.0f / running_sum[r]);
-    float* acc = out_rows[r];
-    for (int d = 0; d < head_dim; d += 8) {
-      const int m = std::min(8, head_dim - d);
-      StoreAcc(acc + d, m, _mm256_mul_ps(LoadAcc(acc + d, m), inverse));
-    }
-  }
+  FinishRows(state, head_dim, blocks);
 }
 
 }  // namespace
