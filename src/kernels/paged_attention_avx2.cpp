@@ -249,8 +249,7 @@ void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* 
                         int num_tokens, float scale, float* out, int64_t out_stride,
                         const AttentionBlocks& blocks) {
   if (kv.type == KvType::kQ8) {
-    // No AVX2 q8 kernel yet: the portable one, whose bits the AVX2 target then has for q8.
-    PagedAttentionScalar(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
+    PagedAttentionQ8Avx2(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
                          num_tokens, scale, out, out_stride, blocks);
   } else if (kv.type == KvType::kF32) {
     Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,

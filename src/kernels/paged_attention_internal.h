@@ -157,6 +157,10 @@ void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
                           int64_t out_stride, const AttentionBlocks& blocks);
+void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float* q,
+                          int64_t q_stride, int group, std::span<const int32_t> block_table,
+                          int first_position, int num_tokens, float scale, float* out,
+                          int64_t out_stride, const AttentionBlocks& blocks);
 void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const float* q,
                             int64_t q_stride, int group, std::span<const int32_t> block_table,
                             int first_position, int num_tokens, float scale, float* out,
