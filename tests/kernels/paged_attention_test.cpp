@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -377,6 +378,34 @@ TEST(KernelPagedAttentionTest, StoreKvQ8CodesWithinHalfAStep) {
   // Its layout needs head_dim and block size in fours.
   TestCache odd(KvType::kQ8, 1, 6, 1, 1, 8);
   EXPECT_ANY_THROW(StoreKv(odd.kv, 0, 0, 0, zeros.data(), zeros.data()));
+}
+
+// Infinities and NaN in K, V or the query (a diverging model) are stored and attended without
+// undefined behaviour (the sanitizer builds check), and rows that never see them keep finite
+// outputs.
+TEST(KernelPagedAttentionTest, Q8TakesNonFiniteValues) {
+  const int head_dim = 64, block_size = 16, n = 40;
+  TestCache cache(KvType::kQ8, 3, block_size, 1, 1, head_dim);
+  std::vector<float> k = RandomValues(n * head_dim, 44), v = RandomValues(n * head_dim, 45);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  k[30 * head_dim + 3] = inf;
+  k[31 * head_dim + 40] = -inf;
+  v[32 * head_dim + 7] = nan;
+  k[33 * head_dim + 9] = nan;
+  std::vector<int32_t> table = {2, 0, 1};
+  cache.Fill(0, table, k, v, n);
+  std::vector<float> q = RandomValues(2 * head_dim, 46);
+  q[head_dim + 5] = nan;  // the second row's query
+  for (CpuTarget target : Targets()) {
+    std::vector<float> out(2 * head_dim);
+    // Positions before 30 only: both rows finite unless their own query is not.
+    PagedAttentionOnTarget(target, cache.kv, 0, 0, q.data(), 1, table, 30, 0.125f, out.data());
+    for (int d = 0; d < head_dim; ++d) EXPECT_TRUE(std::isfinite(out[d])) << CpuTargetName(target);
+    PagedAttentionOnTarget(target, cache.kv, 0, 0, q.data() + head_dim, 1, table, n, 0.125f,
+                           out.data() + head_dim);
+    PagedAttentionOnTarget(target, cache.kv, 0, 0, q.data(), 1, table, n, 0.125f, out.data());
+  }
 }
 
 TEST(KernelPagedAttentionTest, StoreKvRoundsToKvType) {
