@@ -112,16 +112,7 @@ void QueryScalar(const PagedKv& kv, int layer, int kv_head, const float* q, int 
       running_sum[g] = sum;
     }
   }
-  if (blocks.max != nullptr) {  // a split's partial state, merged later
-    std::copy(running_max, running_max + group, blocks.max);
-    std::copy(running_sum, running_sum + group, blocks.sum);
-    return;
-  }
-  for (int g = 0; g < group; ++g) {
-    const float inverse = 1.0f / running_sum[g];
-    float* acc = out + static_cast<int64_t>(g) * head_dim;
-    for (int d = 0; d < head_dim; ++d) acc[d] *= inverse;
-  }
+  FinishScalarQuery(running_max, running_sum, group, head_dim, blocks, out);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <type_traits>
 
 #include "kernels/paged_attention.h"
 
@@ -64,6 +65,29 @@ struct AttentionRows {
   float running_sum[kMaxAttentionRows];
   int filled[kMaxAttentionRows];  // [num_rows] in the current block (EnterBlock)
 };
+
+// Calls tile(std::integral_constant<int, n>{}, r0) for query rows [first, end) in tiles of kTile
+// (at most 4) rows from r0, the last one as many as remain: a constant row count keeps a tile's
+// accumulators in registers.
+template <int kTile, typename Tile>
+inline void ForRowTiles(int first, int end, const Tile& tile) {
+  static_assert(kTile >= 1 && kTile <= 4, "the remainders are 1 to 3 rows");
+  int r0 = first;
+  for (; r0 + kTile <= end; r0 += kTile) tile(std::integral_constant<int, kTile>{}, r0);
+  switch (end - r0) {
+    case 3:
+      if constexpr (kTile > 3) tile(std::integral_constant<int, 3>{}, r0);
+      break;
+    case 2:
+      if constexpr (kTile > 2) tile(std::integral_constant<int, 2>{}, r0);
+      break;
+    case 1:
+      if constexpr (kTile > 1) tile(std::integral_constant<int, 1>{}, r0);
+      break;
+    default:
+      break;
+  }
+}
 
 // Asks for a block's K and V planes (of one layer and KV head), `plane_bytes` each, into L2
 // ahead of their use. Into L2, not L1: a prefetch into L1 holds one of the core's few L1 miss
@@ -136,6 +160,23 @@ struct AttentionBlocks {
   float* max = nullptr;
   float* sum = nullptr;
 };
+
+// The end of the portable kernels' query: its `group` heads' running max and sum handed out
+// for a split (blocks.max set, acc left unnormalized), or each out row times 1 / sum.
+//   out: [group][head_dim] accumulators
+inline void FinishScalarQuery(const float* running_max, const float* running_sum, int group,
+                              int head_dim, const AttentionBlocks& blocks, float* out) {
+  if (blocks.max != nullptr) {  // a split's partial state, merged later
+    std::copy(running_max, running_max + group, blocks.max);
+    std::copy(running_sum, running_sum + group, blocks.sum);
+    return;
+  }
+  for (int g = 0; g < group; ++g) {
+    const float inverse = 1.0f / running_sum[g];
+    float* acc = out + static_cast<int64_t>(g) * head_dim;
+    for (int d = 0; d < head_dim; ++d) acc[d] *= inverse;
+  }
+}
 
 // Arguments already checked by PagedAttentionTokensOnTarget; num_tokens * group <=
 // kMaxAttentionRows. Token t of the run is at position first_position + t (see

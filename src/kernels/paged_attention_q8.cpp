@@ -159,16 +159,7 @@ void QueryScalarQ8(const PagedKv& kv, int layer, int kv_head, const float* q, in
       running_sum[h] = sum;
     }
   }
-  if (blocks.max != nullptr) {  // a split's partial state, merged later
-    std::copy(running_max, running_max + group, blocks.max);
-    std::copy(running_sum, running_sum + group, blocks.sum);
-    return;
-  }
-  for (int h = 0; h < group; ++h) {
-    const float inverse = 1.0f / running_sum[h];
-    float* acc = out + static_cast<int64_t>(h) * head_dim;
-    for (int d = 0; d < head_dim; ++d) acc[d] *= inverse;
-  }
+  FinishScalarQuery(running_max, running_sum, group, head_dim, blocks, out);
 }
 
 }  // namespace reprise::kernels

@@ -145,27 +145,6 @@ void ValueTile(const uint8_t* value_codes, int head_dim, int quads, int width,
   }
 }
 
-// Calls tile(std::integral_constant<int, n>, r0) for rows [first, end) in tiles of kTile rows,
-// the last one as many as remain (a constant keeps a tile's accumulators in registers).
-template <int kTile, typename Tile>
-inline void ForRowTiles(int first, int end, const Tile& tile) {
-  int r0 = first;
-  for (; r0 + kTile <= end; r0 += kTile) tile(std::integral_constant<int, kTile>{}, r0);
-  switch (end - r0) {
-    case 3:
-      tile(std::integral_constant<int, 3>{}, r0);
-      break;
-    case 2:
-      tile(std::integral_constant<int, 2>{}, r0);
-      break;
-    case 1:
-      tile(std::integral_constant<int, 1>{}, r0);
-      break;
-    default:
-      break;
-  }
-}
-
 }  // namespace
 
 // A run of consecutive tokens, as the f32/f16 AVX2 kernel's Attention: row r = t * group + g
@@ -174,7 +153,6 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
                           int64_t out_stride, const AttentionBlocks& blocks) {
-  static_assert(kScoreRows == 4 && kValueRows == 4, "ForRowTiles' remainders are 1 to 3");
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride);

@@ -244,28 +244,6 @@ void ValueTileQ8(const ValueBlock* blocks, int num_blocks, int head_dim,
   }
 }
 
-// Calls tile(std::integral_constant<int, n>) for rows [first, end) in tiles of kTile rows, the
-// last one as many as remain (a constant keeps a tile's accumulators in registers), with the
-// tile's first row.
-template <int kTile, typename Tile>
-inline void ForRowTiles(int first, int end, const Tile& tile) {
-  int r0 = first;
-  for (; r0 + kTile <= end; r0 += kTile) tile(std::integral_constant<int, kTile>{}, r0);
-  switch (end - r0) {
-    case 3:
-      if constexpr (kTile > 3) tile(std::integral_constant<int, 3>{}, r0);
-      break;
-    case 2:
-      if constexpr (kTile > 2) tile(std::integral_constant<int, 2>{}, r0);
-      break;
-    case 1:
-      if constexpr (kTile > 1) tile(std::integral_constant<int, 1>{}, r0);
-      break;
-    default:
-      break;
-  }
-}
-
 }  // namespace
 
 // A run of consecutive tokens, as the f32/f16 kernel's Attention (paged_attention_avx512.cpp):
