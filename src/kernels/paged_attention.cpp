@@ -189,9 +189,38 @@ void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int 
 void PagedAttentionTokens(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride) {
+                          int64_t out_stride, const PreparedQueries& prepared) {
   PagedAttentionTokensOnTarget(BestCpuTarget(), kv, layer, kv_head, q, q_stride, group, block_table,
-                               first_position, num_tokens, scale, out, out_stride);
+                               first_position, num_tokens, scale, out, out_stride, prepared);
+}
+
+size_t PreparedQueryBytes(const PagedKv& kv) {
+  return kv.type == KvType::kQ8 ? sizeof(QueryQ8) : 0;
+}
+
+void PrepareQueries(const PagedKv& kv, const float* q, int num_heads, float scale, std::byte* out) {
+  PrepareQueriesOnTarget(BestCpuTarget(), kv, q, num_heads, scale, out);
+}
+
+void PrepareQueriesOnTarget(CpuTarget target, const PagedKv& kv, const float* q, int num_heads,
+                            float scale, std::byte* out) {
+  if (kv.type != KvType::kQ8) return;
+  REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
+                CpuTargetName(target));
+  REPRISE_CHECK(kv.head_dim >= 1 && kv.head_dim <= kMaxHeadDim, "head_dim {} unsupported",
+                kv.head_dim);
+  REPRISE_CHECK(reinterpret_cast<uintptr_t>(out) % alignof(QueryQ8) == 0,
+                "prepared queries need {}-byte alignment", alignof(QueryQ8));
+  auto* queries = reinterpret_cast<QueryQ8*>(out);
+#if defined(REPRISE_KERNELS_AVX512)
+  if (target == CpuTarget::kAvx512) {
+    PrepareQueriesQ8Avx512(q, num_heads, kv.head_dim, scale, queries);
+    return;
+  }
+#endif
+  for (int h = 0; h < num_heads; ++h) {
+    QuantizeQueryQ8(q + static_cast<int64_t>(h) * kv.head_dim, kv.head_dim, scale, &queries[h]);
+  }
 }
 
 namespace {
@@ -200,7 +229,8 @@ namespace {
 PagedAttentionKernel CheckedKernel(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
                                    int64_t q_stride, int group,
                                    std::span<const int32_t> block_table, int first_position,
-                                   int num_tokens, int64_t out_stride) {
+                                   int num_tokens, int64_t out_stride,
+                                   const PreparedQueries& prepared) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
@@ -223,6 +253,12 @@ PagedAttentionKernel CheckedKernel(CpuTarget target, const PagedKv& kv, int laye
   REPRISE_CHECK(q_stride >= static_cast<int64_t>(group) * head_dim &&
                     out_stride >= static_cast<int64_t>(group) * head_dim,
                 "row strides {} and {} shorter than a row", q_stride, out_stride);
+  REPRISE_CHECK(prepared.data == nullptr ||
+                    (kv.type == KvType::kQ8 &&
+                     prepared.stride >= static_cast<int64_t>(group) *
+                                            static_cast<int64_t>(PreparedQueryBytes(kv))),
+                "prepared queries for KV type {}, {} bytes apart", static_cast<int>(kv.type),
+                prepared.stride);
   PagedAttentionKernel kernel = PagedAttentionScalar;
 #if defined(REPRISE_KERNELS_AVX512)
   if (target == CpuTarget::kAvx512) kernel = PagedAttentionAvx512;
@@ -237,7 +273,7 @@ PagedAttentionKernel CheckedKernel(CpuTarget target, const PagedKv& kv, int laye
 void RunInCalls(PagedAttentionKernel kernel, const PagedKv& kv, int layer, int kv_head,
                 const float* q, int64_t q_stride, int group, std::span<const int32_t> block_table,
                 int first_position, int num_tokens, float scale, float* out, int64_t out_stride,
-                const AttentionBlocks& blocks) {
+                const AttentionBlocks& blocks, const PreparedQueries& prepared) {
   const int tokens_per_call = std::max(1, kMaxAttentionRows / group);
   for (int t = 0; t < num_tokens; t += tokens_per_call) {
     AttentionBlocks call = blocks;
@@ -245,9 +281,11 @@ void RunInCalls(PagedAttentionKernel kernel, const PagedKv& kv, int layer, int k
       call.max = blocks.max + t * group;
       call.sum = blocks.sum + t * group;
     }
+    PreparedQueries call_queries = prepared;
+    if (prepared.data != nullptr) call_queries.data += t * prepared.stride;
     kernel(kv, layer, kv_head, q + t * q_stride, q_stride, group, block_table, first_position + t,
-           std::min(tokens_per_call, num_tokens - t), scale, out + t * out_stride, out_stride,
-           call);
+           std::min(tokens_per_call, num_tokens - t), scale, out + t * out_stride, out_stride, call,
+           call_queries);
   }
 }
 
@@ -266,15 +304,29 @@ int AttentionSplits(int block_size, int num_positions) {
 void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
                                   const float* q, int64_t q_stride, int group,
                                   std::span<const int32_t> block_table, int first_position,
-                                  int num_tokens, float scale, float* out, int64_t out_stride) {
+                                  int num_tokens, float scale, float* out, int64_t out_stride,
+                                  const PreparedQueries& prepared) {
   const PagedAttentionKernel kernel =
       CheckedKernel(target, kv, layer, kv_head, q_stride, group, block_table, first_position,
-                    num_tokens, out_stride);
+                    num_tokens, out_stride, prepared);
   const int splits = AttentionSplits(kv.block_size, first_position + num_tokens);
   if (splits == 1) {
     RunInCalls(kernel, kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-               num_tokens, scale, out, out_stride, AttentionBlocks{});
+               num_tokens, scale, out, out_stride, AttentionBlocks{}, prepared);
     return;
+  }
+  // The queries prepared once for every split (where the caller has not).
+  std::vector<std::byte> own_prepared;
+  PreparedQueries queries = prepared;
+  const size_t query_bytes = PreparedQueryBytes(kv);
+  if (queries.data == nullptr && query_bytes > 0) {
+    queries.stride = static_cast<int64_t>(group * query_bytes);
+    own_prepared.resize(static_cast<size_t>(num_tokens) * group * query_bytes);
+    for (int t = 0; t < num_tokens; ++t) {
+      PrepareQueriesOnTarget(target, kv, q + t * q_stride, group, scale,
+                             own_prepared.data() + t * queries.stride);
+    }
+    queries.data = own_prepared.data();
   }
   // One split after another into partials, then the merge: the arithmetic the threads of
   // PagedAttentionPartial + MergeAttentionPartials do.
@@ -289,7 +341,7 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
                    .max = stats.data() + static_cast<size_t>(s) * 2 * rows,
                    .sum = stats.data() + static_cast<size_t>(s) * 2 * rows + rows};
     PagedAttentionPartialOnTarget(target, kv, layer, kv_head, q, q_stride, group, block_table,
-                                  first_position, num_tokens, scale, s, partials[s]);
+                                  first_position, num_tokens, scale, s, partials[s], queries);
   }
   MergeAttentionPartials(kv, group, first_position, num_tokens, partials, out, out_stride);
 }
@@ -297,19 +349,21 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
 void PagedAttentionPartial(const PagedKv& kv, int layer, int kv_head, const float* q,
                            int64_t q_stride, int group, std::span<const int32_t> block_table,
                            int first_position, int num_tokens, float scale, int split,
-                           const AttentionPartial& partial) {
+                           const AttentionPartial& partial, const PreparedQueries& prepared) {
   PagedAttentionPartialOnTarget(BestCpuTarget(), kv, layer, kv_head, q, q_stride, group,
-                                block_table, first_position, num_tokens, scale, split, partial);
+                                block_table, first_position, num_tokens, scale, split, partial,
+                                prepared);
 }
 
 void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
                                    const float* q, int64_t q_stride, int group,
                                    std::span<const int32_t> block_table, int first_position,
                                    int num_tokens, float scale, int split,
-                                   const AttentionPartial& partial) {
+                                   const AttentionPartial& partial,
+                                   const PreparedQueries& prepared) {
   const PagedAttentionKernel kernel =
       CheckedKernel(target, kv, layer, kv_head, q_stride, group, block_table, first_position,
-                    num_tokens, partial.acc_stride);
+                    num_tokens, partial.acc_stride, prepared);
   REPRISE_CHECK(split >= 0, "split {}", split);
   const int per_split = AttentionSplitBlocks(kv.block_size);
   const AttentionBlocks blocks{.first_block = split * per_split,
@@ -317,12 +371,30 @@ void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int laye
                                .max = partial.max,
                                .sum = partial.sum};
   RunInCalls(kernel, kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-             num_tokens, scale, partial.acc, partial.acc_stride, blocks);
+             num_tokens, scale, partial.acc, partial.acc_stride, blocks, prepared);
 }
 
 // Per row, in split order: m = max(M, m_s); L = L e^(M - m) + l_s e^(m_s - m);
 // acc = acc e^(M - m) + acc_s e^(m_s - m); then acc * (1 / L), as a one-pass kernel normalizes.
 // Plain float operations in a fixed order (the file is built without FMA contraction).
+constexpr int kMergeBatch = 32;  // splits merged per pass over a row
+constexpr int kMergeLanes = 16;  // elements carried through a batch's splits at once
+
+// Elements [d0, d0 + kLanes) of a row through a batch's splits [first, end): from x = start[d],
+// x = x * keeps[s] + sources[s][d] * adds[s] in split order, then dst[d] = x * inverse.
+template <int kLanes>
+inline void MergeElements(const float* start, const float* const* sources, const float* keeps,
+                          const float* adds, int first, int end, float inverse, int d0,
+                          float* dst) {
+  float x[kLanes];
+  for (int i = 0; i < kLanes; ++i) x[i] = start[d0 + i];
+  for (int s = first; s < end; ++s) {
+    const float* src = sources[s] + d0;
+    for (int i = 0; i < kLanes; ++i) x[i] = x[i] * keeps[s] + src[i] * adds[s];
+  }
+  for (int i = 0; i < kLanes; ++i) dst[d0 + i] = x[i] * inverse;
+}
+
 void MergeAttentionPartials(const PagedKv& kv, int group, int first_position, int num_tokens,
                             std::span<const AttentionPartial> partials, float* out,
                             int64_t out_stride) {
@@ -334,23 +406,39 @@ void MergeAttentionPartials(const PagedKv& kv, int group, int first_position, in
     for (int g = 0; g < group; ++g) {
       const size_t row = static_cast<size_t>(t) * group + g;
       const int64_t offset = static_cast<int64_t>(g) * head_dim;
+      // Splits a batch at a time: the batch's factors first, then each element through its
+      // splits in one pass. Each element's operations, and so its bits, are those of merging
+      // one split after another.
       float* dst = out + t * out_stride + offset;
-      const AttentionPartial& first = partials[0];
-      std::copy_n(first.acc + t * first.acc_stride + offset, head_dim, dst);
-      float max = first.max[row];
-      float sum = first.sum[row];
-      for (int s = 1; s < splits; ++s) {
-        const AttentionPartial& p = partials[static_cast<size_t>(s)];
-        const float merged = std::max(max, p.max[row]);
-        const float keep = std::exp(max - merged);
-        const float add = std::exp(p.max[row] - merged);
-        sum = sum * keep + p.sum[row] * add;
-        const float* src = p.acc + t * p.acc_stride + offset;
-        for (int d = 0; d < head_dim; ++d) dst[d] = dst[d] * keep + src[d] * add;
-        max = merged;
+      float max = partials[0].max[row];
+      float sum = partials[0].sum[row];
+      for (int s0 = 0; s0 < splits; s0 += kMergeBatch) {
+        const int s_end = std::min(splits, s0 + kMergeBatch);
+        float keeps[kMergeBatch];
+        float adds[kMergeBatch];
+        const float* sources[kMergeBatch];
+        for (int s = std::max(s0, 1); s < s_end; ++s) {
+          const AttentionPartial& p = partials[static_cast<size_t>(s)];
+          sources[s - s0] = p.acc + t * p.acc_stride + offset;
+          const float merged = std::max(max, p.max[row]);
+          keeps[s - s0] = std::exp(max - merged);
+          adds[s - s0] = std::exp(p.max[row] - merged);
+          sum = sum * keeps[s - s0] + p.sum[row] * adds[s - s0];
+          max = merged;
+        }
+        const bool last = s_end == splits;
+        const float inverse = last ? 1.0f / sum : 1.0f;
+        const float* start = s0 == 0 ? partials[0].acc + t * partials[0].acc_stride + offset : dst;
+        int d0 = 0;
+        for (; d0 + kMergeLanes <= head_dim; d0 += kMergeLanes) {
+          MergeElements<kMergeLanes>(start, sources, keeps, adds, s0 == 0 ? 1 : 0, s_end - s0,
+                                     inverse, d0, dst);
+        }
+        for (; d0 < head_dim; ++d0) {
+          MergeElements<1>(start, sources, keeps, adds, s0 == 0 ? 1 : 0, s_end - s0, inverse, d0,
+                           dst);
+        }
       }
-      const float inverse = 1.0f / sum;
-      for (int d = 0; d < head_dim; ++d) dst[d] *= inverse;
     }
   }
 }
@@ -359,16 +447,25 @@ void MergeAttentionPartials(const PagedKv& kv, int group, int first_position, in
 void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride, const AttentionBlocks& blocks) {
+                          int64_t out_stride, const AttentionBlocks& blocks,
+                          const PreparedQueries& prepared) {
   for (int t = 0; t < num_tokens; ++t) {
     AttentionBlocks query = blocks;
     if (blocks.max != nullptr) {
       query.max = blocks.max + t * group;
       query.sum = blocks.sum + t * group;
     }
-    auto query_function = kv.type == KvType::kQ8 ? QueryScalarQ8 : QueryScalar;
-    query_function(kv, layer, kv_head, q + t * q_stride, group, block_table, first_position + t + 1,
-                   scale, out + t * out_stride, query);
+    if (kv.type == KvType::kQ8) {
+      const QueryQ8* prepared_heads =
+          prepared.data == nullptr
+              ? nullptr
+              : reinterpret_cast<const QueryQ8*>(prepared.data + t * prepared.stride);
+      QueryScalarQ8(kv, layer, kv_head, q + t * q_stride, prepared_heads, group, block_table,
+                    first_position + t + 1, scale, out + t * out_stride, query);
+    } else {
+      QueryScalar(kv, layer, kv_head, q + t * q_stride, group, block_table, first_position + t + 1,
+                  scale, out + t * out_stride, query);
+    }
   }
 }
 

@@ -68,6 +68,24 @@ struct PagedKv {
 //   k, v: [n_kv_head][head_dim]
 void StoreKv(const PagedKv& kv, int layer, int32_t block, int slot, const float* k, const float* v);
 
+// Queries in the form a KV type's kernels read them, made once per token and read by every
+// split and call that attends with it (rather than once per split): for kQ8, each query head's
+// 8-bit codes with their scales; nothing for f32 and f16, whose kernels read the floats. Token
+// t's heads lie at data + t * stride, PreparedQueryBytes(kv) apart; the kernels of every target
+// read the same form.
+struct PreparedQueries {
+  const std::byte* data = nullptr;
+  int64_t stride = 0;
+};
+// Bytes of one prepared query head (0: the KV type has no prepared form).
+size_t PreparedQueryBytes(const PagedKv& kv);
+// Prepares `num_heads` query heads of one token (q: [num_heads][head_dim], the attention's
+// scale applied) into out ([num_heads] x PreparedQueryBytes(kv), 4-byte aligned). Every target
+// prepares the same bytes; the OnTarget form is for tests.
+void PrepareQueries(const PagedKv& kv, const float* q, int num_heads, float scale, std::byte* out);
+void PrepareQueriesOnTarget(CpuTarget target, const PagedKv& kv, const float* q, int num_heads,
+                            float scale, std::byte* out);
+
 // Causal attention of `group` query heads that share KV head `kv_head` (grouped-query attention),
 // over positions [0, num_positions) of one sequence whose blocks are `block_table` in order.
 //   q: [group][head_dim], out: [group][head_dim]; scale is usually 1/sqrt(head_dim).
@@ -89,14 +107,18 @@ void PagedAttentionOnTarget(CpuTarget target, const PagedKv& kv, int layer, int 
 // it would do alone, over its own positions only (no masking by -inf).
 //   q:   [num_tokens] rows q_stride floats apart, each [group][head_dim]
 //   out: [num_tokens] rows out_stride floats apart, each [group][head_dim]
+// `prepared`, where given, holds the run's queries prepared (PrepareQueries with this scale),
+// token t's heads of this KV head at prepared.data + t * prepared.stride; where not, a call
+// prepares them itself.
 void PagedAttentionTokens(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride);
+                          int64_t out_stride, const PreparedQueries& prepared = {});
 void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
                                   const float* q, int64_t q_stride, int group,
                                   std::span<const int32_t> block_table, int first_position,
-                                  int num_tokens, float scale, float* out, int64_t out_stride);
+                                  int num_tokens, float scale, float* out, int64_t out_stride,
+                                  const PreparedQueries& prepared = {});
 
 // Long contexts. A query over more than kAttentionSplitPositions positions is attended in splits
 // of that many (a fixed partition of positions, in whole blocks): each split's partial softmax
@@ -122,12 +144,13 @@ struct AttentionPartial {
 void PagedAttentionPartial(const PagedKv& kv, int layer, int kv_head, const float* q,
                            int64_t q_stride, int group, std::span<const int32_t> block_table,
                            int first_position, int num_tokens, float scale, int split,
-                           const AttentionPartial& partial);
+                           const AttentionPartial& partial, const PreparedQueries& prepared = {});
 void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int layer, int kv_head,
                                    const float* q, int64_t q_stride, int group,
                                    std::span<const int32_t> block_table, int first_position,
                                    int num_tokens, float scale, int split,
-                                   const AttentionPartial& partial);
+                                   const AttentionPartial& partial,
+                                   const PreparedQueries& prepared = {});
 
 // Merges each row's partials (splits 0 .. AttentionSplits(its positions) - 1, in that order)
 // into normalized out rows: exactly what PagedAttentionTokens writes for the run.

@@ -247,10 +247,10 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
 void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
                         int group, std::span<const int32_t> block_table, int first_position,
                         int num_tokens, float scale, float* out, int64_t out_stride,
-                        const AttentionBlocks& blocks) {
+                        const AttentionBlocks& blocks, const PreparedQueries& prepared) {
   if (kv.type == KvType::kQ8) {
     PagedAttentionQ8Avx2(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-                         num_tokens, scale, out, out_stride, blocks);
+                         num_tokens, scale, out, out_stride, blocks, prepared);
   } else if (kv.type == KvType::kF32) {
     Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
                             num_tokens, scale, out, out_stride, blocks);

@@ -179,32 +179,38 @@ inline void FinishScalarQuery(const float* running_max, const float* running_sum
 }
 
 // Arguments already checked by PagedAttentionTokensOnTarget; num_tokens * group <=
-// kMaxAttentionRows. Token t of the run is at position first_position + t (see
-// PagedAttentionTokens). A single query of n positions is the run of one token at n - 1.
+// kMaxAttentionRows; `prepared` (its data may be null) starts at the call's first token. Token t of
+// the run is at position first_position + t (see PagedAttentionTokens). A single query of n
+// positions is the run of one token at n - 1.
 using PagedAttentionKernel = void (*)(const PagedKv& kv, int layer, int kv_head, const float* q,
                                       int64_t q_stride, int group,
                                       std::span<const int32_t> block_table, int first_position,
                                       int num_tokens, float scale, float* out, int64_t out_stride,
-                                      const AttentionBlocks& blocks);
+                                      const AttentionBlocks& blocks,
+                                      const PreparedQueries& prepared);
 void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride, const AttentionBlocks& blocks);
+                          int64_t out_stride, const AttentionBlocks& blocks,
+                          const PreparedQueries& prepared);
 void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
                         int group, std::span<const int32_t> block_table, int first_position,
                         int num_tokens, float scale, float* out, int64_t out_stride,
-                        const AttentionBlocks& blocks);
+                        const AttentionBlocks& blocks, const PreparedQueries& prepared);
 void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride, const AttentionBlocks& blocks);
+                          int64_t out_stride, const AttentionBlocks& blocks,
+                          const PreparedQueries& prepared);
 void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride, const AttentionBlocks& blocks);
+                          int64_t out_stride, const AttentionBlocks& blocks,
+                          const PreparedQueries& prepared);
 void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const float* q,
                             int64_t q_stride, int group, std::span<const int32_t> block_table,
                             int first_position, int num_tokens, float scale, float* out,
-                            int64_t out_stride, const AttentionBlocks& blocks);
+                            int64_t out_stride, const AttentionBlocks& blocks,
+                            const PreparedQueries& prepared);
 
 }  // namespace reprise::kernels

@@ -87,18 +87,21 @@ int32_t KeyGroupSum(const QueryQ8& query, const uint8_t* key_codes, int block_si
 
 }  // namespace
 
-void QueryScalarQ8(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                   std::span<const int32_t> block_table, int num_positions, float scale, float* out,
-                   const AttentionBlocks& blocks) {
+void QueryScalarQ8(const PagedKv& kv, int layer, int kv_head, const float* q,
+                   const QueryQ8* prepared, int group, std::span<const int32_t> block_table,
+                   int num_positions, float scale, float* out, const AttentionBlocks& blocks) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   std::fill(out, out + static_cast<int64_t>(group) * head_dim, 0.0f);  // acc: [group][head_dim]
   if (num_positions == 0) return;
-  QueryQ8 queries[kMaxAttentionGroup];
+  QueryQ8 own[kMaxAttentionGroup];
+  const QueryQ8* queries = prepared != nullptr ? prepared : own;
   float running_max[kMaxAttentionGroup];
   float running_sum[kMaxAttentionGroup];
   for (int g = 0; g < group; ++g) {
-    QuantizeQueryQ8(q + static_cast<int64_t>(g) * head_dim, head_dim, scale, &queries[g]);
+    if (prepared == nullptr) {
+      QuantizeQueryQ8(q + static_cast<int64_t>(g) * head_dim, head_dim, scale, &own[g]);
+    }
     running_max[g] = -std::numeric_limits<float>::infinity();
     running_sum[g] = 0.0f;
   }

@@ -63,6 +63,27 @@ struct QueryQ8 {
   int32_t corrections[kMaxQ8Groups];
 };
 void QuantizeQueryQ8(const float* q, int head_dim, float attention_scale, QueryQ8* out);
+// QuantizeQueryQ8 for `num_heads` heads with AVX-512 (the same bytes). q: [num_heads][head_dim]
+void PrepareQueriesQ8Avx512(const float* q, int num_heads, int head_dim, float attention_scale,
+                            QueryQ8* out);
+
+// Where a kernel call's row r = t * group + g finds its query: prepared (PreparedQueries, from
+// the call's first token) or, where none were given, quantized by quantize(q, head_dim,
+// attention_scale, out) into `own` ([num_rows]).
+template <typename Quantize>
+inline void Q8QueryRows(const PreparedQueries& prepared, const float* const* q_rows, int group,
+                        int num_rows, int head_dim, float attention_scale, Quantize quantize,
+                        QueryQ8* own, const QueryQ8** rows) {
+  for (int r = 0; r < num_rows; ++r) {
+    if (prepared.data != nullptr) {
+      rows[r] = reinterpret_cast<const QueryQ8*>(prepared.data + (r / group) * prepared.stride) +
+                r % group;
+    } else {
+      quantize(q_rows[r], head_dim, attention_scale, &own[r]);
+      rows[r] = &own[r];
+    }
+  }
+}
 
 // One row's probabilities over a run of slots as unsigned codes (the run: a block in the portable
 // kernel, a softmax span in the AVX-512 one): w[j] = p[j] x value scale[j] for the row's slots
@@ -75,8 +96,9 @@ inline float ProbabilityScale(float max_weight, float* inverse) {
 
 // The portable kernel's query over q8 K/V (PagedAttentionScalar's, one query's `group` heads
 // over positions [0, num_positions), blocks as AttentionBlocks says). q, out: [group][head_dim]
-void QueryScalarQ8(const PagedKv& kv, int layer, int kv_head, const float* q, int group,
-                   std::span<const int32_t> block_table, int num_positions, float scale, float* out,
-                   const AttentionBlocks& blocks);
+// `prepared`: the query's `group` heads prepared, or null (the query quantizes q itself).
+void QueryScalarQ8(const PagedKv& kv, int layer, int kv_head, const float* q,
+                   const QueryQ8* prepared, int group, std::span<const int32_t> block_table,
+                   int num_positions, float scale, float* out, const AttentionBlocks& blocks);
 
 }  // namespace reprise::kernels

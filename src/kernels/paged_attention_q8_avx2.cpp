@@ -33,7 +33,7 @@ constexpr int kScoreRows = 4;  // query rows whose dot products share each key l
 // Scores of kRows query rows for the `count` slots from j0 of a block (8 lanes; the lanes past
 // count are computed from zeros and never read): out[i * kBlockScoreStride + j0 + s].
 template <int kRows>
-inline void ScoreTile(const QueryQ8* rows, const uint8_t* key_codes, const float* key_scales,
+inline void ScoreTile(const QueryQ8* const* rows, const uint8_t* key_codes, const float* key_scales,
                       int block_size, int head_dim, int j0, int count, float* out) {
   const __m256i lanes = LaneMask(count);
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -54,7 +54,7 @@ inline void ScoreTile(const QueryQ8* rows, const uint8_t* key_codes, const float
                                 lanes),
           bias);  // signed codes; masked-off lanes become -128, and stay unread
       for (int i = 0; i < kRows; ++i) {
-        const __m256i query = _mm256_set1_epi32(rows[i].codes[e]);
+        const __m256i query = _mm256_set1_epi32(rows[i]->codes[e]);
         const __m256i pairs =
             _mm256_maddubs_epi16(_mm256_abs_epi8(query), _mm256_sign_epi8(keys, query));
         sums[i] = _mm256_add_epi32(sums[i], _mm256_madd_epi16(pairs, ones));
@@ -66,7 +66,7 @@ inline void ScoreTile(const QueryQ8* rows, const uint8_t* key_codes, const float
       // The AVX-512 kernel's sum of biased keys plus the correction is this same integer.
       scores[i] =
           _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[i]),
-                          _mm256_mul_ps(scales, _mm256_set1_ps(rows[i].scales[g])), scores[i]);
+                          _mm256_mul_ps(scales, _mm256_set1_ps(rows[i]->scales[g])), scores[i]);
     }
   }
   for (int i = 0; i < kRows; ++i) _mm256_store_ps(out + i * kBlockScoreStride + j0, scores[i]);
@@ -152,16 +152,17 @@ void ValueTile(const uint8_t* value_codes, int head_dim, int quads, int width,
 void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
-                          int64_t out_stride, const AttentionBlocks& blocks) {
+                          int64_t out_stride, const AttentionBlocks& blocks,
+                          const PreparedQueries& prepared) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride);
   const int num_rows = state.num_rows;
   const int* filled = state.filled;
-  QueryQ8 queries[kMaxAttentionRows];
-  for (int r = 0; r < num_rows; ++r) {
-    QuantizeQueryQ8(state.q_rows[r], head_dim, scale, &queries[r]);
-  }
+  QueryQ8 own_queries[kMaxAttentionRows];
+  const QueryQ8* queries[kMaxAttentionRows];
+  Q8QueryRows(prepared, state.q_rows, group, num_rows, head_dim, scale, QuantizeQueryQ8,
+              own_queries, queries);
   alignas(32) float scores[kMaxAttentionRows][kBlockScoreStride];
   alignas(32) uint8_t codes[kMaxAttentionRows][kMaxAttentionBlockSize];
   float code_scales[kMaxAttentionRows];

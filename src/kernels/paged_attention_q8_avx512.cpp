@@ -79,8 +79,8 @@ struct KeyChunk {
 // for each row i. Each query code broadcast feeds one dot product per chunk, so two chunks halve
 // the broadcasts per dot product (the loads, not the dot products, bound one chunk at a time).
 template <int kRows, int kChunks>
-inline void ScoreTileQ8(const QueryQ8* rows, const KeyChunk* chunks, int block_size, int head_dim,
-                        float* out) {
+inline void ScoreTileQ8(const QueryQ8* const* rows, const KeyChunk* chunks, int block_size,
+                        int head_dim, float* out) {
   const int dwords = head_dim / 4;
   const int group_dwords = kKvQ8KeyGroup / 4;
   __m512 scores[kRows][kChunks];
@@ -96,7 +96,7 @@ inline void ScoreTileQ8(const QueryQ8* rows, const KeyChunk* chunks, int block_s
 #pragma GCC unroll 16
     for (int i = 0; i < kRows; ++i) {
 #pragma GCC unroll 16
-      for (int c = 0; c < kChunks; ++c) sums[i][c] = _mm512_set1_epi32(rows[i].corrections[g]);
+      for (int c = 0; c < kChunks; ++c) sums[i][c] = _mm512_set1_epi32(rows[i]->corrections[g]);
     }
     for (int e = begin; e < end; ++e) {
       __m512i keys[kChunks];
@@ -108,7 +108,7 @@ inline void ScoreTileQ8(const QueryQ8* rows, const KeyChunk* chunks, int block_s
       }
 #pragma GCC unroll 16
       for (int i = 0; i < kRows; ++i) {
-        const __m512i query = _mm512_set1_epi32(rows[i].codes[e]);
+        const __m512i query = _mm512_set1_epi32(rows[i]->codes[e]);
 #pragma GCC unroll 16
         for (int c = 0; c < kChunks; ++c) {
           sums[i][c] = _mm512_dpbusd_epi32(sums[i][c], keys[c], query);
@@ -123,7 +123,7 @@ inline void ScoreTileQ8(const QueryQ8* rows, const KeyChunk* chunks, int block_s
     }
 #pragma GCC unroll 16
     for (int i = 0; i < kRows; ++i) {
-      const __m512 query_scale = _mm512_set1_ps(rows[i].scales[g]);
+      const __m512 query_scale = _mm512_set1_ps(rows[i]->scales[g]);
 #pragma GCC unroll 16
       for (int c = 0; c < kChunks; ++c) {
         scores[i][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][c]),
@@ -246,6 +246,13 @@ void ValueTileQ8(const ValueBlock* blocks, int num_blocks, int head_dim,
 
 }  // namespace
 
+void PrepareQueriesQ8Avx512(const float* q, int num_heads, int head_dim, float attention_scale,
+                            QueryQ8* out) {
+  for (int h = 0; h < num_heads; ++h) {
+    QuantizeQuery(q + static_cast<int64_t>(h) * head_dim, head_dim, attention_scale, &out[h]);
+  }
+}
+
 // A run of consecutive tokens, as the f32/f16 kernel's Attention (paged_attention_avx512.cpp):
 // row r = t * group + g reads positions [0, first_position + t], in block b only its own filled
 // slots. Rows of a span are tiled from the span's first row: a row past its own positions
@@ -253,15 +260,16 @@ void ValueTileQ8(const ValueBlock* blocks, int num_blocks, int head_dim,
 void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const float* q,
                             int64_t q_stride, int group, std::span<const int32_t> block_table,
                             int first_position, int num_tokens, float scale, float* out,
-                            int64_t out_stride, const AttentionBlocks& blocks) {
+                            int64_t out_stride, const AttentionBlocks& blocks,
+                            const PreparedQueries& prepared) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
   AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride);
   const int num_rows = state.num_rows;
-  QueryQ8 queries[kMaxAttentionRows];
-  for (int r = 0; r < num_rows; ++r) {
-    QuantizeQuery(state.q_rows[r], head_dim, scale, &queries[r]);
-  }
+  QueryQ8 own_queries[kMaxAttentionRows];
+  const QueryQ8* queries[kMaxAttentionRows];
+  Q8QueryRows(prepared, state.q_rows, group, num_rows, head_dim, scale, QuantizeQuery, own_queries,
+              queries);
   float scores[kMaxAttentionRows][kScoreStride];               // [num_rows][span positions]
   alignas(64) uint8_t codes[kMaxAttentionRows][kScoreStride];  // the span's probabilities
   float code_scales[kMaxAttentionRows];

@@ -198,6 +198,11 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   const int64_t n_ff = c.feed_forward_length;
   const int group = c.n_head / c.n_kv_head;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const size_t prepared_head_bytes = kernels::PreparedQueryBytes(kv);
+  const size_t prepared_token_bytes = prepared_head_bytes * static_cast<size_t>(c.n_head);
+  if (prepared_queries_.size() < num_tokens * prepared_token_bytes) {
+    prepared_queries_.Resize(num_tokens * prepared_token_bytes);
+  }
   const auto tokens = static_cast<int64_t>(num_tokens);
 
   kernels::RopeParams rope;
@@ -331,6 +336,10 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       for (size_t i = begin; i < end; ++i) {
         const float* angles = rope_angles_.data() + i * rope_width;
         kernels::RopeRotate(q_.data() + i * q_dim, c.n_head, angles, rope);
+        if (prepared_token_bytes > 0) {
+          kernels::PrepareQueries(kv, q_.data() + i * q_dim, c.n_head, scale,
+                                  prepared_queries_.data() + i * prepared_token_bytes);
+        }
         kernels::RopeRotate(k_.data() + i * kv_dim, c.n_kv_head, angles, rope);
         kernels::StoreKv(kv, l, kv_slots_[i].block, kv_slots_[i].slot, k_.data() + i * kv_dim,
                          v_.data() + i * kv_dim);
@@ -351,15 +360,21 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
       auto table = batch.block_tables[static_cast<size_t>(batch.sequence_index[run.first])];
       const size_t head_offset =
           run.first * q_dim + static_cast<size_t>(item.kv_head) * group * c.head_dim;
+      kernels::PreparedQueries prepared;
+      if (prepared_token_bytes > 0) {
+        prepared = {.data = prepared_queries_.data() + run.first * prepared_token_bytes +
+                            static_cast<size_t>(item.kv_head) * group * prepared_head_bytes,
+                    .stride = static_cast<int64_t>(prepared_token_bytes)};
+      }
       if (item.splits == 1) {
         kernels::PagedAttentionTokens(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
                                       table, batch.positions[run.first], run.count, scale,
-                                      attn_.data() + head_offset, q_dim);
+                                      attn_.data() + head_offset, q_dim, prepared);
         return;
       }
       kernels::PagedAttentionPartial(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
                                      table, batch.positions[run.first], run.count, scale,
-                                     item.split, attention_item_partials_[k]);
+                                     item.split, attention_item_partials_[k], prepared);
       if (attention_splits_left_[item.first_split].fetch_sub(1, std::memory_order_acq_rel) == 1) {
         kernels::MergeAttentionPartials(
             kv, group, batch.positions[run.first], run.count,

@@ -77,12 +77,15 @@ class Model {
 
   // Scratch reused across steps, grown on demand (never shrinks).
   size_t scratch_tokens_ = 0;
-  AlignedBuffer<float> x_;          // [tokens][n_embd] residual stream
-  AlignedBuffer<float> normed_;     // [tokens][n_embd]
-  AlignedBuffer<float> q_;          // [tokens][q_dim]
-  AlignedBuffer<float> k_;          // [tokens][kv_dim]
-  AlignedBuffer<float> v_;          // [tokens][kv_dim]
-  AlignedBuffer<float> attn_;       // [tokens][q_dim]
+  AlignedBuffer<float> x_;       // [tokens][n_embd] residual stream
+  AlignedBuffer<float> normed_;  // [tokens][n_embd]
+  AlignedBuffer<float> q_;       // [tokens][q_dim]
+  AlignedBuffer<float> k_;       // [tokens][kv_dim]
+  AlignedBuffer<float> v_;       // [tokens][kv_dim]
+  AlignedBuffer<float> attn_;    // [tokens][q_dim]
+  // [tokens][n_head] queries in the KV type's prepared form (kernels::PrepareQueries), made
+  // once per layer and read by every split; empty where the type has none.
+  AlignedBuffer<std::byte> prepared_queries_;
   AlignedBuffer<float> proj_;       // [tokens][n_embd]
   AlignedBuffer<float> gate_;       // [tokens][n_ff]
   AlignedBuffer<float> up_;         // [tokens][n_ff]

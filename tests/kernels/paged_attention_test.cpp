@@ -295,6 +295,85 @@ TEST(KernelPagedAttentionTest, PartialsMergedInAnyComputeOrderMatchOneCall) {
     }
 }
 
+// Queries prepared once (as the engine does, for all heads of each token) give every target
+// the same bytes, and a run attended with them has the bits of one that prepares its own, in one
+// call and in splits.
+TEST(KernelPagedAttentionTest, PreparedQueriesGiveTheBitsOfUnpreparedOnes) {
+  const int n_kv_head = 2, head_dim = 96, group = 3, block_size = 16;
+  const int n_head = n_kv_head * group, count = 5;
+  const int n = kAttentionSplitPositions * 2 + 9;
+  const int num_blocks = (n + block_size - 1) / block_size;
+  TestCache cache(KvType::kQ8, num_blocks, block_size, 1, n_kv_head, head_dim);
+  std::vector<int32_t> table(num_blocks);
+  for (int b = 0; b < num_blocks; ++b) table[b] = b;
+  cache.Fill(0, table, RandomValues(n * n_kv_head * head_dim, 93, 2.0f),
+             RandomValues(n * n_kv_head * head_dim, 94), n);
+  const int64_t q_dim = static_cast<int64_t>(n_head) * head_dim;
+  std::vector<float> q = RandomValues(count * q_dim, 95, 3.0f);
+  const size_t head_bytes = PreparedQueryBytes(cache.kv);
+  ASSERT_GT(head_bytes, 0u);
+  EXPECT_EQ(PreparedQueryBytes(TestCache(KvType::kF16, 1, block_size, 1, 1, head_dim).kv), 0u);
+  const auto token_bytes = static_cast<int64_t>(n_head * head_bytes);
+  auto prepare = [&](CpuTarget target) {
+    std::vector<float> storage(count * token_bytes / sizeof(float));  // aligned for floats
+    auto* bytes = reinterpret_cast<std::byte*>(storage.data());
+    for (int t = 0; t < count; ++t) {
+      PrepareQueriesOnTarget(target, cache.kv, q.data() + t * q_dim, n_head, 0.1f,
+                             bytes + t * token_bytes);
+    }
+    return storage;
+  };
+  const std::vector<float> portable = prepare(CpuTarget::kScalar);
+  for (CpuTarget target : Targets()) {
+    const std::vector<float> prepared_storage = prepare(target);
+    EXPECT_EQ(std::memcmp(prepared_storage.data(), portable.data(), count * token_bytes), 0)
+        << CpuTargetName(target);
+    const int kv_head = 1;
+    const int64_t head_offset = static_cast<int64_t>(kv_head) * group * head_dim;
+    const PreparedQueries prepared{
+        .data = reinterpret_cast<const std::byte*>(prepared_storage.data()) +
+                kv_head * group * head_bytes,
+        .stride = token_bytes};
+    for (int first : {0, 40, n - count}) {  // one split, then three
+      std::vector<float> own(count * q_dim, -1.0f), with(count * q_dim, -1.0f);
+      PagedAttentionTokensOnTarget(target, cache.kv, 0, kv_head, q.data() + head_offset, q_dim,
+                                   group, table, first, count, 0.1f, own.data() + head_offset,
+                                   q_dim);
+      PagedAttentionTokensOnTarget(target, cache.kv, 0, kv_head, q.data() + head_offset, q_dim,
+                                   group, table, first, count, 0.1f, with.data() + head_offset,
+                                   q_dim, prepared);
+      EXPECT_EQ(std::memcmp(own.data(), with.data(), own.size() * sizeof(float)), 0)
+          << CpuTargetName(target) << " from position " << first;
+    }
+    // One split's partial state, as the engine's items compute it.
+    const int first = n - count, split = 1;
+    std::vector<float> acc_own(count * q_dim), acc_with(count * q_dim);
+    std::vector<float> stats_own(2 * count * group), stats_with(2 * count * group);
+    const AttentionPartial own{.acc = acc_own.data(),
+                               .acc_stride = q_dim,
+                               .max = stats_own.data(),
+                               .sum = stats_own.data() + count * group};
+    const AttentionPartial with{.acc = acc_with.data(),
+                                .acc_stride = q_dim,
+                                .max = stats_with.data(),
+                                .sum = stats_with.data() + count * group};
+    PagedAttentionPartialOnTarget(target, cache.kv, 0, kv_head, q.data() + head_offset, q_dim,
+                                  group, table, first, count, 0.1f, split, own);
+    PagedAttentionPartialOnTarget(target, cache.kv, 0, kv_head, q.data() + head_offset, q_dim,
+                                  group, table, first, count, 0.1f, split, with, prepared);
+    EXPECT_EQ(acc_own, acc_with) << CpuTargetName(target);
+    EXPECT_EQ(stats_own, stats_with) << CpuTargetName(target);
+  }
+  // Prepared queries are refused for a type without a prepared form.
+  TestCache f16(KvType::kF16, num_blocks, block_size, 1, n_kv_head, head_dim);
+  std::vector<float> out(count * q_dim);
+  std::vector<float> storage(count * token_bytes / sizeof(float));
+  EXPECT_THROW(PagedAttentionTokens(
+                   f16.kv, 0, 0, q.data(), q_dim, group, table, 0, count, 0.1f, out.data(), q_dim,
+                   {reinterpret_cast<const std::byte*>(storage.data()), token_bytes}),
+               std::exception);
+}
+
 TEST(KernelPagedAttentionTest, F16CloseToF32) {
   const int head_dim = 128, n_kv_head = 1, group = 1, block_size = 32, n = 200;
   std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 30);
