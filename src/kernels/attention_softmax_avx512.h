@@ -1,6 +1,7 @@
-// The online softmax of the AVX-512 PagedAttention kernels (f32/f16 and q8 K/V), written once:
-// its exp, its step over one span of positions and the rows' last normalization. Include only
-// from files compiled for AVX-512.
+// The online softmax of the AVX-512 PagedAttention kernels, written once: its exp and its step
+// over one span of positions (the f32/f16 kernel's; the q8 kernel codes its probabilities in a
+// step of its own), and the rows' last normalization (both). Include only from files compiled
+// for AVX-512.
 #pragma once
 
 #include <algorithm>
@@ -38,26 +39,15 @@ inline __m512 ExpNonPositive(__m512 x) {
   return _mm512_scalef_ps(y, n);
 }
 
-// What SoftmaxSpanStep does with a row's probabilities, 16 at a time (Begin(r), then
-// Chunk(row, j, mask, e) for the positions [j, j + 16) under mask, then End(r)): here, writes
-// them over the row's scores.
-struct KeepProbabilities {
-  void Begin(int) {}
-  void Chunk(float* row, int j, __mmask16 mask, __m512 e) {
-    _mm512_mask_storeu_ps(row + j, mask, e);
-  }
-  void End(int) {}
-};
-
 // The online-softmax step of rows [first_row, num_rows) over the span of `span_length` positions
 // from span_start, whose scores are in scores[r * kScoreStride + j] (a row's own positions in the
 // span: j < its positions - span_start): first each row's new max, then the corrections
 // exp(old max - new max) of 16 rows per ExpNonPositive (the same lane operations as one row's,
 // so the same values; one row at a time, each waited on its own exp's dependency chain), then
-// each row's probabilities (handed to `sink`), sum, and accumulators times the correction.
-template <typename Sink = KeepProbabilities>
+// each row's probabilities (written over its scores), sum, and accumulators times the
+// correction.
 inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, int span_start,
-                            int span_length, float* scores, Sink&& sink = Sink{}) {
+                            int span_length, float* scores) {
   const int num_rows = state.num_rows;
   float span_max[kMaxAttentionRows];
   alignas(64) float corrections[kMaxAttentionRows + 16];
@@ -87,14 +77,12 @@ inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, i
     // of HorizontalSum.
     const __m512 max = _mm512_set1_ps(new_max);
     __m512 sums = _mm512_setzero_ps();
-    sink.Begin(r);
     for (int j = 0; j < n; j += 16) {
       const __mmask16 mask = ChunkMask(n, j);
       const __m512 e = ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + j), max));
-      sink.Chunk(row, j, mask, e);
+      _mm512_mask_storeu_ps(row + j, mask, e);
       sums = _mm512_mask_add_ps(sums, mask, sums, e);
     }
-    sink.End(r);
     state.running_max[r] = new_max;
     state.running_sum[r] = state.running_sum[r] * correction + HorizontalSum(sums);
     float* acc = state.out_rows[r];

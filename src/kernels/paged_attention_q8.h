@@ -86,9 +86,11 @@ inline void Q8QueryRows(const PreparedQueries& prepared, const float* const* q_r
 }
 
 // One row's probabilities over a run of slots as unsigned codes (the run: a block in the portable
-// kernel, a softmax span in the AVX-512 one): w[j] = p[j] x value scale[j] for the row's slots
-// (0 beyond), codes round(w[j] x 255 / max w) in [0, 255], and the scale max w / 255 their
-// integer sums are multiplied by (0 when every w is 0).
+// and AVX2 kernels, a softmax span in the AVX-512 one): w[j] = p[j] x value scale[j] for the
+// row's slots (0 beyond), codes round(w[j] x 255 / max w) in [0, 255], and the scale max w / 255
+// their integer sums are multiplied by (0 when every w is 0). The AVX-512 kernel finds max w
+// from the scores and the logarithms of the value scales, before the probabilities (see
+// SpanSoftmaxCodes there).
 inline float ProbabilityScale(float max_weight, float* inverse) {
   *inverse = max_weight > 0.0f ? 255.0f / max_weight : 0.0f;
   return max_weight / 255.0f;

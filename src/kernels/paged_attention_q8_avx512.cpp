@@ -1,19 +1,22 @@
 // PagedAttention over q8 K/V with AVX-512 VNNI (compiled with those flags only for this file;
-// chosen at run time). The f32/f16 kernel's spans and online softmax
-// (attention_softmax_avx512.h) around integer dot products:
+// chosen at run time). The f32/f16 kernel's spans and online softmax around integer dot
+// products:
 //
 //   scores: per 16 slots and group of kKvQ8KeyGroup key dimensions, the exact integer sum of the
 //     keys' unsigned codes times the query's signed codes (VPDPBUSD, four dimensions per lane
 //     step, the query's correction taking back the keys' +128 bias), then
 //     s = fma(float(sum), key scale x query scale, s) over the groups in order;
 //   values: per softmax span (kQ8SoftmaxSpanPositions) and row, the probabilities times the value
-//     scales as unsigned codes (paged_attention_q8.h), their exact integer sums with the value
-//     codes, four slots per lane step, then acc = fma(float(sum), the span's code scale, acc).
+//     scales as unsigned codes, made by the softmax step itself (SpanSoftmaxCodes), their exact
+//     integer sums with the value codes, four slots per lane step, then
+//     acc = fma(float(sum), the span's code scale, acc).
 //
 // Integer sums are the same in any order and with any number of zero terms, so a row's bits do
 // not depend on the rows it shares a tile with or on slots past its own (their codes are 0).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/attention_softmax_avx512.h"
@@ -148,47 +151,129 @@ struct ValueBlock {
   int column;
 };
 
-// SoftmaxSpanStep's sink for q8 values: a row's weights p x value scale (`value_scales`: the
-// span's, by position) written over its probabilities, and the largest of them.
-struct ValueWeights {
-  const float* value_scales;
-  float* largest;  // [num_rows]
-  __m512 maxes;
+// exp(x) for x <= 0 to about 3e-7 (relative): x = n ln2 + r, e^r by its degree-6 Taylor
+// polynomial, times 2^n. Coarser than ExpNonPositive, and enough here: a probability becomes an
+// 8-bit code, and its error stays far below the cache's own rounding. Below -104 it gives 0.
+inline __m512 ExpProbability(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147180559945309f), x);
+  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
 
-  void Begin(int) { maxes = _mm512_setzero_ps(); }
-  void Chunk(float* row, int j, __mmask16 mask, __m512 e) {
-    const __m512 weights =
-        _mm512_maskz_mul_ps(mask, e, _mm512_maskz_loadu_ps(mask, value_scales + j));
-    _mm512_mask_storeu_ps(row + j, mask, weights);
-    maxes = _mm512_max_ps(maxes, weights);  // a max is exact in any order
+// ln(x) for x >= 0 to about 1e-5 (relative to ln 2): x = 2^e m with m in [1, 2), and
+// ln m = 2 atanh(z), z = (m - 1) / (m + 1) in [0, 1/3), by four terms of its series. 0 gives
+// -inf, inf gives inf. Only where a code's scale is estimated: see SpanSoftmaxCodes.
+inline __m512 LogScale(__m512 x) {
+  const __m512 e = _mm512_getexp_ps(x);
+  const __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 z = _mm512_div_ps(_mm512_sub_ps(m, one), _mm512_add_ps(m, one));
+  const __m512 z2 = _mm512_mul_ps(z, z);
+  __m512 p = _mm512_set1_ps(2.0f / 7.0f);
+  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(2.0f / 5.0f));
+  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(2.0f / 3.0f));
+  p = _mm512_fmadd_ps(p, z2, _mm512_set1_ps(2.0f));
+  return _mm512_fmadd_ps(e, _mm512_set1_ps(0.693147180559945309f), _mm512_mul_ps(p, z));
+}
+
+// The online-softmax step of rows [first_row, num_rows) over one span (the f32/f16 kernel's
+// SoftmaxSpanStep), with the probabilities coded for the value pass as they are made. Row r's
+// own positions in the span are its first n = min(span_length, positions - span_start); with
+// m its largest score there, M its running max before the span and M' = max(M, m):
+//   w[j]       = exp(s[j] - m) x value scale[j] (the row's largest score at 1);
+//   codes[j]   = round(w[j] x 255 / W), and 0 from n on: ProbabilityScale's rule, with the
+//                largest weight W = exp(max_j (s[j] + ln value scale[j]) - m) found by the
+//                pass that finds m, so that the codes need no second pass over the weights (an
+//                estimate off by ~1e-5 at most: a code past 255 by that saturates to 255);
+//   code scale = exp(m - M') x W / 255, the factor of the codes' integer sums with the values;
+//   sum        = sum x exp(M - M') + exp(m - M') x sum_j exp(s[j] - m);  acc x= exp(M - M').
+// Exps relative to m, not M', leave each row three exps of its own per span (taken 16 rows at
+// a time), and a row's bits depend on its own positions only. `value_scales`: the span's, by
+// position.
+inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row, int span_start,
+                             int span_length, float (*scores)[kScoreStride],
+                             const float* value_scales, uint8_t (*codes)[kScoreStride],
+                             float* code_scales) {
+  const int num_rows = state.num_rows;
+  alignas(64) float log_scales[kScoreStride];  // ln value scale, by position
+  const int longest = std::min(span_length, state.positions[num_rows - 1] - span_start);
+  for (int j = 0; j < longest; j += 16) {
+    const __mmask16 mask = ChunkMask(longest, j);
+    _mm512_store_ps(log_scales + j, LogScale(_mm512_maskz_loadu_ps(mask, value_scales + j)));
   }
-  void End(int r) { largest[r] = _mm512_reduce_max_ps(maxes); }
-};
-
-// Rows [first_row, num_rows)'s weights over a span (ValueWeights) as codes (paged_attention_q8.h,
-// with the span's slots as the block): codes[r][j] for every slot j < span_length, 0 from the
-// row's n[r] on, and their scales. Each row's scale and inverse come 16 rows at a time (one
-// division for 16, off each row's chain of dependent steps).
-inline void SpanProbabilityCodes(float (*weights)[kScoreStride], const float* largest,
-                                 int span_length, int first_row, int num_rows, const int* n,
-                                 uint8_t (*codes)[kScoreStride], float* scales) {
-  alignas(64) float inverses[kMaxAttentionRows + 16];
+  int n[kMaxAttentionRows];
+  alignas(64) float row_max[kMaxAttentionRows + 16];
+  alignas(64) float weight_max[kMaxAttentionRows + 16];  // max_j (s[j] + ln value scale[j])
+  for (int r = first_row; r < num_rows; ++r) {
+    n[r] = std::min(span_length, state.positions[r] - span_start);
+    const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    __m512 maxes = minus_inf;  // a max is exact in any order
+    __m512 weight_maxes = minus_inf;
+    for (int j = 0; j < n[r]; j += 16) {
+      const __mmask16 mask = ChunkMask(n[r], j);
+      const __m512 score = _mm512_mask_loadu_ps(minus_inf, mask, scores[r] + j);
+      maxes = _mm512_max_ps(maxes, score);
+      // Masked: a slot past the row's own (an infinite scale's +inf there) never enters.
+      weight_maxes = _mm512_max_ps(
+          weight_maxes, _mm512_mask_add_ps(minus_inf, mask, score, _mm512_load_ps(log_scales + j)));
+    }
+    row_max[r] = _mm512_reduce_max_ps(maxes);
+    weight_max[r] = _mm512_reduce_max_ps(weight_maxes);
+  }
+  // Each row's exp(M - M'), exp(m - M') and W, 16 rows per exp (the same lane operations as one
+  // row's, so the same values), off each row's own chain of dependent steps.
+  alignas(64) float corrections[kMaxAttentionRows + 16];
+  alignas(64) float peaks[kMaxAttentionRows + 16];
+  alignas(64) float largest_weights[kMaxAttentionRows + 16];
   for (int r = first_row; r < num_rows; r += 16) {
-    // ProbabilityScale for 16 rows: the same divisions, lane by lane.
     const __mmask16 mask = ChunkMask(num_rows - r, 0);
-    const __m512 m = _mm512_maskz_loadu_ps(mask, largest + r);
-    const __mmask16 positive = _mm512_mask_cmp_ps_mask(mask, m, _mm512_setzero_ps(), _CMP_GT_OQ);
-    _mm512_store_ps(inverses + (r - first_row),
-                    _mm512_maskz_div_ps(positive, _mm512_set1_ps(255.0f), m));
-    _mm512_mask_storeu_ps(scales + r, mask, _mm512_div_ps(m, _mm512_set1_ps(255.0f)));
+    const __m512 old_max = _mm512_maskz_loadu_ps(mask, state.running_max + r);
+    const __m512 m = _mm512_maskz_loadu_ps(mask, row_max + r);
+    const __m512 new_max = _mm512_max_ps(old_max, m);
+    _mm512_mask_storeu_ps(state.running_max + r, mask, new_max);
+    _mm512_store_ps(corrections + (r - first_row),
+                    ExpProbability(_mm512_maskz_sub_ps(mask, old_max, new_max)));
+    _mm512_store_ps(peaks + (r - first_row), ExpProbability(_mm512_maskz_sub_ps(mask, m, new_max)));
+    const __m512 top = _mm512_maskz_loadu_ps(mask, weight_max + r);
+    _mm512_store_ps(largest_weights + (r - first_row),
+                    ExpProbability(_mm512_maskz_sub_ps(mask, top, m)));
   }
   for (int r = first_row; r < num_rows; ++r) {
-    const __m512 inverse = _mm512_set1_ps(inverses[r - first_row]);
+    float inverse;
+    const float weight_scale = ProbabilityScale(largest_weights[r - first_row], &inverse);
+    const __m512 code_inverse = _mm512_set1_ps(inverse);
+    const __m512 m = _mm512_set1_ps(row_max[r]);
+    __m512 sums = _mm512_setzero_ps();
     for (int j = 0; j < span_length; j += 16) {
       const __mmask16 valid = j < n[r] ? ChunkMask(n[r], j) : static_cast<__mmask16>(0);
-      const __m512 w = _mm512_maskz_loadu_ps(valid, weights[r] + j);
-      _mm512_mask_cvtusepi32_storeu_epi8(codes[r] + j, ChunkMask(span_length, j),
-                                         _mm512_cvtps_epi32(_mm512_mul_ps(w, inverse)));
+      const __m512 u =
+          _mm512_maskz_mov_ps(valid, ExpProbability(_mm512_maskz_sub_ps(
+                                         valid, _mm512_maskz_loadu_ps(valid, scores[r] + j), m)));
+      sums = _mm512_add_ps(sums, u);
+      const __m512 weights = _mm512_mul_ps(u, _mm512_maskz_loadu_ps(valid, value_scales + j));
+      _mm512_mask_cvtusepi32_storeu_epi8(
+          codes[r] + j, ChunkMask(span_length, j),
+          _mm512_maskz_cvtps_epi32(valid, _mm512_mul_ps(weights, code_inverse)));
+    }
+    const float correction = corrections[r - first_row];
+    const float peak = peaks[r - first_row];
+    state.running_sum[r] = state.running_sum[r] * correction + peak * HorizontalSum(sums);
+    code_scales[r] = peak * weight_scale;
+    if (correction == 1.0f) continue;  // the max held: acc as it is
+    float* acc = state.out_rows[r];
+    const __m512 c = _mm512_set1_ps(correction);
+    for (int d = 0; d < head_dim; d += 16) {
+      const __mmask16 mask = ChunkMask(head_dim, d);
+      _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
     }
   }
 }
@@ -320,15 +405,8 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
         ScoreTileQ8<kRows, 1>(queries + r0, chunks + c, block_size, head_dim, tile_out);
       }
     });
-    float largest[kMaxAttentionRows];
-    SoftmaxSpanStep(state, head_dim, first_row, span_start, span_length, &scores[0][0],
-                    ValueWeights{span_value_scales, largest, _mm512_setzero_ps()});
-    int span_positions[kMaxAttentionRows];  // of each row
-    for (int r = first_row; r < num_rows; ++r) {
-      span_positions[r] = std::min(span_length, state.positions[r] - span_start);
-    }
-    SpanProbabilityCodes(scores, largest, span_length, first_row, num_rows, span_positions, codes,
-                         code_scales);
+    SpanSoftmaxCodes(state, head_dim, first_row, span_start, span_length, scores, span_value_scales,
+                     codes, code_scales);
     for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
       __mmask16 masks[kValueChunks];
       for (int c = 0; c < kValueChunks; ++c) {
