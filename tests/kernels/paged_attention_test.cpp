@@ -1,6 +1,7 @@
 #include "kernels/paged_attention.h"
 
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <cmath>
 #include <cstring>
@@ -175,35 +176,54 @@ TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
           cache.Fill(1, table, k, v, n);
           const int64_t q_stride = static_cast<int64_t>(group + 1) * head_dim;  // strided rows
           std::vector<float> q = RandomValues(n * q_stride, 62, 2.0f);
-          const float scale = 1.0f / std::sqrt(float(head_dim));
-          for (auto [first, count] : {std::pair{0, 1},
-                                      {0, 40},
-                                      {5, 11},
-                                      {15, 2},
-                                      {16, 16},
-                                      {3, 120},
-                                      {130, 20},
-                                      {149, 1}}) {
-            std::vector<float> out(count * q_stride, -7.0f);
-            PagedAttentionTokensOnTarget(target, cache.kv, 1, 1, q.data() + first * q_stride,
-                                         q_stride, group, table, first, count, scale, out.data(),
-                                         q_stride);
-            for (int t = 0; t < count; ++t) {
-              std::vector<float> alone(group * head_dim);
-              PagedAttentionOnTarget(target, cache.kv, 1, 1, q.data() + (first + t) * q_stride,
-                                     group, table, first + t + 1, scale, alone.data());
-              ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * q_stride,
-                                    alone.size() * sizeof(float)),
-                        0)
-                  << CpuTargetName(target) << " type " << int(type) << " group " << group
-                  << " head_dim " << head_dim << " block " << block_size << " run " << first << "+"
-                  << count << " token " << t;
-              for (int i = group * head_dim; i < q_stride; ++i) {  // the gap is not written
-                ASSERT_EQ(out[t * q_stride + i], -7.0f);
+          // Temperature 40: scores so spread that most probabilities are denormal or 0.
+          for (float temperature : {1.0f, 40.0f})
+            for (auto [first, count] : {std::pair{0, 1},
+                                        {0, 40},
+                                        {5, 11},
+                                        {15, 2},
+                                        {16, 16},
+                                        {3, 120},
+                                        {130, 20},
+                                        {149, 1}}) {
+              const float scale = temperature / std::sqrt(float(head_dim));
+              std::vector<float> out(count * q_stride, -7.0f);
+              PagedAttentionTokensOnTarget(target, cache.kv, 1, 1, q.data() + first * q_stride,
+                                           q_stride, group, table, first, count, scale, out.data(),
+                                           q_stride);
+              for (int t = 0; t < count; ++t) {
+                std::vector<float> alone(group * head_dim);
+                PagedAttentionOnTarget(target, cache.kv, 1, 1, q.data() + (first + t) * q_stride,
+                                       group, table, first + t + 1, scale, alone.data());
+                ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * q_stride,
+                                      alone.size() * sizeof(float)),
+                          0)
+                    << CpuTargetName(target) << " type " << int(type) << " group " << group
+                    << " head_dim " << head_dim << " block " << block_size << " run " << first
+                    << "+" << count << " token " << t << " temperature " << temperature;
+                for (int i = group * head_dim; i < q_stride; ++i) {  // the gap is not written
+                  ASSERT_EQ(out[t * q_stride + i], -7.0f);
+                }
               }
             }
-          }
         }
+}
+
+// Attention flushes denormals while it runs (they cost a microcode assist per operation), and
+// gives the thread its floating-point mode back, on every target and in the merge.
+TEST(KernelPagedAttentionTest, LeavesTheThreadsFloatingPointModeAsItFoundIt) {
+  const int head_dim = 64, group = 2, block_size = 16, n = kAttentionSplitPositions + 40;
+  const int num_blocks = (n + block_size - 1) / block_size;
+  TestCache cache(KvType::kQ8, num_blocks, block_size, 1, 1, head_dim);
+  std::vector<int32_t> table(num_blocks);
+  for (int b = 0; b < num_blocks; ++b) table[b] = b;
+  cache.Fill(0, table, RandomValues(n * head_dim, 70), RandomValues(n * head_dim, 71), n);
+  std::vector<float> q = RandomValues(group * head_dim, 72), out(group * head_dim);
+  const unsigned mode = _mm_getcsr();
+  for (CpuTarget target : Targets()) {
+    PagedAttentionOnTarget(target, cache.kv, 0, 0, q.data(), group, table, n, 30.0f, out.data());
+    EXPECT_EQ(_mm_getcsr(), mode) << CpuTargetName(target);
+  }
 }
 
 // Long contexts are attended in splits of kAttentionSplitPositions positions merged in order:
