@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -307,13 +308,37 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
                                    .sum = next_partial + rows * c.head_dim + rows};
     next_partial += rows * (c.head_dim + 2);
   }
-  // Threads take items one at a time, costliest first, so a thread that starts late or runs slow
-  // does not leave the others waiting on a fixed share; which thread computes an item never
-  // changes its bits.
+  // Threads take items one at a time, so a thread that starts late or runs slow does not leave
+  // the others waiting on a fixed share; which thread computes an item never changes its bits.
+  // The order keeps together the items that read the same K/V (one sequence's runs over one
+  // split of one KV head), so that the split's planes are still in cache for the next run, not
+  // read again from memory after every other head's and split's (8 KV heads of 3B, a turn of 83
+  // tokens over 1,831 cached: 384 items per layer, 10% less attention time); such groups go
+  // costliest first.
   attention_order_.resize(num_items);
   for (size_t k = 0; k < num_items; ++k) attention_order_[k] = k;
+  auto reads = [&](size_t k) {
+    const AttentionItem& item = attention_items_[k];
+    return std::tuple(batch.sequence_index[attention_runs_[item.run].first], item.kv_head,
+                      item.split);
+  };
+  std::sort(attention_order_.begin(), attention_order_.end(), [&](size_t a, size_t b) {
+    return std::pair(reads(a), attention_items_[a].run) <
+           std::pair(reads(b), attention_items_[b].run);
+  });
+  attention_group_costs_.assign(num_items, 0);
+  for (size_t begin = 0; begin < num_items;) {
+    size_t end = begin;
+    size_t cost = 0;
+    for (; end < num_items && reads(attention_order_[end]) == reads(attention_order_[begin]);
+         ++end) {
+      cost += attention_items_[attention_order_[end]].cost;
+    }
+    for (size_t i = begin; i < end; ++i) attention_group_costs_[attention_order_[i]] = cost;
+    begin = end;
+  }
   std::stable_sort(attention_order_.begin(), attention_order_.end(), [&](size_t a, size_t b) {
-    return attention_items_[a].cost > attention_items_[b].cost;
+    return attention_group_costs_[a] > attention_group_costs_[b];
   });
   if (attention_splits_left_.size() < num_items) {
     attention_splits_left_ = std::vector<std::atomic<int>>(num_items);

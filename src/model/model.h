@@ -118,7 +118,8 @@ class Model {
   };
   std::vector<AttentionItem> attention_items_;
   std::vector<kernels::AttentionPartial> attention_item_partials_;  // [item], when splits > 1
-  std::vector<size_t> attention_order_;                             // item indices, costliest first
+  std::vector<size_t> attention_order_;        // item indices, in the order threads take them
+  std::vector<size_t> attention_group_costs_;  // [item] the cost of the items sharing its K/V
   // [item] at split 0 items: splits of that (run, KV head) not finished in the current layer.
   std::vector<std::atomic<int>> attention_splits_left_;  // replaced, never resized, when short
   std::vector<float> attention_partials_;                // the partials' rows, max and sum
