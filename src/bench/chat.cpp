@@ -5,6 +5,7 @@
 #include "bench/stats.h"
 #include "bench/texts.h"
 #include "bench/workloads.h"
+#include "core/error.h"
 
 namespace reprise::bench {
 
@@ -31,7 +32,7 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
   const int repeat = context.repeat();
   BenchProgress& progress = context.progress();
   const bool replay = !context.remote();
-  progress.Begin("chat", 1 + repeat * kTurns + (replay ? kTurns : 0));
+  progress.Begin("chat", 1 + repeat * kTurns + (replay ? 2 * kTurns - 1 : 0));
   progress.Step("loading the model, warm-up");
   std::unique_ptr<BenchTarget> target = context.MakeTarget(/*prefix_caching=*/true);
   WarmUp(*target);
@@ -41,7 +42,13 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
   std::vector<std::vector<double>> hit(kTurns);
   std::vector<size_t> prompt_tokens(kTurns), cached_tokens(kTurns);
   std::vector<std::string> first_prompts;  // the first conversation's prompts, for the replay
-  std::vector<size_t> first_new_tokens;    // and the tokens each of its turns computed
+  // In process, each later turn of the first conversation is followed at once by its new tokens
+  // alone (the suffix its warm run computed, now at positions from 0, which match no cached
+  // block) on the same engine: the compute a warm turn cannot avoid, but for attending over the
+  // cached part. Back to back in one process, the pair shares the machine's state; measured
+  // minutes apart (after the conversation, on another engine), the machine's drift between the
+  // two was as large as the attention being measured.
+  std::vector<double> new_alone_ttft(kTurns, std::nan(""));
   for (int c = 0; c < repeat; ++c) {
     std::string prompt =
         "System: You are a careful assistant. Answer from these notes.\n" +
@@ -58,19 +65,31 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
                           static_cast<double>(std::max<size_t>(1, run.prompt_tokens)));
       prompt_tokens[turn] = run.prompt_tokens;
       cached_tokens[turn] = run.cached_tokens.value_or(0);
-      if (c == 0) {
-        first_prompts.push_back(prompt);
-        first_new_tokens.push_back(run.prompt_tokens - run.cached_tokens.value_or(0));
+      if (c == 0) first_prompts.push_back(prompt);
+      if (c == 0 && replay && turn > 0) {
+        progress.Step(fmt::format("turn {}: its new tokens alone", turn + 1));
+        const std::vector<int32_t> tokens = target->Tokenize(prompt);
+        const size_t fresh =
+            std::min(run.prompt_tokens - run.cached_tokens.value_or(0), tokens.size());
+        BenchRequest alone;
+        alone.prompt_tokens.assign(tokens.end() - static_cast<std::ptrdiff_t>(fresh), tokens.end());
+        alone.max_tokens = 1;
+        // Its own salt: no block of an earlier turn's tokens alone can match (answers often
+        // open alike, and a match would shorten the prefill it stands for).
+        alone.cache_salt = fmt::format("chat-new-tokens-alone-{}", turn);
+        const BenchResult alone_run = target->Run(alone);
+        if (alone_run.cached_tokens.value_or(0) > 0) {  // not the prefill it stands for
+          throw Error(fmt::format("chat: turn {}'s new tokens alone found {} tokens cached",
+                                  turn + 1, *alone_run.cached_tokens));
+        }
+        new_alone_ttft[turn] = alone_run.ttft_seconds;
       }
       prompt += run.text;
     }
   }
 
-  // Reuse off, in process: the first conversation's prompts again, every token computed; and
-  // each later turn's new tokens alone (the suffix its warm run computed, at positions from 0):
-  // the compute a warm turn cannot avoid, but for attending over the cached part.
+  // Reuse off, in process: the first conversation's prompts again, every token computed.
   std::vector<double> off_ttft(kTurns, std::nan(""));
-  std::vector<double> new_alone_ttft(kTurns, std::nan(""));
   if (replay) {
     target.reset();
     std::unique_ptr<BenchTarget> off = context.MakeTarget(/*prefix_caching=*/false);
@@ -81,13 +100,6 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
       request.prompt = first_prompts[turn];
       request.max_tokens = 1;
       off_ttft[turn] = off->Run(request).ttft_seconds;
-      if (turn == 0) continue;
-      const std::vector<int32_t> tokens = off->Tokenize(first_prompts[turn]);
-      const size_t fresh = std::min(first_new_tokens[turn], tokens.size());
-      BenchRequest alone;
-      alone.prompt_tokens.assign(tokens.end() - static_cast<std::ptrdiff_t>(fresh), tokens.end());
-      alone.max_tokens = 1;
-      new_alone_ttft[turn] = off->Run(alone).ttft_seconds;
     }
   }
   progress.End();
@@ -151,7 +163,8 @@ WorkloadResult RunChatWorkload(const BenchContext& context) {
       "user message; hit rate = cached tokens / prompt tokens",
       replay ? "reuse off: the first conversation's prompts sent again to an engine with prefix "
                "caching off (one run per turn); new tokens alone: the tokens a warm turn computed, "
-               "sent alone to that engine (the same prefill without the cached context)"
+               "sent alone right after it to the same engine (the same prefill without the cached "
+               "context, from positions that match no cached block)"
              : "reuse off is not measured against a server (its setting is the server's)"};
   return result;
 }

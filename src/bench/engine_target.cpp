@@ -41,6 +41,7 @@ BenchResult BenchEngineTarget::Run(const BenchRequest& request) {
   GenerationRequest generation;
   generation.prompt = request.prompt;
   generation.prompt_tokens = request.prompt_tokens;
+  generation.cache.cache_salt = request.cache_salt;
   generation.sampling.temperature = 0.0f;
   generation.sampling.max_tokens = request.max_tokens;
   generation.sampling.ignore_eos = request.ignore_eos;

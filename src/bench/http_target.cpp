@@ -1,9 +1,9 @@
 #include "bench/http_target.h"
 
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "bench/options.h"
 #include "bench/sse.h"
@@ -55,6 +55,7 @@ std::string BenchHttpTarget::RequestBody(const std::string& model, const BenchRe
                          {"stream", true},
                          {"stream_options", {{"include_usage", true}}},
                          {"ignore_eos", request.ignore_eos}};
+  if (!request.cache_salt.empty()) body["cache_salt"] = request.cache_salt;  // vLLM's field
   return body.dump();
 }
 
@@ -96,7 +97,8 @@ BenchResult BenchHttpTarget::Run(const BenchRequest& request) {
   }
   reader.Feed("\n");  // a last event without its newline
   if (!reader.error().empty()) throw Error(fmt::format("{} answered: {}", url_, reader.error()));
-  if (!have_first) throw Error(fmt::format("{} streamed no completion: {}", url_, raw.substr(0, 300)));
+  if (!have_first)
+    throw Error(fmt::format("{} streamed no completion: {}", url_, raw.substr(0, 300)));
   BenchResult result;
   result.ttft_seconds = std::chrono::duration<double>(first_token - start).count();
   result.total_seconds = total;
@@ -112,13 +114,14 @@ std::optional<size_t> BenchHttpTarget::CountWithServer(const std::string& text) 
   httplib::Client client(host_, port_);
   client.set_connection_timeout(10);
   // Reprise and llama.cpp read "content", vLLM reads "prompt" (and "model").
-  nlohmann::json body = {{"content", text}, {"prompt", text}, {"model", model_},
-                         {"add_special", true}};
+  nlohmann::json body = {
+      {"content", text}, {"prompt", text}, {"model", model_}, {"add_special", true}};
   auto response = client.Post("/tokenize", body.dump(), "application/json");
   if (!response || response->status != 200) return std::nullopt;
   nlohmann::json answer = nlohmann::json::parse(response->body, nullptr, false);
   if (!answer.is_object()) return std::nullopt;
-  if (answer.contains("count") && answer["count"].is_number_integer()) return answer["count"].get<size_t>();
+  if (answer.contains("count") && answer["count"].is_number_integer())
+    return answer["count"].get<size_t>();
   if (answer.contains("tokens") && answer["tokens"].is_array()) return answer["tokens"].size();
   return std::nullopt;
 }
@@ -128,13 +131,15 @@ bool BenchHttpTarget::ClearCache(bool every_tier) {
   if (!server_clears_) return false;
   httplib::Client client(host_, port_);
   client.set_connection_timeout(10);
-  auto response = client.Post(
-      "/v1/cache/clear", every_tier ? R"({"tiers": ["memory", "disk", "remote"]})" : "{}",
-      "application/json");
+  auto response = client.Post("/v1/cache/clear",
+                              every_tier ? R"({"tiers": ["memory", "disk", "remote"]})" : "{}",
+                              "application/json");
   server_clears_ = response && response->status == 200;
   if (!server_clears_) {
-    spdlog::warn("{} cannot clear its cache (no POST /v1/cache/clear): restart it or pass a new "
-                 "--seed so that an earlier run's prompts are not cached", url_);
+    spdlog::warn(
+        "{} cannot clear its cache (no POST /v1/cache/clear): restart it or pass a new "
+        "--seed so that an earlier run's prompts are not cached",
+        url_);
   }
   return server_clears_;
 }
@@ -147,8 +152,10 @@ size_t BenchHttpTarget::CountTokens(const std::string& text) {
     server_counts_ = false;
   }
   if (!warned_estimate_) {
-    spdlog::warn("{} has no /tokenize and no -m tokenizer was given: prompt sizes are estimated "
-                 "at 4 bytes a token (the server's usage gives the real counts)", url_);
+    spdlog::warn(
+        "{} has no /tokenize and no -m tokenizer was given: prompt sizes are estimated "
+        "at 4 bytes a token (the server's usage gives the real counts)",
+        url_);
     warned_estimate_ = true;
   }
   return text.size() / 4 + 1;

@@ -17,6 +17,9 @@ struct BenchRequest {
   std::vector<int32_t> prompt_tokens;  // in process only: these ids instead of the text
   int max_tokens = 16;
   bool ignore_eos = true;  // generate exactly max_tokens (greedy either way)
+  // The request's cache salt (over HTTP, vLLM's `cache_salt`): its blocks match only requests
+  // with the same.
+  std::string cache_salt;
 };
 
 struct BenchResult {
