@@ -117,7 +117,15 @@ Value Value::FromJson(const nlohmann::json& json) {
   }
 }
 
-int64_t Value::as_int() const { return is_bool() ? int64_t{as_bool()} : std::get<int64_t>(data_); }
+int64_t Value::as_int() const {
+  if (is_bool()) return int64_t{as_bool()};
+  // A template can hand any value where an integer belongs (replace's count, a slice bound):
+  // a template error, as Python's TypeError, never std::bad_variant_access.
+  if (!std::holds_alternative<int64_t>(data_)) {
+    throw Error(fmt::format("expected an integer, got {}", TypeName()));
+  }
+  return std::get<int64_t>(data_);
+}
 
 double Value::as_double() const {
   return is_float() ? std::get<double>(data_) : static_cast<double>(as_int());

@@ -234,6 +234,10 @@ TEST(JinjaInterpreterTest, ErrorsNameTheProblemAndWhere) {
   // Integers are 64-bit: a float past that range is refused (Python would make a big integer).
   EXPECT_NE(ErrorOf("{{ (10.0 ** 21) | int }}").find("outside the 64-bit integer range"),
             std::string::npos);
+  // A value of another type where an integer belongs (found by the fuzzer: an abort before).
+  EXPECT_NE(
+      ErrorOf("{{ 'a\\nb' | replace('\\n', '', ' .') }}").find("expected an integer, got str"),
+      std::string::npos);
   EXPECT_NE(ErrorOf("{{ 'inf' | int }}").find("outside the 64-bit integer range"),
             std::string::npos);
   // raise_exception is marked as raised by the template.
