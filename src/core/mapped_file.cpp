@@ -73,6 +73,7 @@ MappedFile MappedFile::Open(const std::string& path, FileResidence residence) {
   if (file.size_ > 0 && residence == FileResidence::kPrivateCopy) {
     try {
       file.data_ = CopyIntoHugePages(fd, path, file.size_, file.mapped_bytes_);
+      file.private_copy_ = true;
     } catch (...) {
       ::close(fd);
       throw;
@@ -98,8 +99,25 @@ void MappedFile::Release() {
 
 MappedFile::~MappedFile() { Release(); }
 
+bool MappedFile::Rewrite(const std::function<void(std::span<uint8_t> bytes)>& edit) {
+  if (!private_copy_ || data_ == nullptr) return false;
+  auto* bytes = const_cast<uint8_t*>(data_);  // our own anonymous mapping, made read-only at Open
+  if (::mprotect(bytes, mapped_bytes_, PROT_READ | PROT_WRITE) != 0) {
+    throw Error(
+        fmt::format("cannot make the copy of '{}' writable: {}", path_, std::strerror(errno)));
+  }
+  struct ReadOnlyAgain {
+    uint8_t* bytes;
+    size_t n;
+    ~ReadOnlyAgain() { ::mprotect(bytes, n, PROT_READ); }
+  } again{bytes, mapped_bytes_};
+  edit(std::span<uint8_t>(bytes, size_));
+  return true;
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
+      private_copy_(std::exchange(other.private_copy_, false)),
       size_(std::exchange(other.size_, 0)),
       mapped_bytes_(std::exchange(other.mapped_bytes_, 0)),
       path_(std::move(other.path_)) {}
@@ -108,6 +126,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     Release();
     data_ = std::exchange(other.data_, nullptr);
+    private_copy_ = std::exchange(other.private_copy_, false);
     size_ = std::exchange(other.size_, 0);
     mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
     path_ = std::move(other.path_);

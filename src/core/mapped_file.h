@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 
 namespace reprise {
@@ -35,10 +37,16 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Runs edit on a private copy's bytes, writable while it runs (read-only again after, also
+  // when it throws), and returns true. A file's map is shared with the page cache and is never
+  // written: returns false without running edit.
+  bool Rewrite(const std::function<void(std::span<uint8_t> bytes)>& edit);
+
  private:
   void Release();
 
   const uint8_t* data_ = nullptr;
+  bool private_copy_ = false;
   size_t size_ = 0;
   size_t mapped_bytes_ = 0;  // of the mapping at data_ (a private copy rounds size_ up)
   std::string path_;

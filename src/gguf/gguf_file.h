@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,6 +54,12 @@ class GgufFile {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   // The bytes before the tensor data: magic, metadata and tensor table.
   std::span<const uint8_t> HeaderBytes() const;
+
+  // MappedFile::Rewrite on the whole file's bytes (every TensorInfo::data points into the span):
+  // true for a private copy; false, running nothing, for a file's map or an assembled model.
+  bool Rewrite(const std::function<void(std::span<uint8_t> bytes)>& edit) {
+    return storage_ == nullptr && file_.Rewrite(edit);
+  }
 
   const Value* Find(const std::string& key) const;
   const TensorInfo* FindTensor(const std::string& name) const;

@@ -27,6 +27,7 @@
 #include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/row_groups.h"
 #include "kernels/unpacked.h"
 
 namespace reprise::kernels {
@@ -35,10 +36,10 @@ namespace {
 
 // Each thread keeps its scratch between calls so that the step loop does not allocate; a buffer
 // only grows. `Slot` separates the caller's activation buffer from the panel buffer it also uses.
-enum class Slot { kActivations, kPanel, kInterleaved };
+enum class Slot { kActivations, kPanel, kInterleaved, kUngrouped };
 
 uint8_t* ThreadScratch(Slot slot, size_t bytes) {
-  thread_local AlignedBuffer<uint8_t> buffers[3];
+  thread_local AlignedBuffer<uint8_t> buffers[4];
   AlignedBuffer<uint8_t>& buffer = buffers[static_cast<int>(slot)];
   if (buffer.size() < bytes) buffer.Resize(bytes);
   return buffer.data();
@@ -247,6 +248,36 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   }
 }
 
+// Rows of a matrix in row groups [r_begin, r_end) for tokens [t_begin, t_end) with a row-group
+// tile; rows before `grouped_end` (the last whole group's end) only. A group the range cuts is
+// computed whole and only the range's rows kept (ranges normally fall on groups).
+void RunRowGroupRange(const Job& job, RowGroupTileFn tile, int64_t r_begin, int64_t r_end,
+                      int64_t grouped_end, int64_t t_begin, int64_t t_end, int64_t prefetch_end) {
+  const WeightView& w = *job.w;
+  const size_t row_bytes = RowBytes(w.type, w.cols);
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  const uint8_t* ahead_end = data + static_cast<size_t>(std::max(r_end, prefetch_end)) * row_bytes;
+  const int64_t first = r_begin / kRowGroupRows * kRowGroupRows;
+  const int64_t end = std::min(r_end, grouped_end);
+  PrefetchRows(data, row_bytes, first,
+               std::min(end, first + DecodePrefetchRows(row_bytes, kRowGroupRows)));
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    for (int64_t g = first; g < end; g += kRowGroupRows) {
+      float* y = job.y + t * w.rows;
+      const uint8_t* group = data + static_cast<size_t>(g) * row_bytes;
+      if (g >= r_begin && g + kRowGroupRows <= r_end) {
+        tile(job.qx, t, group, ahead_end, y + g);
+        continue;
+      }
+      alignas(64) float whole[kRowGroupRows];
+      tile(job.qx, t, group, ahead_end, whole);
+      for (int64_t r = std::max(g, r_begin); r < std::min(g + kRowGroupRows, r_end); ++r) {
+        y[r] = whole[r - g];
+      }
+    }
+  }
+}
+
 // Rows [r_begin, r_end) for tokens [t_begin, t_end). Decode tiles prefetch rows ahead of them up
 // to prefetch_end (>= r_end): a thread that goes on with the next rows lets them stream on.
 void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end,
@@ -256,7 +287,17 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   const int64_t cols = w.cols;
   const bool has_min = HasMin(w.type);
   const size_t row_bytes = RowBytes(w.type, cols);
-  if (job.decode && k.quant_tile_raw != nullptr && cols <= kMaxRawCols) {
+  // Rows before grouped_end are in row groups; the rest (all of a row-major matrix) as stored.
+  const int64_t grouped_end =
+      w.layout == WeightLayout::kRowGroups ? w.rows / kRowGroupRows * kRowGroupRows : 0;
+  if (job.decode && r_begin < grouped_end && cols <= kMaxRawCols && k.row_group_tile != nullptr) {
+    if (const RowGroupTileFn tile = k.row_group_tile(w.type)) {
+      RunRowGroupRange(job, tile, r_begin, r_end, grouped_end, t_begin, t_end, prefetch_end);
+      r_begin = std::max(r_begin, grouped_end);
+      if (r_begin >= r_end) return;
+    }
+  }
+  if (job.decode && k.quant_tile_raw != nullptr && cols <= kMaxRawCols && r_begin >= grouped_end) {
     // Decode: the tile unpacks each stretch of its rows just before using it.
     const RawRows raw{.type = w.type,
                       .data = static_cast<const uint8_t*>(w.data),
@@ -285,10 +326,24 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   float* scale = reinterpret_cast<float*>(scratch + q_bytes);              // [panel_rows][cols/16]
   float* min = reinterpret_cast<float*>(scratch + q_bytes + scale_bytes);  // [panel_rows][cols/32]
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(w.type));
+  // Grouped rows are read back in their stored order a group at a time (into `ungrouped`).
+  uint8_t* ungrouped =
+      grouped_end > 0 ? ThreadScratch(Slot::kUngrouped, kRowGroupRows * row_bytes) : nullptr;
+  int64_t ungrouped_group = -1;
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
     const int64_t np = std::min(job.panel_rows, r_end - p);
     for (int64_t r = 0; r < np; ++r) {
       const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
+      if (p + r < grouped_end) {
+        const int64_t group = (p + r) / kRowGroupRows;
+        if (group != ungrouped_group) {
+          UngroupRows(w.type,
+                      static_cast<const uint8_t*>(w.data) + group * kRowGroupRows * row_bytes, cols,
+                      ungrouped);
+          ungrouped_group = group;
+        }
+        src = ungrouped + ((p + r) % kRowGroupRows) * row_bytes;
+      }
       k.unpack(w.type, src, 0, blocks, q + r * cols, scale + r * (cols / kScaleGroup),
                has_min ? min + r * (cols / kMinGroup) : nullptr);
     }
@@ -423,7 +478,8 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     }
   }
   if (quantized && decode) {
-    ParallelChunks(pool, w.rows, row_tile, [&](int64_t lo, int64_t hi, int64_t prefetch_end) {
+    const int grain = w.layout == WeightLayout::kRowGroups ? kRowGroupRows : row_tile;
+    ParallelChunks(pool, w.rows, grain, [&](int64_t lo, int64_t hi, int64_t prefetch_end) {
       RunQuantRange(job, lo, hi, 0, tokens, prefetch_end);
     });
     return;
@@ -512,17 +568,42 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
     total += out.w->rows;
   }
   first_row[count] = total;
-  ParallelChunks(pool, total, kernels.quant_row_tile,
-                 [&](int64_t begin, int64_t end, int64_t prefetch_end) {
-                   for (size_t m = 0; m < count; ++m) {
-                     const int64_t lo = std::max(begin, first_row[m]);
-                     const int64_t hi = std::min(end, first_row[m + 1]);
-                     if (lo >= hi) continue;
-                     const int64_t ahead = std::min(prefetch_end, first_row[m + 1]);
-                     RunQuantRange(jobs[m], lo - first_row[m], hi - first_row[m], 0, tokens,
-                                   ahead - first_row[m]);
-                   }
-                 });
+  // Chunks of whole row groups where a matrix is grouped (its rows come in multiples of 16).
+  int grain = kernels.quant_row_tile;
+  for (size_t m = 0; m < count; ++m) {
+    if (outputs[m].w->layout == WeightLayout::kRowGroups) grain = kRowGroupRows;
+  }
+  ParallelChunks(pool, total, grain, [&](int64_t begin, int64_t end, int64_t prefetch_end) {
+    for (size_t m = 0; m < count; ++m) {
+      const int64_t lo = std::max(begin, first_row[m]);
+      const int64_t hi = std::min(end, first_row[m + 1]);
+      if (lo >= hi) continue;
+      const int64_t ahead = std::min(prefetch_end, first_row[m + 1]);
+      RunQuantRange(jobs[m], lo - first_row[m], hi - first_row[m], 0, tokens, ahead - first_row[m]);
+    }
+  });
+}
+
+bool PrefersRowGroups(CpuTarget target, WeightType type) {
+  const TargetKernels& kernels = KernelsFor(target);
+  return CpuTargetSupported(target) && HasRowGroupLayout(type) &&
+         kernels.row_group_tile != nullptr && kernels.row_group_tile(type) != nullptr;
+}
+
+WeightView ArrangeRowGroups(const WeightView& w, void* data) {
+  REPRISE_CHECK(w.layout == WeightLayout::kRowMajor && data == w.data, "not a row-major matrix");
+  REPRISE_CHECK(HasRowGroupLayout(w.type), "{} has no row-group layout", WeightTypeName(w.type));
+  const size_t group_bytes = kRowGroupRows * RowBytes(w.type, w.cols);
+  AlignedBuffer<uint8_t> rows(group_bytes);
+  auto* bytes = static_cast<uint8_t*>(data);
+  for (int64_t g = 0; g + kRowGroupRows <= w.rows; g += kRowGroupRows) {
+    uint8_t* group = bytes + static_cast<size_t>(g / kRowGroupRows) * group_bytes;
+    std::memcpy(rows.data(), group, group_bytes);
+    GroupRows(w.type, rows.data(), w.cols, group);
+  }
+  WeightView grouped = w;
+  grouped.layout = WeightLayout::kRowGroups;
+  return grouped;
 }
 
 std::string_view MatMulExtensions(CpuTarget target) {

@@ -654,6 +654,7 @@ const TargetKernels& Avx512Kernels() {
       .widen = Widen,
       .quantize_row = QuantizeActivationRowAvx512,
       .unpack = UnpackBlocksAvx2,
+      .row_group_tile = RowGroupTileAvx512,
   };
   return kernels;
 }

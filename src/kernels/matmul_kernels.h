@@ -51,6 +51,12 @@ inline constexpr int64_t kMaxRawCols = 65536;
 inline constexpr int kInterleavedRows = 16;
 inline constexpr int kInterleavedTokenTile = 4;
 
+// A one-token tile over one group of 16 rows in the row-group layout (row_groups.h):
+// y[r] = dot(x row t0, row r of the group), r < 16, with the bits of the target's other tiles. It
+// asks for the bytes after the group's, up to ahead_end, as it goes.
+using RowGroupTileFn = void (*)(const QuantizedRows& x, int64_t t0, const uint8_t* group,
+                                const uint8_t* ahead_end, float* y);
+
 struct TargetKernels {
   // Largest tile (mt tokens x nr rows) each tile function accepts.
   int float_token_tile = 1;
@@ -95,6 +101,10 @@ struct TargetKernels {
   // UnpackBlocks (unpacked.h), or a faster equivalent with byte-identical output.
   void (*unpack)(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
                  uint8_t* q, float* scale, float* min) = nullptr;
+
+  // The one-token tile over row groups of `type` (row_groups.h), or null (optional: other targets
+  // and types read grouped rows through the panel path).
+  RowGroupTileFn (*row_group_tile)(WeightType type) = nullptr;
 };
 
 // UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
@@ -126,6 +136,9 @@ NibbleSplit BestNibbleSplit();
 // serves (decode_avx512.cpp). Same bits as the general tiles, whatever `split`; kGfni only where
 // BestNibbleSplit() says so.
 QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
+
+// The row-group tiles of the AVX-512 target (row_groups_avx512.cpp): Q4_0, Q4_K, Q5_K, else null.
+RowGroupTileFn RowGroupTileAvx512(WeightType type);
 
 // The interleaved prefill tiles of the AVX-512 target (interleaved_avx512.cpp).
 size_t InterleavedBlockBytesAvx512(int64_t cols);

@@ -10,6 +10,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/matmul_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/decode_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/interleaved_avx512.cpp
+                              ${CMAKE_CURRENT_SOURCE_DIR}/kernels/row_groups_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_q8_avx512.cpp PROPERTIES
       COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mfma;-mf16c")

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "kernels/matmul.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/row_groups.h"
 #include "kernels/unpacked.h"
 
 namespace reprise::kernels {
@@ -182,6 +184,12 @@ void QuantizeQ6K(const float* x, BlockQ6_K* block) {
 void DequantizeRow(const WeightView& w, int64_t row, float* out) {
   REPRISE_CHECK(row >= 0 && row < w.rows, "row {} out of [0, {})", row, w.rows);
   const uint8_t* base = static_cast<const uint8_t*>(w.data) + row * RowBytes(w.type, w.cols);
+  std::vector<uint8_t> stored;  // the row in stored order, from a grouped matrix
+  if (w.layout == WeightLayout::kRowGroups) {
+    stored.resize(RowBytes(w.type, w.cols));
+    UngroupRow(w.type, static_cast<const uint8_t*>(w.data), w.rows, w.cols, row, stored.data());
+    base = stored.data();
+  }
   switch (w.type) {
     case WeightType::kF32:
       std::memcpy(out, base, static_cast<size_t>(w.cols) * sizeof(float));

@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <span>
 #include <tuple>
+#include <vector>
 
 #include "core/error.h"
 #include "core/text.h"
 #include "hf/model_source.h"
+#include "kernels/cpu_target.h"
 #include "kernels/ops.h"
 
 namespace reprise {
@@ -52,6 +56,8 @@ std::unique_ptr<Model> Model::Load(const std::string& path, FileResidence reside
   try {
     model->config_ = ModelConfig::FromGguf(model->file_);
     model->BindWeights();
+    model->weights_fingerprint_ = reprise::WeightsFingerprint(model->file_);
+    if (residence == FileResidence::kPrivateCopy) model->ArrangeMatrices();
   } catch (const Error& error) {
     // Messages quote names and values from the file: nothing in them may reach a terminal raw.
     throw Error(EscapeBytes(error.what(), kMaxMessageBytes));
@@ -115,6 +121,34 @@ void Model::BindWeights() {
     layer.w_up = MatrixView(file_, prefix + "ffn_up.weight", n_ff, n_embd);
     layer.w_down = MatrixView(file_, prefix + "ffn_down.weight", n_embd, n_ff);
   }
+}
+
+void Model::ArrangeMatrices() {
+  const kernels::CpuTarget target = kernels::BestCpuTarget();
+  std::vector<WeightView*> views;
+  for (LayerWeights& layer : layers_) {
+    for (WeightView* w :
+         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      views.push_back(w);
+    }
+  }
+  // Not the token embedding: its rows are looked up one by one. Nor the output matrix when it is
+  // the embedding.
+  if (output_.data != token_embedding_.data) views.push_back(&output_);
+  std::erase_if(views,
+                [&](const WeightView* w) { return !kernels::PrefersRowGroups(target, w->type); });
+  if (views.empty()) return;
+  file_.Rewrite([&](std::span<uint8_t> bytes) {
+    std::map<const void*, WeightView> arranged;  // each tensor once, however many views name it
+    for (WeightView* w : views) {
+      auto it = arranged.find(w->data);
+      if (it == arranged.end()) {
+        uint8_t* data = bytes.data() + (static_cast<const uint8_t*>(w->data) - bytes.data());
+        it = arranged.emplace(w->data, kernels::ArrangeRowGroups(*w, data)).first;
+      }
+      *w = it->second;
+    }
+  });
 }
 
 size_t Model::DecodeWeightBytes() const {

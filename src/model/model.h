@@ -36,15 +36,17 @@ Digest WeightsFingerprint(const gguf::GgufFile& file);
 class Model {
  public:
   // Opens the file (its bytes held as `residence` says) and checks every tensor's presence, type
-  // and shape. Throws Error.
+  // and shape. A private copy's matrices are then laid out as this CPU's kernels read them
+  // fastest (kernels::PrefersRowGroups); a file's map is read as stored. Throws Error.
   static std::unique_ptr<Model> Load(const std::string& path,
                                      FileResidence residence = FileResidence::kMapped);
 
   const ModelConfig& config() const { return config_; }
   const gguf::GgufFile& file() const { return file_; }
 
-  // WeightsFingerprint(file()), for keying cached blocks to this model.
-  Digest WeightsFingerprint() const { return reprise::WeightsFingerprint(file_); }
+  // WeightsFingerprint(file()) of the file as stored (taken before any matrix was laid out
+  // anew), for keying cached blocks to this model.
+  const Digest& WeightsFingerprint() const { return weights_fingerprint_; }
 
   // Runs the batch, writing each token's K/V into `kv` and the logits of batch.logit_rows into
   // logits: [batch.logit_rows.size()][vocab_size]. Not thread-safe: one caller at a time.
@@ -64,9 +66,11 @@ class Model {
  private:
   Model() = default;
   void BindWeights();
+  void ArrangeMatrices();
   void EnsureScratch(size_t num_tokens, size_t num_logit_rows);
 
   gguf::GgufFile file_;
+  Digest weights_fingerprint_;
   ModelConfig config_;
   kernels::WeightView token_embedding_;   // [vocab][n_embd]
   kernels::WeightView output_;            // [vocab][n_embd] (token_embedding_ when tied)

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "kernels/cpu_target.h"
+#include "kernels/matmul.h"
 #include "modelgen/make_model.h"
 #include "test_support.h"
 
@@ -85,6 +88,30 @@ int64_t TiedParameters(const modelgen::ModelShape& shape, int64_t vocab) {
   const int64_t kv_dim = e / shape.n_head * shape.n_kv_head;
   const int64_t layer = 2 * e * e + 2 * e * kv_dim + 3 * e * f + 2 * e;  // q, o; k, v; ffn; norms
   return vocab * e + shape.n_layer * layer + e;
+}
+
+// A private copy's matrices may be laid out anew for the CPU; the fingerprint that keys cached
+// blocks is the stored file's, the same as a mapped load's and as a router's reading the file.
+TEST(ModelTest, FingerprintIsTheStoredFilesWhateverTheLayout) {
+  REPRISE_REQUIRE_FIXTURES();
+  std::string path = testing::ScratchPath("fingerprint_q4_0.gguf");
+  modelgen::MakeModelOptions options;
+  options.shape = "tiny";
+  options.type = kernels::WeightType::kQ4_0;
+  options.vocab_path = testing::Fixture("vocab/ggml-vocab-llama-bpe.gguf");
+  options.output_path = path;
+  modelgen::MakeModel(options);
+  auto mapped = Model::Load(path, FileResidence::kMapped);
+  auto copied = Model::Load(path, FileResidence::kPrivateCopy);
+  EXPECT_EQ(mapped->WeightsFingerprint(), copied->WeightsFingerprint());
+  EXPECT_EQ(copied->WeightsFingerprint(), WeightsFingerprint(gguf::GgufFile::Open(path)));
+  // The copy's bytes did change where this CPU prefers another layout.
+  const gguf::TensorInfo* q = copied->file().FindTensor("blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  const bool same = std::memcmp(q->data, mapped->file().FindTensor("blk.0.attn_q.weight")->data,
+                                q->num_bytes) == 0;
+  EXPECT_EQ(same, !kernels::PrefersRowGroups(kernels::BestCpuTarget(), kernels::WeightType::kQ4_0));
+  std::filesystem::remove(path);
 }
 
 TEST(ModelTest, MadeShapesHaveTheParameterCountsOfTheModelsTheyStandFor) {

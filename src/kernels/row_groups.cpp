@@ -1,0 +1,109 @@
+// The row-group layout (row_groups.h): the pieces of each type's block and the moves between the
+// stored rows and a group. Portable: it runs once per matrix at load, and per group of a panel
+// where prefill or a target without row-group tiles reads a grouped matrix.
+#include "kernels/row_groups.h"
+
+#include <cstring>
+#include <span>
+
+#include "core/error.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+// A piece of a block: `bytes` (2 or 4) at `offset`. The pieces cover the block exactly.
+struct Piece {
+  uint8_t offset;
+  uint8_t bytes;
+};
+
+constexpr int kMaxPieces = 44;
+
+struct BlockPieces {
+  Piece pieces[kMaxPieces] = {};
+  int count = 0;
+};
+
+constexpr BlockPieces WordPieces(int words) {
+  BlockPieces p;
+  for (int i = 0; i < words; ++i) p.pieces[p.count++] = {static_cast<uint8_t>(4 * i), 4};
+  return p;
+}
+
+constexpr BlockPieces Q4_0Pieces() {
+  BlockPieces p;
+  for (int i = 0; i < 4; ++i) p.pieces[p.count++] = {static_cast<uint8_t>(2 + 4 * i), 4};
+  p.pieces[p.count++] = {0, 2};  // d
+  return p;
+}
+
+constexpr BlockPieces kQ4_0 = Q4_0Pieces();
+constexpr BlockPieces kQ4_K = WordPieces(36);
+constexpr BlockPieces kQ5_K = WordPieces(44);
+
+const BlockPieces* PiecesOf(WeightType type) {
+  switch (type) {
+    case WeightType::kQ4_0:
+      return &kQ4_0;
+    case WeightType::kQ4_K:
+      return &kQ4_K;
+    case WeightType::kQ5_K:
+      return &kQ5_K;
+    default:
+      return nullptr;
+  }
+}
+
+// Calls move(row, offset in the row, offset in the group, bytes) for every piece of a group.
+template <typename Move>
+void ForEachPiece(WeightType type, int64_t cols, const Move& move) {
+  const BlockPieces* pieces = PiecesOf(type);
+  REPRISE_CHECK(pieces != nullptr, "{} has no row-group layout", WeightTypeName(type));
+  const auto block_bytes = static_cast<int64_t>(BlockBytes(type));
+  const int64_t blocks = cols / static_cast<int64_t>(BlockElements(type));
+  int64_t at = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (const Piece& piece : std::span(pieces->pieces, static_cast<size_t>(pieces->count))) {
+      for (int r = 0; r < kRowGroupRows; ++r) {
+        move(r, b * block_bytes + piece.offset, at, piece.bytes);
+        at += piece.bytes;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool HasRowGroupLayout(WeightType type) { return PiecesOf(type) != nullptr; }
+
+void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out) {
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
+    std::memcpy(out + in_group, rows + r * row_bytes + in_row, static_cast<size_t>(bytes));
+  });
+}
+
+void UngroupRows(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
+    std::memcpy(out + r * row_bytes + in_row, group + in_group, static_cast<size_t>(bytes));
+  });
+}
+
+void UngroupRow(WeightType type, const uint8_t* data, int64_t rows, int64_t cols, int64_t row,
+                uint8_t* out) {
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  const int64_t group = row / kRowGroupRows;
+  if ((group + 1) * kRowGroupRows > rows) {  // past the last whole group: as stored
+    std::memcpy(out, data + row * row_bytes, static_cast<size_t>(row_bytes));
+    return;
+  }
+  const uint8_t* first = data + group * kRowGroupRows * row_bytes;
+  const int wanted = static_cast<int>(row % kRowGroupRows);
+  ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
+    if (r == wanted) std::memcpy(out + in_row, first + in_group, static_cast<size_t>(bytes));
+  });
+}
+
+}  // namespace reprise::kernels

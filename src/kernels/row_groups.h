@@ -1,0 +1,34 @@
+// Weight rows rearranged in groups of 16 for one-token products: where a decode tile reads four
+// rows' blocks in four streams and adds each row's lanes together, a row-group tile reads one
+// stream of 64-byte vectors that each hold a piece of 16 rows (one row per 32-bit lane), so every
+// dot product serves 16 rows and the group sums need no shuffles. Internal to kernels/.
+//
+// The layout: rows [16 g, 16 g + 16) keep their bytes in [16 g, 16 g + 16) x row_bytes (so row
+// ranges stay contiguous and any row's group is found by its index), ordered block by block, and
+// within a block piece by piece: the 16 rows' copies of a piece side by side. A block's pieces
+// are 4-byte words (Q4_K: 36, Q5_K: 44), or, for Q4_0's 18-byte blocks, the four words of codes
+// then the 16-bit scale. Rows past the last whole group stay as stored.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/weight_type.h"
+
+namespace reprise::kernels {
+
+inline constexpr int kRowGroupRows = 16;
+
+// Whether `type` has a row-group layout (Q4_0, Q4_K, Q5_K).
+bool HasRowGroupLayout(WeightType type);
+
+// The bytes of one group of 16 whole rows, [16][row_bytes], rearranged into the group layout
+// (`out`, 16 x row_bytes), and back. `cols` is the row length in elements.
+void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out);
+void UngroupRows(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
+
+// Row `row` of a matrix in row-group layout as stored in a file (row_bytes bytes to `out`).
+void UngroupRow(WeightType type, const uint8_t* data, int64_t rows, int64_t cols, int64_t row,
+                uint8_t* out);
+
+}  // namespace reprise::kernels

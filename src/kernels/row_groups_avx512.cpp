@@ -1,0 +1,276 @@
+// One-token tiles for AVX-512 over rows in the row-group layout (row_groups.h): Q4_0, Q4_K and
+// Q5_K, the 4-bit types whose four-row decode tiles stayed below the speed memory answers at.
+//
+// A 64-byte vector of a group holds 4 codes of each of 16 rows (row r in lane r), so one dot
+// product with the token's 4 bytes broadcast adds 4 products to each of 16 rows, and 4 of them
+// make each row's exact 16-group sum in its own lane: no lanes to add across rows, no shuffles.
+// The arithmetic is that of every quantized tile (quant_reads_avx512.h): a register per chain
+// c_j, row r in lane r; the same products w_scale * x_scale; for Q4_K and Q5_K, MinsDot's 16
+// partial sums and its tree, in registers whose lane r is row r's. So the same bits as the
+// four-row tiles on the stored rows.
+//
+// On an Emerald Rapids core the shift port limited them, as it limits the four-row tiles: the
+// K-quants' 6-bit scales are taken apart by byte shuffles, Q4_K's high nibbles are used in place
+// (16 x their sum, divided once per group) and Q5_K's fifth bits set by byte masks. Measured by
+// `reprise bench kernels -t 2` (2 threads, share of the streaming-read bandwidth), against the
+// four-row tiles: Q4_0 83% -> 91%, Q4_K 79% -> 86-88%, Q5_K 80% -> 84-86%.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/row_groups.h"
+#include "kernels/simd.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+// Asks for a tile's bytes ahead of its reads, as it goes: kFarBytes ahead into L2 (one stream, so
+// about as far as memory needs to answer), and, where kNearBytes > 0, kNearBytes ahead from L2
+// into L1. Q4_0 takes both (86% -> 91% of the read bandwidth on an Emerald Rapids core); the
+// K-quants, which compute longer per byte, only the first (with both: 88% -> 82%).
+template <int64_t kFarBytes, int64_t kNearBytes>
+class StreamAhead {
+ public:
+  StreamAhead(const uint8_t* start, const uint8_t* end)
+      : far_(start + kFarBytes), near_(start + kNearBytes), end_(end) {}
+  // The lines up to the distances past `read_end` (where the tile's next reads end), not past
+  // the caller's limit.
+  void Upto(const uint8_t* read_end) {
+    for (const uint8_t* stop = std::min(read_end + kFarBytes, end_); far_ < stop; far_ += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(far_), _MM_HINT_T1);
+    }
+    if constexpr (kNearBytes > 0) {
+      for (const uint8_t* stop = std::min(read_end + kNearBytes, end_); near_ < stop; near_ += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(near_), _MM_HINT_T0);
+      }
+    }
+  }
+
+ private:
+  const uint8_t* far_;
+  const uint8_t* near_;
+  const uint8_t* end_;
+};
+
+template <int N, typename F>
+inline void Unroll(const F& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
+  (std::make_integer_sequence<int, N>());
+}
+
+inline __m512i Vec(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// The token's 4 bytes at p in every lane.
+inline __m512i Bytes4(const int8_t* p) {
+  int32_t word;
+  std::memcpy(&word, p, sizeof(word));
+  return _mm512_set1_epi32(word);
+}
+
+// sums[g] = -zero_point * (sum of the token's 16 bytes of group g), for every group of the row.
+void ZeroPointSums(const int8_t* xq, int64_t cols, int zero_point, int32_t* sums) {
+  const __m512i zero = _mm512_set1_epi8(static_cast<char>(zero_point));
+  for (int64_t c = 0; c < cols; c += 64) {
+    const int64_t n = std::min<int64_t>(64, cols - c);
+    const __mmask64 mask = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+    __m512i s =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero, _mm512_maskz_loadu_epi8(mask, xq + c));
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+    s = _mm512_sub_epi32(_mm512_setzero_si512(), s);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(sums + c / 16),
+                     _mm512_castsi512_si128(_mm512_maskz_compress_epi32(0x1111, s)));
+  }
+}
+
+// Q4_0: per block, the four words of codes of the 16 rows, then their 16 scales d.
+void Q4_0GroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
+                   const uint8_t* ahead_end, float* y) {
+  constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(BlockQ4_0);
+  const int64_t cols = x.cols;
+  const int64_t blocks = cols / kQk;
+  const int8_t* xq = x.q + t0 * cols;
+  const float* xd = x.d + t0 * (cols / 16);
+  alignas(64) int32_t zero_point_sums[kMaxRawCols / 16 + 4];
+  ZeroPointSums(xq, cols, 8, zero_point_sums);
+  StreamAhead<8192, 2048> ahead(group, ahead_end);
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  // Block b's groups 2b and 2b + 1 sit at chain positions 2 (b % 2) and 2 (b % 2) + 1.
+  auto block = [&](int64_t b, __m512& low_chain, __m512& high_chain) {
+    const uint8_t* p = group + b * kBlockBytes;
+    ahead.Upto(p + kBlockBytes);
+    const int8_t* xb = xq + kQk * b;
+    __m512i low = _mm512_set1_epi32(zero_point_sums[2 * b]);
+    __m512i high = _mm512_set1_epi32(zero_point_sums[2 * b + 1]);
+    for (int q = 0; q < 4; ++q) {
+      const __m512i v = Vec(p + 64 * q);
+      low = _mm512_dpbusd_epi32(low, _mm512_and_si512(v, nibble), Bytes4(xb + 4 * q));
+      high = _mm512_dpbusd_epi32(high, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble),
+                                 Bytes4(xb + 16 + 4 * q));
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256)));
+    low_chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(low),
+                                _mm512_mul_ps(d, _mm512_set1_ps(xd[2 * b])), low_chain);
+    high_chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(high),
+                                 _mm512_mul_ps(d, _mm512_set1_ps(xd[2 * b + 1])), high_chain);
+  };
+  __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    block(b, c0, c1);
+    block(b + 1, c2, c3);
+  }
+  if (b < blocks) block(b, c0, c1);  // a lone last block: groups 0 and 1 only
+  _mm512_storeu_ps(y, _mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)));
+}
+
+// The 6-bit scales and mins of a super-block's 8 sub-blocks from its packed words a (bytes
+// 0-3), b (4-7) and c (8-11), as GetScaleMinK4 reads them: byte t of each lane's word in
+// scales[0] is sub-block t's scale, in scales[1] sub-block 4 + t's; the same for mins.
+struct PackedScales {
+  __m512i scales[2];
+  __m512i mins[2];
+};
+inline PackedScales UnpackScaleBytes(__m512i a, __m512i b, __m512i c) {
+  const __m512i low6 = _mm512_set1_epi8(0x3F), low4 = _mm512_set1_epi8(0x0F);
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+  PackedScales p;
+  p.scales[0] = _mm512_and_si512(a, low6);
+  p.mins[0] = _mm512_and_si512(b, low6);
+  // (c & 15) | (a >> 6) << 4, and (c >> 4) | (b >> 6) << 4: (A & C) | B, ternary 0xEA.
+  p.scales[1] =
+      _mm512_ternarylogic_epi32(c, low4, _mm512_and_si512(_mm512_srli_epi32(a, 2), bits45), 0xEA);
+  p.mins[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(c, 4), low4,
+                                        _mm512_and_si512(_mm512_srli_epi32(b, 2), bits45), 0xEA);
+  return p;
+}
+
+// Byte t of each lane's word, as an integer.
+template <int t>
+inline __m512i ByteOfWords(__m512i v) {
+  constexpr int kZero = static_cast<int>(0x80808000u);
+  return _mm512_shuffle_epi8(
+      v, _mm512_set4_epi32(kZero | (12 + t), kZero | (8 + t), kZero | (4 + t), kZero | t));
+}
+
+// Q4_K and Q5_K: each super-block's 36 or 44 words, 16 rows each.
+template <typename Block>
+void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const uint8_t* ahead_end,
+                float* y) {
+  constexpr bool kFifthBits = std::is_same_v<Block, BlockQ5_K>;
+  constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(Block);
+  constexpr int kCodeWord = offsetof(Block, qs) / 4;
+  static_assert(offsetof(Block, d) == 0 && offsetof(Block, scales) == 4 && kKScaleBytes == 12);
+  const int64_t cols = x.cols;
+  const int64_t supers = cols / kQkK;
+  const int8_t* xq = x.q + t0 * cols;
+  const float* xd = x.d + t0 * (cols / 16);
+  const float* x_sums = x.sum + t0 * (cols / 32);
+  StreamAhead<8192, 0> ahead(group, ahead_end);
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  const __m512i fifth = _mm512_set1_epi8(0x10);
+  __m512 chains[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                      _mm512_setzero_ps()};
+  // MinsDot's partial sums: min_sums[l] holds sub-blocks l, l + 16, ...
+  __m512 min_sums[16];
+  for (__m512& sum : min_sums) sum = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < supers; ++sb) {
+    const uint8_t* p = group + sb * kBlockBytes;
+    ahead.Upto(p + kBlockBytes);
+    const auto word = [&](int i) { return Vec(p + 64 * i); };
+    const __m512i head = word(0);
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+    const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+    const __m512i a = word(1), b = word(2), c = word(3);
+    const float* span_xd = xd + sb * 16;
+    const float* span_sums = x_sums + sb * 8;
+    __m512* span_min_sums = min_sums + 8 * (sb & 1);
+    __m512 scales[8];
+    const PackedScales packed = UnpackScaleBytes(a, b, c);
+    Unroll<8>([&](auto sub) {
+      constexpr int s = decltype(sub)::value;
+      const __m512i scale = ByteOfWords<s % 4>(packed.scales[s / 4]);
+      const __m512i min = ByteOfWords<s % 4>(packed.mins[s / 4]);
+      scales[s] = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scale)),
+                                _mm512_set1_ps(span_xd[2 * s]));
+      // fma(-(dmin m), x_sum, acc) as MinsDot makes it: the negation is exact.
+      span_min_sums[s] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(min)),
+                                          _mm512_set1_ps(span_sums[s]), span_min_sums[s]);
+    });
+    // Chunk j: sub-blocks 2j (low nibbles: groups 4j, 4j + 1) and 2j + 1 (high: 4j + 2, 4j + 3).
+    Unroll<4>([&](auto chunk) {
+      constexpr int j = decltype(chunk)::value;
+      const int8_t* xc = xq + sb * kQkK + 64 * j;
+      __m512i sums[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                         _mm512_setzero_si512()};
+      for (int u = 0; u < 8; ++u) {
+        const __m512i v = word(kCodeWord + 8 * j + u);
+        const __m512i low_x = Bytes4(xc + 4 * u), high_x = Bytes4(xc + 32 + 4 * u);
+        if constexpr (kFifthBits) {
+          // Bit 2j (low) or 2j + 1 (high) of qh[l] as bit 4, by byte masks (no shifts: the
+          // shift port is the busiest).
+          const __m512i qh = word(offsetof(BlockQ5_K, qh) / 4 + u);
+          const __mmask64 low_fifth = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(1 << (2 * j)));
+          const __mmask64 high_fifth =
+              _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << (2 * j))));
+          const __m512i low = _mm512_and_si512(v, nibble);
+          const __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+          sums[u / 4] = _mm512_dpbusd_epi32(
+              sums[u / 4], _mm512_mask_add_epi8(low, low_fifth, low, fifth), low_x);
+          sums[2 + u / 4] = _mm512_dpbusd_epi32(
+              sums[2 + u / 4], _mm512_mask_add_epi8(high, high_fifth, high, fifth), high_x);
+        } else {
+          // The high nibbles in place: 16 x their sum, divided below (exact).
+          sums[u / 4] = _mm512_dpbusd_epi32(sums[u / 4], _mm512_and_si512(v, nibble), low_x);
+          sums[2 + u / 4] =
+              _mm512_dpbusd_epi32(sums[2 + u / 4], _mm512_andnot_si512(nibble, v), high_x);
+        }
+      }
+      if constexpr (!kFifthBits) {
+        sums[2] = _mm512_srai_epi32(sums[2], 4);
+        sums[3] = _mm512_srai_epi32(sums[3], 4);
+      }
+      for (int k = 0; k < 4; ++k) {
+        chains[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[k]), scales[2 * j + k / 2], chains[k]);
+      }
+    });
+  }
+  // MinsDot's masked last step adds +0 to the lanes past the row's sub-blocks.
+  const int64_t sub_blocks = cols / 32;
+  if (sub_blocks % 16 != 0) {
+    for (int64_t l = sub_blocks % 16; l < 16; ++l) {
+      min_sums[l] = _mm512_add_ps(min_sums[l], _mm512_setzero_ps());
+    }
+  }
+  // HorizontalSum's tree: 8 apart, 4 apart, 2 apart, then neighbours.
+  __m512 eight[8], four[4];
+  for (int i = 0; i < 8; ++i) eight[i] = _mm512_add_ps(min_sums[i], min_sums[i + 8]);
+  for (int i = 0; i < 4; ++i) four[i] = _mm512_add_ps(eight[i], eight[i + 4]);
+  const __m512 mins_dot =
+      _mm512_add_ps(_mm512_add_ps(four[0], four[2]), _mm512_add_ps(four[1], four[3]));
+  const __m512 totals =
+      _mm512_add_ps(_mm512_add_ps(chains[0], chains[1]), _mm512_add_ps(chains[2], chains[3]));
+  _mm512_storeu_ps(y, _mm512_add_ps(totals, mins_dot));
+}
+
+}  // namespace
+
+RowGroupTileFn RowGroupTileAvx512(WeightType type) {
+  switch (type) {
+    case WeightType::kQ4_0:
+      return Q4_0GroupTile;
+    case WeightType::kQ4_K:
+      return KGroupTile<BlockQ4_K>;
+    case WeightType::kQ5_K:
+      return KGroupTile<BlockQ5_K>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace reprise::kernels

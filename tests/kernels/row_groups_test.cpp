@@ -1,0 +1,180 @@
+// Matrices rearranged into row groups (row_groups.h) hold the same bytes and give every output
+// the bits of the stored matrix, on every target, for one token and many, fused or alone.
+#include "kernels/row_groups.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu_target.h"
+#include "kernels/matmul.h"
+#include "kernels/quant_blocks.h"
+#include "test_util.h"
+
+namespace reprise::kernels {
+namespace {
+
+using testing::RandomValues;
+using testing::TestWeights;
+
+const WeightType kGroupedTypes[] = {WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ5_K};
+
+std::vector<CpuTarget> SupportedTargets() {
+  std::vector<CpuTarget> targets;
+  for (CpuTarget t : {CpuTarget::kScalar, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+    if (CpuTargetSupported(t)) targets.push_back(t);
+  }
+  return targets;
+}
+
+// A copy of `w` rearranged into row groups (its bytes in `storage`).
+WeightView Grouped(const TestWeights& w, std::vector<uint8_t>& storage) {
+  storage = w.bytes;
+  WeightView view = w.view;
+  view.data = storage.data();
+  return ArrangeRowGroups(view, storage.data());
+}
+
+// Widths per type: K-quants with 8, 24 and 128 sub-blocks (MinsDot's masked last step or none);
+// Q4_0 with a lone last block, a span's masked last blocks, and a long row.
+std::vector<int64_t> WidthsFor(WeightType type) {
+  if (type == WeightType::kQ4_0) return {96, 544, 608, 4096};
+  return {256, 768, 4096};
+}
+
+TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
+  const int64_t rows = 37, cols = 512;  // two groups and 5 rows as stored
+  for (WeightType type : kGroupedTypes) {
+    TestWeights w(type, rows, cols, 301);
+    std::vector<uint8_t> storage;
+    const WeightView grouped = Grouped(w, storage);
+    ASSERT_EQ(grouped.layout, WeightLayout::kRowGroups);
+    const size_t row_bytes = RowBytes(type, cols);
+    // Every row reads back as stored; the tail rows were not moved.
+    std::vector<uint8_t> row(row_bytes);
+    for (int64_t r = 0; r < rows; ++r) {
+      UngroupRow(type, storage.data(), rows, cols, r, row.data());
+      ASSERT_EQ(std::memcmp(row.data(), w.bytes.data() + r * row_bytes, row_bytes), 0)
+          << WeightTypeName(type) << " row " << r;
+    }
+    ASSERT_EQ(std::memcmp(storage.data() + 32 * row_bytes, w.bytes.data() + 32 * row_bytes,
+                          5 * row_bytes),
+              0);
+    // The documented order: in group 1, block 1, row r's copy of the block's first code word
+    // (Q4_0: bytes 2-5; K-quants: word 0, d and dmin) is 4-byte piece r of the block's group.
+    const size_t block_bytes = BlockBytes(type);
+    const uint8_t* group = storage.data() + 16 * row_bytes;
+    const uint8_t* block = group + 16 * block_bytes;
+    const size_t first = type == WeightType::kQ4_0 ? 2 : 0;
+    for (int r = 0; r < 16; ++r) {
+      ASSERT_EQ(std::memcmp(block + 4 * r,
+                            w.bytes.data() + (16 + r) * row_bytes + block_bytes + first, 4),
+                0)
+          << WeightTypeName(type) << " row " << r;
+    }
+    // Group, then ungroup: the stored bytes.
+    std::vector<uint8_t> back(16 * row_bytes);
+    UngroupRows(type, group, cols, back.data());
+    ASSERT_EQ(std::memcmp(back.data(), w.bytes.data() + 16 * row_bytes, back.size()), 0);
+  }
+}
+
+TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
+  EXPECT_FALSE(PrefersRowGroups(CpuTarget::kScalar, WeightType::kQ4_K));
+  for (CpuTarget target : SupportedTargets()) {
+    EXPECT_FALSE(PrefersRowGroups(target, WeightType::kQ8_0));
+    EXPECT_FALSE(PrefersRowGroups(target, WeightType::kF16));
+    EXPECT_EQ(PrefersRowGroups(target, WeightType::kQ4_K), target == CpuTarget::kAvx512);
+  }
+  TestWeights q8(WeightType::kQ8_0, 16, 64, 302);
+  EXPECT_THROW(ArrangeRowGroups(q8.view, q8.bytes.data()), InternalError);
+}
+
+// The bits of the stored matrix from the grouped one: each token alone and in batches (the
+// one-token tile, the panel path reading groups back), on 1 to 3 threads, rows in whole groups
+// and not, activations with blocks of zeros.
+TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
+  const int64_t tokens = 5;
+  for (CpuTarget target : SupportedTargets()) {
+    for (WeightType type : kGroupedTypes) {
+      for (int64_t cols : WidthsFor(type)) {
+        for (int64_t rows : {int64_t{16}, int64_t{37}, int64_t{67}}) {
+          TestWeights w(type, rows, cols, 303);
+          std::vector<uint8_t> storage;
+          const WeightView grouped = Grouped(w, storage);
+          std::vector<float> x = RandomValues(tokens * cols, 304, 2.0f);
+          std::fill(x.begin(), x.begin() + 64, 0.0f);  // zero blocks: signed zeros kept
+          for (int threads : {1, 2, 3}) {
+            ThreadPool pool(threads);
+            for (int64_t batch : {int64_t{1}, int64_t{2}, tokens}) {
+              std::vector<float> stored(batch * rows, std::nanf("")), read(batch * rows);
+              MatMulOnTarget(target, w.view, x.data(), batch, stored.data(), pool);
+              MatMulOnTarget(target, grouped, x.data(), batch, read.data(), pool);
+              ASSERT_EQ(std::memcmp(stored.data(), read.data(), stored.size() * sizeof(float)), 0)
+                  << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
+                  << " cols " << cols << " batch " << batch << " threads " << threads;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Fused one-token products over grouped and stored matrices whose row counts put group
+// boundaries inside the threads' chunks give the bits of each matrix alone.
+TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
+  const int64_t cols = 512;
+  TestWeights q4k(WeightType::kQ4_K, 37, cols, 305), q40(WeightType::kQ4_0, 53, cols, 306),
+      q8(WeightType::kQ8_0, 21, cols, 307), q5k(WeightType::kQ5_K, 96, cols, 308);
+  std::vector<uint8_t> s4k, s40, s5k;
+  const WeightView g4k = Grouped(q4k, s4k), g40 = Grouped(q40, s40), g5k = Grouped(q5k, s5k);
+  const std::vector<float> x = RandomValues(2 * cols, 309, 2.0f);
+  for (CpuTarget target : SupportedTargets()) {
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      for (int64_t tokens : {int64_t{1}, int64_t{2}}) {
+        const WeightView* grouped[] = {&g4k, &q8.view, &g40, &g5k};
+        const WeightView* stored[] = {&q4k.view, &q8.view, &q40.view, &q5k.view};
+        std::vector<std::vector<float>> fused(4), each(4);
+        std::vector<MatMulOutput> outputs;
+        for (int m = 0; m < 4; ++m) {
+          fused[m].assign(tokens * stored[m]->rows, std::nanf(""));
+          each[m].assign(tokens * stored[m]->rows, std::nanf(""));
+          outputs.push_back({grouped[m], fused[m].data()});
+          MatMulOnTarget(target, *stored[m], x.data(), tokens, each[m].data(), pool);
+        }
+        MatMulsOnTarget(target, outputs, x.data(), tokens, pool);
+        for (int m = 0; m < 4; ++m) {
+          ASSERT_EQ(std::memcmp(fused[m].data(), each[m].data(), fused[m].size() * sizeof(float)),
+                    0)
+              << CpuTargetName(target) << " threads " << threads << " tokens " << tokens
+              << " matrix " << m;
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelRowGroupsTest, DequantizedRowsAsStored) {
+  for (WeightType type : kGroupedTypes) {
+    const int64_t rows = 35, cols = 256;
+    TestWeights w(type, rows, cols, 310);
+    std::vector<uint8_t> storage;
+    const WeightView grouped = Grouped(w, storage);
+    std::vector<float> a(cols), b(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      DequantizeRow(w.view, r, a.data());
+      DequantizeRow(grouped, r, b.data());
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), cols * sizeof(float)), 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace reprise::kernels
