@@ -330,6 +330,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   uint8_t* ungrouped =
       grouped_end > 0 ? ThreadScratch(Slot::kUngrouped, kRowGroupRows * row_bytes) : nullptr;
   int64_t ungrouped_group = -1;
+  const auto ungroup = k.ungroup_rows != nullptr ? k.ungroup_rows : UngroupRows;
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
     const int64_t np = std::min(job.panel_rows, r_end - p);
     for (int64_t r = 0; r < np; ++r) {
@@ -337,9 +338,8 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
       if (p + r < grouped_end) {
         const int64_t group = (p + r) / kRowGroupRows;
         if (group != ungrouped_group) {
-          UngroupRows(w.type,
-                      static_cast<const uint8_t*>(w.data) + group * kRowGroupRows * row_bytes, cols,
-                      ungrouped);
+          ungroup(w.type, static_cast<const uint8_t*>(w.data) + group * kRowGroupRows * row_bytes,
+                  cols, ungrouped);
           ungrouped_group = group;
         }
         src = ungrouped + ((p + r) % kRowGroupRows) * row_bytes;

@@ -655,6 +655,7 @@ const TargetKernels& Avx512Kernels() {
       .quantize_row = QuantizeActivationRowAvx512,
       .unpack = UnpackBlocksAvx2,
       .row_group_tile = RowGroupTileAvx512,
+      .ungroup_rows = UngroupRowsAvx512,
   };
   return kernels;
 }

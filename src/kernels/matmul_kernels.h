@@ -105,6 +105,10 @@ struct TargetKernels {
   // The one-token tile over row groups of `type` (row_groups.h), or null (optional: other targets
   // and types read grouped rows through the panel path).
   RowGroupTileFn (*row_group_tile)(WeightType type) = nullptr;
+
+  // UngroupRows (row_groups.h), or a faster equivalent with byte-identical output (null: that
+  // function).
+  void (*ungroup_rows)(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) = nullptr;
 };
 
 // UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
@@ -139,6 +143,7 @@ QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
 
 // The row-group tiles of the AVX-512 target (row_groups_avx512.cpp): Q4_0, Q4_K, Q5_K, else null.
 RowGroupTileFn RowGroupTileAvx512(WeightType type);
+void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
 
 // The interleaved prefill tiles of the AVX-512 target (interleaved_avx512.cpp).
 size_t InterleavedBlockBytesAvx512(int64_t cols);

@@ -258,7 +258,82 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
   _mm512_storeu_ps(y, _mm512_add_ps(totals, mins_dot));
 }
 
+// Transposes 16 rows' words: in[i] lane r holds word i of row r (i < n, the rest taken as 0);
+// writes words 0 .. n - 1 of row r to rows + r * row_bytes. Three stages of in-lane and lane
+// shuffles, 64 operations for 16 x 16 words.
+inline void StoreTransposed(const __m512i (&in)[16], int n, uint8_t* rows, int64_t row_bytes) {
+  __m512i t[16], u[16];
+  for (int k = 0; k < 8; ++k) {
+    t[2 * k] = _mm512_unpacklo_epi32(in[2 * k], in[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_epi32(in[2 * k], in[2 * k + 1]);
+  }
+  // u[4k + j], 128-bit lane L: words 4k .. 4k + 3 of row 4L + j.
+  for (int k = 0; k < 4; ++k) {
+    u[4 * k] = _mm512_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
+    u[4 * k + 1] = _mm512_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
+    u[4 * k + 2] = _mm512_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
+    u[4 * k + 3] = _mm512_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
+  }
+  const auto mask = static_cast<__mmask16>((1u << n) - 1);
+  for (int j = 0; j < 4; ++j) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xEE);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xEE);
+    _mm512_mask_storeu_epi32(rows + j * row_bytes, mask, _mm512_shuffle_i32x4(v0, v2, 0x88));
+    _mm512_mask_storeu_epi32(rows + (4 + j) * row_bytes, mask, _mm512_shuffle_i32x4(v0, v2, 0xDD));
+    _mm512_mask_storeu_epi32(rows + (8 + j) * row_bytes, mask, _mm512_shuffle_i32x4(v1, v3, 0x88));
+    _mm512_mask_storeu_epi32(rows + (12 + j) * row_bytes, mask, _mm512_shuffle_i32x4(v1, v3, 0xDD));
+  }
+}
+
 }  // namespace
+
+void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
+  const auto row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  const auto block_bytes = static_cast<int64_t>(BlockBytes(type));
+  const int64_t blocks = cols / static_cast<int64_t>(BlockElements(type));
+  if (type == WeightType::kQ4_0) {
+    // Per block: the four code words of 16 rows (to bytes 2-17 of each row's block), then their
+    // 16 scales (bytes 0-1).
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* p = group + b * kRowGroupRows * block_bytes;
+      const __m512i t0 = _mm512_unpacklo_epi32(Vec(p), Vec(p + 64));
+      const __m512i t1 = _mm512_unpackhi_epi32(Vec(p), Vec(p + 64));
+      const __m512i t2 = _mm512_unpacklo_epi32(Vec(p + 128), Vec(p + 192));
+      const __m512i t3 = _mm512_unpackhi_epi32(Vec(p + 128), Vec(p + 192));
+      // u[j], 128-bit lane L: the code words of row 4L + j.
+      const __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                            _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+      uint8_t* first = out + b * block_bytes;
+      for (int j = 0; j < 4; ++j) {
+        const __m128i lanes[4] = {_mm512_castsi512_si128(u[j]), _mm512_extracti32x4_epi32(u[j], 1),
+                                  _mm512_extracti32x4_epi32(u[j], 2),
+                                  _mm512_extracti32x4_epi32(u[j], 3)};
+        for (int lane = 0; lane < 4; ++lane) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(first + (4 * lane + j) * row_bytes + 2),
+                           lanes[lane]);
+        }
+      }
+      for (int r = 0; r < kRowGroupRows; ++r)
+        std::memcpy(first + r * row_bytes, p + 256 + 2 * r, 2);
+    }
+    return;
+  }
+  // Q4_K, Q5_K: every block a transposition of its words, 16 at a time.
+  const int words = static_cast<int>(block_bytes / 4);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = group + b * kRowGroupRows * block_bytes;
+    for (int first = 0; first < words; first += 16) {
+      const int n = std::min(16, words - first);
+      __m512i in[16];
+      for (int i = 0; i < 16; ++i) {
+        in[i] = i < n ? Vec(p + 64 * (first + i)) : _mm512_setzero_si512();
+      }
+      StoreTransposed(in, n, out + b * block_bytes + 4 * first, row_bytes);
+    }
+  }
+}
 
 RowGroupTileFn RowGroupTileAvx512(WeightType type) {
   switch (type) {

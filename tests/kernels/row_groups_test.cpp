@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu_target.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 #include "test_util.h"
 
@@ -81,6 +82,23 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
     std::vector<uint8_t> back(16 * row_bytes);
     UngroupRows(type, group, cols, back.data());
     ASSERT_EQ(std::memcmp(back.data(), w.bytes.data() + 16 * row_bytes, back.size()), 0);
+  }
+}
+
+// The AVX-512 reader of groups (prefill's) gives the portable one's bytes.
+TEST(KernelRowGroupsTest, VectorUngroupingGivesThePortableBytes) {
+  if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "needs a CPU with AVX-512";
+  for (WeightType type : kGroupedTypes) {
+    for (int64_t cols : WidthsFor(type)) {
+      TestWeights w(type, 16, cols, 311);
+      std::vector<uint8_t> storage;
+      Grouped(w, storage);
+      std::vector<uint8_t> portable(storage.size(), 0xA5), vector(storage.size(), 0x5A);
+      UngroupRows(type, storage.data(), cols, portable.data());
+      UngroupRowsAvx512(type, storage.data(), cols, vector.data());
+      ASSERT_EQ(portable, vector) << WeightTypeName(type) << " cols " << cols;
+      ASSERT_EQ(portable, w.bytes);
+    }
   }
 }
 
