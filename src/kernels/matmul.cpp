@@ -248,11 +248,12 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   }
 }
 
-// Rows of a matrix in row groups [r_begin, r_end) for tokens [t_begin, t_end) with a row-group
-// tile; rows before `grouped_end` (the last whole group's end) only. A group the range cuts is
-// computed whole and only the range's rows kept (ranges normally fall on groups).
-void RunRowGroupRange(const Job& job, RowGroupTileFn tile, int64_t r_begin, int64_t r_end,
-                      int64_t grouped_end, int64_t t_begin, int64_t t_end, int64_t prefetch_end) {
+// Rows of a matrix in row groups [r_begin, r_end) for tokens [t_begin, t_end) with the target's
+// row-group tile; rows before `grouped_end` (the last whole group's end) only. A group the range
+// cuts is computed whole and only the range's rows kept (ranges normally fall on groups).
+void RunRowGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t grouped_end,
+                      int64_t t_begin, int64_t t_end, int64_t prefetch_end) {
+  const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
   const size_t row_bytes = RowBytes(w.type, w.cols);
   const auto* data = static_cast<const uint8_t*>(w.data);
@@ -261,18 +262,21 @@ void RunRowGroupRange(const Job& job, RowGroupTileFn tile, int64_t r_begin, int6
   const int64_t end = std::min(r_end, grouped_end);
   PrefetchRows(data, row_bytes, first,
                std::min(end, first + DecodePrefetchRows(row_bytes, kRowGroupRows)));
-  for (int64_t t = t_begin; t < t_end; ++t) {
+  for (int64_t t = t_begin; t < t_end; t += kRowGroupTokens) {
+    const int mt = static_cast<int>(std::min<int64_t>(kRowGroupTokens, t_end - t));
+    float* y = job.y + t * w.rows;
     for (int64_t g = first; g < end; g += kRowGroupRows) {
-      float* y = job.y + t * w.rows;
       const uint8_t* group = data + static_cast<size_t>(g) * row_bytes;
       if (g >= r_begin && g + kRowGroupRows <= r_end) {
-        tile(job.qx, t, group, ahead_end, y + g);
+        k.row_group_tile(w.type, job.qx, t, mt, group, ahead_end, y + g, w.rows);
         continue;
       }
-      alignas(64) float whole[kRowGroupRows];
-      tile(job.qx, t, group, ahead_end, whole);
-      for (int64_t r = std::max(g, r_begin); r < std::min(g + kRowGroupRows, r_end); ++r) {
-        y[r] = whole[r - g];
+      alignas(64) float whole[kRowGroupTokens][kRowGroupRows];
+      k.row_group_tile(w.type, job.qx, t, mt, group, ahead_end, whole[0], kRowGroupRows);
+      for (int i = 0; i < mt; ++i) {
+        for (int64_t r = std::max(g, r_begin); r < std::min(g + kRowGroupRows, r_end); ++r) {
+          y[i * w.rows + r] = whole[i][r - g];
+        }
       }
     }
   }
@@ -290,12 +294,11 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   // Rows before grouped_end are in row groups; the rest (all of a row-major matrix) as stored.
   const int64_t grouped_end =
       w.layout == WeightLayout::kRowGroups ? w.rows / kRowGroupRows * kRowGroupRows : 0;
-  if (job.decode && r_begin < grouped_end && cols <= kMaxRawCols && k.row_group_tile != nullptr) {
-    if (const RowGroupTileFn tile = k.row_group_tile(w.type)) {
-      RunRowGroupRange(job, tile, r_begin, r_end, grouped_end, t_begin, t_end, prefetch_end);
-      r_begin = std::max(r_begin, grouped_end);
-      if (r_begin >= r_end) return;
-    }
+  if (job.decode && r_begin < grouped_end && cols <= kMaxRawCols &&
+      k.has_row_group_tile != nullptr && k.has_row_group_tile(w.type)) {
+    RunRowGroupRange(job, r_begin, r_end, grouped_end, t_begin, t_end, prefetch_end);
+    r_begin = std::max(r_begin, grouped_end);
+    if (r_begin >= r_end) return;
   }
   if (job.decode && k.quant_tile_raw != nullptr && cols <= kMaxRawCols && r_begin >= grouped_end) {
     // Decode: the tile unpacks each stretch of its rows just before using it.
@@ -587,7 +590,7 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
 bool PrefersRowGroups(CpuTarget target, WeightType type) {
   const TargetKernels& kernels = KernelsFor(target);
   return CpuTargetSupported(target) && HasRowGroupLayout(type) &&
-         kernels.row_group_tile != nullptr && kernels.row_group_tile(type) != nullptr;
+         kernels.has_row_group_tile != nullptr && kernels.has_row_group_tile(type);
 }
 
 WeightView ArrangeRowGroups(const WeightView& w, void* data) {

@@ -654,6 +654,7 @@ const TargetKernels& Avx512Kernels() {
       .widen = Widen,
       .quantize_row = QuantizeActivationRowAvx512,
       .unpack = UnpackBlocksAvx2,
+      .has_row_group_tile = HasRowGroupTileAvx512,
       .row_group_tile = RowGroupTileAvx512,
       .ungroup_rows = UngroupRowsAvx512,
   };

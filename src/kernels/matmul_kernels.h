@@ -51,11 +51,8 @@ inline constexpr int64_t kMaxRawCols = 65536;
 inline constexpr int kInterleavedRows = 16;
 inline constexpr int kInterleavedTokenTile = 4;
 
-// A one-token tile over one group of 16 rows in the row-group layout (row_groups.h):
-// y[r] = dot(x row t0, row r of the group), r < 16, with the bits of the target's other tiles. It
-// asks for the bytes after the group's, up to ahead_end, as it goes.
-using RowGroupTileFn = void (*)(const QuantizedRows& x, int64_t t0, const uint8_t* group,
-                                const uint8_t* ahead_end, float* y);
+// Most tokens per call of a row-group tile (TargetKernels::row_group_tile).
+inline constexpr int kRowGroupTokens = 4;
 
 struct TargetKernels {
   // Largest tile (mt tokens x nr rows) each tile function accepts.
@@ -102,9 +99,15 @@ struct TargetKernels {
   void (*unpack)(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
                  uint8_t* q, float* scale, float* min) = nullptr;
 
-  // The one-token tile over row groups of `type` (row_groups.h), or null (optional: other targets
-  // and types read grouped rows through the panel path).
-  RowGroupTileFn (*row_group_tile)(WeightType type) = nullptr;
+  // Decode over row groups (row_groups.h), for the types has_row_group_tile names (optional:
+  // elsewhere grouped rows are read back through the panel path). row_group_tile computes
+  // y[t * y_stride + r] = dot(x row t0 + t, row r of the group), t < mt (<= kRowGroupTokens),
+  // r < 16, with the bits of the target's other tiles, reading the group once; it asks for the
+  // bytes after the group's, up to ahead_end, as it goes.
+  bool (*has_row_group_tile)(WeightType type) = nullptr;
+  void (*row_group_tile)(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
+                         const uint8_t* group, const uint8_t* ahead_end, float* y,
+                         int64_t y_stride) = nullptr;
 
   // UngroupRows (row_groups.h), or a faster equivalent with byte-identical output (null: that
   // function).
@@ -142,7 +145,9 @@ NibbleSplit BestNibbleSplit();
 QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
 
 // The row-group tiles of the AVX-512 target (row_groups_avx512.cpp): Q4_0, Q4_K, Q5_K, else null.
-RowGroupTileFn RowGroupTileAvx512(WeightType type);
+bool HasRowGroupTileAvx512(WeightType type);
+void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
+                        const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
 
 // The interleaved prefill tiles of the AVX-512 target (interleaved_avx512.cpp).

@@ -88,45 +88,62 @@ void ZeroPointSums(const int8_t* xq, int64_t cols, int zero_point, int32_t* sums
   }
 }
 
+// Each tile computes MT tokens (1 to kRowGroupTokens) per read of the group: per block, the
+// codes are taken apart once and each token's sums made from them.
+
 // Q4_0: per block, the four words of codes of the 16 rows, then their 16 scales d.
+template <int MT>
 void Q4_0GroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
-                   const uint8_t* ahead_end, float* y) {
+                   const uint8_t* ahead_end, float* y, int64_t y_stride) {
   constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(BlockQ4_0);
   const int64_t cols = x.cols;
   const int64_t blocks = cols / kQk;
-  const int8_t* xq = x.q + t0 * cols;
-  const float* xd = x.d + t0 * (cols / 16);
-  alignas(64) int32_t zero_point_sums[kMaxRawCols / 16 + 4];
-  ZeroPointSums(xq, cols, 8, zero_point_sums);
+  alignas(64) int32_t zero_point_sums[MT][kMaxRawCols / 16 + 4];
+  for (int t = 0; t < MT; ++t) ZeroPointSums(x.q + (t0 + t) * cols, cols, 8, zero_point_sums[t]);
   StreamAhead<8192, 2048> ahead(group, ahead_end);
   const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512 chains[MT][4];
+  for (auto& token : chains) {
+    for (__m512& chain : token) chain = _mm512_setzero_ps();
+  }
   // Block b's groups 2b and 2b + 1 sit at chain positions 2 (b % 2) and 2 (b % 2) + 1.
-  auto block = [&](int64_t b, __m512& low_chain, __m512& high_chain) {
+  auto block = [&](int64_t b, auto odd) {
+    constexpr int kLow = 2 * decltype(odd)::value;
     const uint8_t* p = group + b * kBlockBytes;
     ahead.Upto(p + kBlockBytes);
-    const int8_t* xb = xq + kQk * b;
-    __m512i low = _mm512_set1_epi32(zero_point_sums[2 * b]);
-    __m512i high = _mm512_set1_epi32(zero_point_sums[2 * b + 1]);
+    __m512i low_codes[4], high_codes[4];
     for (int q = 0; q < 4; ++q) {
       const __m512i v = Vec(p + 64 * q);
-      low = _mm512_dpbusd_epi32(low, _mm512_and_si512(v, nibble), Bytes4(xb + 4 * q));
-      high = _mm512_dpbusd_epi32(high, _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble),
-                                 Bytes4(xb + 16 + 4 * q));
+      low_codes[q] = _mm512_and_si512(v, nibble);
+      high_codes[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256)));
-    low_chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(low),
-                                _mm512_mul_ps(d, _mm512_set1_ps(xd[2 * b])), low_chain);
-    high_chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(high),
-                                 _mm512_mul_ps(d, _mm512_set1_ps(xd[2 * b + 1])), high_chain);
+    Unroll<MT>([&](auto token) {
+      constexpr int t = decltype(token)::value;
+      const int8_t* xb = x.q + (t0 + t) * cols + kQk * b;
+      const float* xd = x.d + (t0 + t) * (cols / 16) + 2 * b;
+      __m512i low = _mm512_set1_epi32(zero_point_sums[t][2 * b]);
+      __m512i high = _mm512_set1_epi32(zero_point_sums[t][2 * b + 1]);
+      for (int q = 0; q < 4; ++q) {
+        low = _mm512_dpbusd_epi32(low, low_codes[q], Bytes4(xb + 4 * q));
+        high = _mm512_dpbusd_epi32(high, high_codes[q], Bytes4(xb + 16 + 4 * q));
+      }
+      chains[t][kLow] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(low),
+                                        _mm512_mul_ps(d, _mm512_set1_ps(xd[0])), chains[t][kLow]);
+      chains[t][kLow + 1] = _mm512_fmadd_ps(
+          _mm512_cvtepi32_ps(high), _mm512_mul_ps(d, _mm512_set1_ps(xd[1])), chains[t][kLow + 1]);
+    });
   };
-  __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
   int64_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
-    block(b, c0, c1);
-    block(b + 1, c2, c3);
+    block(b, std::integral_constant<int, 0>{});
+    block(b + 1, std::integral_constant<int, 1>{});
   }
-  if (b < blocks) block(b, c0, c1);  // a lone last block: groups 0 and 1 only
-  _mm512_storeu_ps(y, _mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)));
+  if (b < blocks) block(b, std::integral_constant<int, 0>{});  // a lone last block: groups 0, 1
+  for (int t = 0; t < MT; ++t) {
+    _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(_mm512_add_ps(chains[t][0], chains[t][1]),
+                                                     _mm512_add_ps(chains[t][2], chains[t][3])));
+  }
 }
 
 // The 6-bit scales and mins of a super-block's 8 sub-blocks from its packed words a (bytes
@@ -159,26 +176,25 @@ inline __m512i ByteOfWords(__m512i v) {
 }
 
 // Q4_K and Q5_K: each super-block's 36 or 44 words, 16 rows each.
-template <typename Block>
+template <typename Block, int MT>
 void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const uint8_t* ahead_end,
-                float* y) {
+                float* y, int64_t y_stride) {
   constexpr bool kFifthBits = std::is_same_v<Block, BlockQ5_K>;
   constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(Block);
   constexpr int kCodeWord = offsetof(Block, qs) / 4;
   static_assert(offsetof(Block, d) == 0 && offsetof(Block, scales) == 4 && kKScaleBytes == 12);
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
-  const int8_t* xq = x.q + t0 * cols;
-  const float* xd = x.d + t0 * (cols / 16);
-  const float* x_sums = x.sum + t0 * (cols / 32);
   StreamAhead<8192, 0> ahead(group, ahead_end);
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   const __m512i fifth = _mm512_set1_epi8(0x10);
-  __m512 chains[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                      _mm512_setzero_ps()};
-  // MinsDot's partial sums: min_sums[l] holds sub-blocks l, l + 16, ...
-  __m512 min_sums[16];
-  for (__m512& sum : min_sums) sum = _mm512_setzero_ps();
+  __m512 chains[MT][4];
+  // MinsDot's partial sums: min_sums[t][l] holds sub-blocks l, l + 16, ...
+  __m512 min_sums[MT][16];
+  for (int t = 0; t < MT; ++t) {
+    for (__m512& chain : chains[t]) chain = _mm512_setzero_ps();
+    for (__m512& sum : min_sums[t]) sum = _mm512_setzero_ps();
+  }
   for (int64_t sb = 0; sb < supers; ++sb) {
     const uint8_t* p = group + sb * kBlockBytes;
     ahead.Upto(p + kBlockBytes);
@@ -186,76 +202,95 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
     const __m512i head = word(0);
     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
     const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
-    const __m512i a = word(1), b = word(2), c = word(3);
-    const float* span_xd = xd + sb * 16;
-    const float* span_sums = x_sums + sb * 8;
-    __m512* span_min_sums = min_sums + 8 * (sb & 1);
-    __m512 scales[8];
-    const PackedScales packed = UnpackScaleBytes(a, b, c);
-    Unroll<8>([&](auto sub) {
-      constexpr int s = decltype(sub)::value;
-      const __m512i scale = ByteOfWords<s % 4>(packed.scales[s / 4]);
-      const __m512i min = ByteOfWords<s % 4>(packed.mins[s / 4]);
-      scales[s] = _mm512_mul_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(scale)),
-                                _mm512_set1_ps(span_xd[2 * s]));
-      // fma(-(dmin m), x_sum, acc) as MinsDot makes it: the negation is exact.
-      span_min_sums[s] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(min)),
-                                          _mm512_set1_ps(span_sums[s]), span_min_sums[s]);
-    });
-    // Chunk j: sub-blocks 2j (low nibbles: groups 4j, 4j + 1) and 2j + 1 (high: 4j + 2, 4j + 3).
-    Unroll<4>([&](auto chunk) {
-      constexpr int j = decltype(chunk)::value;
-      const int8_t* xc = xq + sb * kQkK + 64 * j;
-      __m512i sums[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
-                         _mm512_setzero_si512()};
-      for (int u = 0; u < 8; ++u) {
-        const __m512i v = word(kCodeWord + 8 * j + u);
-        const __m512i low_x = Bytes4(xc + 4 * u), high_x = Bytes4(xc + 32 + 4 * u);
-        if constexpr (kFifthBits) {
-          // Bit 2j (low) or 2j + 1 (high) of qh[l] as bit 4, by byte masks (no shifts: the
-          // shift port is the busiest).
-          const __m512i qh = word(offsetof(BlockQ5_K, qh) / 4 + u);
-          const __mmask64 low_fifth = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(1 << (2 * j)));
-          const __mmask64 high_fifth =
-              _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << (2 * j))));
-          const __m512i low = _mm512_and_si512(v, nibble);
-          const __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
-          sums[u / 4] = _mm512_dpbusd_epi32(
-              sums[u / 4], _mm512_mask_add_epi8(low, low_fifth, low, fifth), low_x);
-          sums[2 + u / 4] = _mm512_dpbusd_epi32(
-              sums[2 + u / 4], _mm512_mask_add_epi8(high, high_fifth, high, fifth), high_x);
-        } else {
-          // The high nibbles in place: 16 x their sum, divided below (exact).
-          sums[u / 4] = _mm512_dpbusd_epi32(sums[u / 4], _mm512_and_si512(v, nibble), low_x);
-          sums[2 + u / 4] =
-              _mm512_dpbusd_epi32(sums[2 + u / 4], _mm512_andnot_si512(nibble, v), high_x);
+    const PackedScales packed = UnpackScaleBytes(word(1), word(2), word(3));
+    Unroll<MT>([&](auto token) {
+      constexpr int t = decltype(token)::value;
+      const float* span_xd = x.d + (t0 + t) * (cols / 16) + sb * 16;
+      const float* span_sums = x.sum + (t0 + t) * (cols / 32) + sb * 8;
+      __m512* span_min_sums = min_sums[t] + 8 * (sb & 1);
+      // The products of UnpackBlocks, d * scale and dmin * min, per sub-block (again per token:
+      // fewer registers held across the tokens).
+      __m512 scales[8];
+      Unroll<8>([&](auto sub) {
+        constexpr int s = decltype(sub)::value;
+        const __m512 scale = _mm512_cvtepi32_ps(ByteOfWords<s % 4>(packed.scales[s / 4]));
+        const __m512 min = _mm512_cvtepi32_ps(ByteOfWords<s % 4>(packed.mins[s / 4]));
+        scales[s] = _mm512_mul_ps(_mm512_mul_ps(d, scale), _mm512_set1_ps(span_xd[2 * s]));
+        // fma(-(dmin m), x_sum, acc) as MinsDot makes it: the negation is exact.
+        span_min_sums[s] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, min), _mm512_set1_ps(span_sums[s]),
+                                            span_min_sums[s]);
+      });
+      // Chunk j: sub-blocks 2j (low nibbles: groups 4j, 4j + 1) and 2j + 1 (high: 4j + 2, 4j + 3).
+      Unroll<4>([&](auto chunk) {
+        constexpr int j = decltype(chunk)::value;
+        const int8_t* xc = x.q + (t0 + t) * cols + sb * kQkK + 64 * j;
+        __m512i sums[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                           _mm512_setzero_si512()};
+        for (int u = 0; u < 8; ++u) {
+          const __m512i v = word(kCodeWord + 8 * j + u);
+          const __m512i low_x = Bytes4(xc + 4 * u), high_x = Bytes4(xc + 32 + 4 * u);
+          if constexpr (kFifthBits) {
+            // Bit 2j (low) or 2j + 1 (high) of qh[l] as bit 4, by byte masks (no shifts: the
+            // shift port is the busiest).
+            const __m512i qh = word(offsetof(BlockQ5_K, qh) / 4 + u);
+            const __mmask64 low_fifth = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(1 << (2 * j)));
+            const __mmask64 high_fifth =
+                _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << (2 * j))));
+            const __m512i low = _mm512_and_si512(v, nibble);
+            const __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+            sums[u / 4] = _mm512_dpbusd_epi32(
+                sums[u / 4], _mm512_mask_add_epi8(low, low_fifth, low, fifth), low_x);
+            sums[2 + u / 4] = _mm512_dpbusd_epi32(
+                sums[2 + u / 4], _mm512_mask_add_epi8(high, high_fifth, high, fifth), high_x);
+          } else {
+            // The high nibbles in place: 16 x their sum, divided below (exact).
+            sums[u / 4] = _mm512_dpbusd_epi32(sums[u / 4], _mm512_and_si512(v, nibble), low_x);
+            sums[2 + u / 4] =
+                _mm512_dpbusd_epi32(sums[2 + u / 4], _mm512_andnot_si512(nibble, v), high_x);
+          }
         }
-      }
-      if constexpr (!kFifthBits) {
-        sums[2] = _mm512_srai_epi32(sums[2], 4);
-        sums[3] = _mm512_srai_epi32(sums[3], 4);
-      }
-      for (int k = 0; k < 4; ++k) {
-        chains[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[k]), scales[2 * j + k / 2], chains[k]);
-      }
+        if constexpr (!kFifthBits) {
+          sums[2] = _mm512_srai_epi32(sums[2], 4);
+          sums[3] = _mm512_srai_epi32(sums[3], 4);
+        }
+        for (int k = 0; k < 4; ++k) {
+          chains[t][k] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[k]), scales[2 * j + k / 2], chains[t][k]);
+        }
+      });
     });
   }
-  // MinsDot's masked last step adds +0 to the lanes past the row's sub-blocks.
   const int64_t sub_blocks = cols / 32;
-  if (sub_blocks % 16 != 0) {
-    for (int64_t l = sub_blocks % 16; l < 16; ++l) {
-      min_sums[l] = _mm512_add_ps(min_sums[l], _mm512_setzero_ps());
+  for (int t = 0; t < MT; ++t) {
+    // MinsDot's masked last step adds +0 to the lanes past the row's sub-blocks.
+    if (sub_blocks % 16 != 0) {
+      for (int64_t l = sub_blocks % 16; l < 16; ++l) {
+        min_sums[t][l] = _mm512_add_ps(min_sums[t][l], _mm512_setzero_ps());
+      }
     }
+    // HorizontalSum's tree: 8 apart, 4 apart, 2 apart, then neighbours.
+    __m512 eight[8], four[4];
+    for (int i = 0; i < 8; ++i) eight[i] = _mm512_add_ps(min_sums[t][i], min_sums[t][i + 8]);
+    for (int i = 0; i < 4; ++i) four[i] = _mm512_add_ps(eight[i], eight[i + 4]);
+    const __m512 mins_dot =
+        _mm512_add_ps(_mm512_add_ps(four[0], four[2]), _mm512_add_ps(four[1], four[3]));
+    const __m512 totals = _mm512_add_ps(_mm512_add_ps(chains[t][0], chains[t][1]),
+                                        _mm512_add_ps(chains[t][2], chains[t][3]));
+    _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(totals, mins_dot));
   }
-  // HorizontalSum's tree: 8 apart, 4 apart, 2 apart, then neighbours.
-  __m512 eight[8], four[4];
-  for (int i = 0; i < 8; ++i) eight[i] = _mm512_add_ps(min_sums[i], min_sums[i + 8]);
-  for (int i = 0; i < 4; ++i) four[i] = _mm512_add_ps(eight[i], eight[i + 4]);
-  const __m512 mins_dot =
-      _mm512_add_ps(_mm512_add_ps(four[0], four[2]), _mm512_add_ps(four[1], four[3]));
-  const __m512 totals =
-      _mm512_add_ps(_mm512_add_ps(chains[0], chains[1]), _mm512_add_ps(chains[2], chains[3]));
-  _mm512_storeu_ps(y, _mm512_add_ps(totals, mins_dot));
+}
+
+template <int MT>
+void GroupTile(WeightType type, const QuantizedRows& x, int64_t t0, const uint8_t* group,
+               const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  switch (type) {
+    case WeightType::kQ4_0:
+      return Q4_0GroupTile<MT>(x, t0, group, ahead_end, y, y_stride);
+    case WeightType::kQ4_K:
+      return KGroupTile<BlockQ4_K, MT>(x, t0, group, ahead_end, y, y_stride);
+    default:
+      return KGroupTile<BlockQ5_K, MT>(x, t0, group, ahead_end, y, y_stride);
+  }
 }
 
 // Transposes 16 rows' words: in[i] lane r holds word i of row r (i < n, the rest taken as 0);
@@ -335,16 +370,22 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
   }
 }
 
-RowGroupTileFn RowGroupTileAvx512(WeightType type) {
-  switch (type) {
-    case WeightType::kQ4_0:
-      return Q4_0GroupTile;
-    case WeightType::kQ4_K:
-      return KGroupTile<BlockQ4_K>;
-    case WeightType::kQ5_K:
-      return KGroupTile<BlockQ5_K>;
+bool HasRowGroupTileAvx512(WeightType type) {
+  return type == WeightType::kQ4_0 || type == WeightType::kQ4_K || type == WeightType::kQ5_K;
+}
+
+void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
+                        const uint8_t* group, const uint8_t* ahead_end, float* y,
+                        int64_t y_stride) {
+  switch (mt) {
+    case 1:
+      return GroupTile<1>(type, x, t0, group, ahead_end, y, y_stride);
+    case 2:
+      return GroupTile<2>(type, x, t0, group, ahead_end, y, y_stride);
+    case 3:
+      return GroupTile<3>(type, x, t0, group, ahead_end, y, y_stride);
     default:
-      return nullptr;
+      return GroupTile<4>(type, x, t0, group, ahead_end, y, y_stride);
   }
 }
 

@@ -129,7 +129,7 @@ TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
           std::fill(x.begin(), x.begin() + 64, 0.0f);  // zero blocks: signed zeros kept
           for (int threads : {1, 2, 3}) {
             ThreadPool pool(threads);
-            for (int64_t batch : {int64_t{1}, int64_t{2}, tokens}) {
+            for (int64_t batch : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, tokens}) {
               std::vector<float> stored(batch * rows, std::nanf("")), read(batch * rows);
               MatMulOnTarget(target, w.view, x.data(), batch, stored.data(), pool);
               MatMulOnTarget(target, grouped, x.data(), batch, read.data(), pool);
