@@ -5,10 +5,11 @@
 //   for each thread's range of rows (or of tokens, when rows are too few to share):
 //     decode (tokens <= one token tile): tiles read rows in place (float types widen in
 //       registers; quantized tiles unpack 512 columns at a time, or a small panel on targets
-//       without a raw tile)
+//       without a raw tile; matrices in row groups, row_groups.h, by the row-group tile, 16
+//       rows per call)
 //     prefill: for each panel of `panel_rows` rows (~192 KiB, L2): unpack / widen once into
 //       padded rows (quantized, on targets with interleaved tiles: then rearranged into blocks
-//       of kInterleavedRows), then for each tile of tokens, for each tile of rows: the tile kernel
+//       of kInterleavedRows; grouped rows are first read back a group at a time), then for each tile of tokens, for each tile of rows: the tile kernel
 //
 // Every output is computed by one tile call over the whole reduction, with an operation sequence
 // that does not depend on the tile's size or on where its weights were read from, so the split

@@ -1,5 +1,6 @@
-// One-token tiles for AVX-512 over rows in the row-group layout (row_groups.h): Q4_0, Q4_K and
-// Q5_K, the 4-bit types whose four-row decode tiles stayed below the speed memory answers at.
+// Decode tiles (1 to 4 tokens) for AVX-512 over rows in the row-group layout (row_groups.h):
+// Q4_0, Q4_K and Q5_K, the 4-bit types whose four-row decode tiles stayed below the speed memory
+// answers at; and the AVX-512 reader of groups back into stored rows.
 //
 // A 64-byte vector of a group holds 4 codes of each of 16 rows (row r in lane r), so one dot
 // product with the token's 4 bytes broadcast adds 4 products to each of 16 rows, and 4 of them
