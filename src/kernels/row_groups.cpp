@@ -5,8 +5,10 @@
 
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include "core/error.h"
+#include "kernels/quant_blocks.h"
 
 namespace reprise::kernels {
 
@@ -73,6 +75,43 @@ void ForEachPiece(WeightType type, int64_t cols, const Move& move) {
   }
 }
 
+// Q5_K's fifth bits: the 8 words of qh of a block's 16 rows, laid out as pieces (vector u: byte
+// 4 r + i = qh[4 u + i] of row r), turned into the masks at Q5KFifthBitMask and back.
+constexpr int64_t kQ5KFifthBitsAt = 4 * 64;  // after the head's four vectors
+constexpr int kQ5KQhWords = 8;
+
+void Q5KWordsToMasks(uint8_t* region) {
+  uint8_t words[kQ5KQhWords * 64];
+  std::memcpy(words, region, sizeof(words));
+  for (int j = 0; j < 4; ++j) {
+    for (int u = 0; u < kQ5KQhWords; ++u) {
+      for (int half = 0; half < 2; ++half) {
+        uint64_t mask = 0;
+        for (int p = 0; p < 64; ++p) {
+          mask |= static_cast<uint64_t>((words[64 * u + p] >> (2 * j + half)) & 1) << p;
+        }
+        std::memcpy(region + Q5KFifthBitMask(j, u, half), &mask, sizeof(mask));
+      }
+    }
+  }
+}
+
+void Q5KMasksToWords(uint8_t* region) {
+  uint8_t words[kQ5KQhWords * 64] = {};
+  for (int j = 0; j < 4; ++j) {
+    for (int u = 0; u < kQ5KQhWords; ++u) {
+      for (int half = 0; half < 2; ++half) {
+        uint64_t mask;
+        std::memcpy(&mask, region + Q5KFifthBitMask(j, u, half), sizeof(mask));
+        for (int p = 0; p < 64; ++p) {
+          words[64 * u + p] |= static_cast<uint8_t>(((mask >> p) & 1) << (2 * j + half));
+        }
+      }
+    }
+  }
+  std::memcpy(region, words, sizeof(words));
+}
+
 }  // namespace
 
 bool HasRowGroupLayout(WeightType type) { return PiecesOf(type) != nullptr; }
@@ -82,10 +121,23 @@ void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out)
   ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     std::memcpy(out + in_group, rows + r * row_bytes + in_row, static_cast<size_t>(bytes));
   });
+  if (type == WeightType::kQ5_K) {
+    for (int64_t b = 0; b < cols / kQkK; ++b) {
+      Q5KWordsToMasks(out + b * kRowGroupRows * sizeof(BlockQ5_K) + kQ5KFifthBitsAt);
+    }
+  }
 }
 
 void UngroupRows(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  std::vector<uint8_t> words;  // Q5_K: the group with its fifth bits as words again
+  if (type == WeightType::kQ5_K) {
+    words.assign(group, group + kRowGroupRows * row_bytes);
+    for (int64_t b = 0; b < cols / kQkK; ++b) {
+      Q5KMasksToWords(words.data() + b * kRowGroupRows * sizeof(BlockQ5_K) + kQ5KFifthBitsAt);
+    }
+    group = words.data();
+  }
   ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     std::memcpy(out + r * row_bytes + in_row, group + in_group, static_cast<size_t>(bytes));
   });
@@ -99,11 +151,10 @@ void UngroupRow(WeightType type, const uint8_t* data, int64_t rows, int64_t cols
     std::memcpy(out, data + row * row_bytes, static_cast<size_t>(row_bytes));
     return;
   }
-  const uint8_t* first = data + group * kRowGroupRows * row_bytes;
-  const int wanted = static_cast<int>(row % kRowGroupRows);
-  ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
-    if (r == wanted) std::memcpy(out + in_row, first + in_group, static_cast<size_t>(bytes));
-  });
+  std::vector<uint8_t> stored(static_cast<size_t>(kRowGroupRows * row_bytes));
+  UngroupRows(type, data + group * kRowGroupRows * row_bytes, cols, stored.data());
+  std::memcpy(out, stored.data() + (row % kRowGroupRows) * row_bytes,
+              static_cast<size_t>(row_bytes));
 }
 
 }  // namespace reprise::kernels

@@ -7,7 +7,10 @@
 // ranges stay contiguous and any row's group is found by its index), ordered block by block, and
 // within a block piece by piece: the 16 rows' copies of a piece side by side. A block's pieces
 // are 4-byte words (Q4_K: 36, Q5_K: 44), or, for Q4_0's 18-byte blocks, the four words of codes
-// then the 16-bit scale. Rows past the last whole group stay as stored.
+// then the 16-bit scale. Q5_K's eight words of fifth bits (qh) are then recoded, bit for bit, as
+// the masks its tile applies: 64 bits per code word u of chunk j and half (low nibbles: sub-block
+// 2j, high: 2j + 1), bit 4 r + i the fifth bit of row r's byte i (Q5KFifthBitMask). Rows past the
+// last whole group stay as stored.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +21,10 @@
 namespace reprise::kernels {
 
 inline constexpr int kRowGroupRows = 16;
+
+// Where, from the start of its fifth-bit region (the block's 512 bytes after the four head
+// vectors), a Q5_K group block keeps the mask of code word u (0-7) of chunk j (0-3), half 0 or 1.
+constexpr int64_t Q5KFifthBitMask(int j, int u, int half) { return 8 * (2 * (8 * j + u) + half); }
 
 // Whether `type` has a row-group layout (Q4_0, Q4_K, Q5_K).
 bool HasRowGroupLayout(WeightType type);

@@ -12,9 +12,11 @@
 //
 // On an Emerald Rapids core the shift port limited them, as it limits the four-row tiles: the
 // K-quants' 6-bit scales are taken apart by byte shuffles, Q4_K's high nibbles are used in place
-// (16 x their sum, divided once per group) and Q5_K's fifth bits set by byte masks. Measured by
-// `reprise bench kernels -t 2` (2 threads, share of the streaming-read bandwidth), against the
-// four-row tiles: Q4_0 83% -> 91%, Q4_K 79% -> 86-88%, Q5_K 80% -> 84-86%.
+// (16 x their sum, divided once per group) and Q5_K's fifth bits set by masks the layout keeps
+// ready (loaded, where testing qh's bits took two shuffle-port operations per code vector: 84.7%
+// -> 85.6% of the bandwidth, means of three paired runs). Measured by `reprise bench kernels -t 2`
+// (2 threads, share of the streaming-read bandwidth), against the four-row tiles: Q4_0 83% ->
+// 91%, Q4_K 79% -> 86-88%, Q5_K 80% -> 85-86.5%.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -176,6 +178,13 @@ inline __m512i ByteOfWords(__m512i v) {
       v, _mm512_set4_epi32(kZero | (12 + t), kZero | (8 + t), kZero | (4 + t), kZero | t));
 }
 
+// The Q5_K group block at p's mask for code word u of chunk j, half 0 (low nibbles) or 1.
+inline __mmask64 FifthBits(const uint8_t* p, int j, int u, int half) {
+  uint64_t mask;
+  std::memcpy(&mask, p + 4 * 64 + Q5KFifthBitMask(j, u, half), sizeof(mask));
+  return mask;
+}
+
 // Q4_K and Q5_K: each super-block's 36 or 44 words, 16 rows each.
 template <typename Block, int MT>
 void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const uint8_t* ahead_end,
@@ -231,12 +240,10 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
           const __m512i v = word(kCodeWord + 8 * j + u);
           const __m512i low_x = Bytes4(xc + 4 * u), high_x = Bytes4(xc + 32 + 4 * u);
           if constexpr (kFifthBits) {
-            // Bit 2j (low) or 2j + 1 (high) of qh[l] as bit 4, by byte masks (no shifts: the
-            // shift port is the busiest).
-            const __m512i qh = word(offsetof(BlockQ5_K, qh) / 4 + u);
-            const __mmask64 low_fifth = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(1 << (2 * j)));
-            const __mmask64 high_fifth =
-                _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << (2 * j))));
+            // Bit 2j (low) or 2j + 1 (high) of qh[l] as bit 4, by the masks the layout keeps
+            // (no shifts: the shift port is the busiest; no tests: the shuffle port the next).
+            const __mmask64 low_fifth = FifthBits(p, j, u, 0);
+            const __mmask64 high_fifth = FifthBits(p, j, u, 1);
             const __m512i low = _mm512_and_si512(v, nibble);
             const __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
             sums[u / 4] = _mm512_dpbusd_epi32(
@@ -360,12 +367,22 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
   const int words = static_cast<int>(block_bytes / 4);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = group + b * kRowGroupRows * block_bytes;
+    // Q5_K's words 4-11 (qh) from the fifth-bit masks: bit k of byte 4 r + i of word 4 + u is
+    // mask (j, u, half) bit 4 r + i, k = 2 j + half.
+    const auto word = [&](int i) {
+      if (type != WeightType::kQ5_K || i < 4 || i >= 12) return Vec(p + 64 * i);
+      __m512i qh = _mm512_setzero_si512();
+      for (int k = 0; k < 8; ++k) {
+        qh =
+            _mm512_or_si512(qh, _mm512_maskz_mov_epi8(FifthBits(p, k / 2, i - 4, k % 2),
+                                                      _mm512_set1_epi8(static_cast<char>(1 << k))));
+      }
+      return qh;
+    };
     for (int first = 0; first < words; first += 16) {
       const int n = std::min(16, words - first);
       __m512i in[16];
-      for (int i = 0; i < 16; ++i) {
-        in[i] = i < n ? Vec(p + 64 * (first + i)) : _mm512_setzero_si512();
-      }
+      for (int i = 0; i < 16; ++i) in[i] = i < n ? word(first + i) : _mm512_setzero_si512();
       StoreTransposed(in, n, out + b * block_bytes + 4 * first, row_bytes);
     }
   }
