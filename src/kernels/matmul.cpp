@@ -9,7 +9,8 @@
 //       rows per call)
 //     prefill: for each panel of `panel_rows` rows (~192 KiB, L2): unpack / widen once into
 //       padded rows (quantized, on targets with interleaved tiles: then rearranged into blocks
-//       of kInterleavedRows; grouped rows are first read back a group at a time), then for each tile of tokens, for each tile of rows: the tile kernel
+//       of kInterleavedRows; grouped rows are first read back a group at a time), then for
+//       each tile of tokens, for each tile of rows: the tile kernel
 //
 // Every output is computed by one tile call over the whole reduction, with an operation sequence
 // that does not depend on the tile's size or on where its weights were read from, so the split

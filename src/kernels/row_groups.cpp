@@ -75,14 +75,14 @@ void ForEachPiece(WeightType type, int64_t cols, const Move& move) {
   }
 }
 
-// Q5_K's fifth bits: the 8 words of qh of a block's 16 rows, laid out as pieces (vector u: byte
-// 4 r + i = qh[4 u + i] of row r), turned into the masks at Q5KFifthBitMask and back.
-constexpr int64_t kQ5KFifthBitsAt = 4 * 64;  // after the head's four vectors
+// Q5_K's fifth bits in a group block: the 8 words of qh of its 16 rows, laid out as pieces at
+// kQ5KFifthBitsAt (vector u: byte 4 r + i = qh[4 u + i] of row r), turned into the masks at
+// Q5KFifthBitMask and back.
 constexpr int kQ5KQhWords = 8;
 
-void Q5KWordsToMasks(uint8_t* region) {
+void Q5KWordsToMasks(uint8_t* block) {
   uint8_t words[kQ5KQhWords * 64];
-  std::memcpy(words, region, sizeof(words));
+  std::memcpy(words, block + kQ5KFifthBitsAt, sizeof(words));
   for (int j = 0; j < 4; ++j) {
     for (int u = 0; u < kQ5KQhWords; ++u) {
       for (int half = 0; half < 2; ++half) {
@@ -90,26 +90,26 @@ void Q5KWordsToMasks(uint8_t* region) {
         for (int p = 0; p < 64; ++p) {
           mask |= static_cast<uint64_t>((words[64 * u + p] >> (2 * j + half)) & 1) << p;
         }
-        std::memcpy(region + Q5KFifthBitMask(j, u, half), &mask, sizeof(mask));
+        std::memcpy(block + Q5KFifthBitMask(j, u, half), &mask, sizeof(mask));
       }
     }
   }
 }
 
-void Q5KMasksToWords(uint8_t* region) {
+void Q5KMasksToWords(uint8_t* block) {
   uint8_t words[kQ5KQhWords * 64] = {};
   for (int j = 0; j < 4; ++j) {
     for (int u = 0; u < kQ5KQhWords; ++u) {
       for (int half = 0; half < 2; ++half) {
         uint64_t mask;
-        std::memcpy(&mask, region + Q5KFifthBitMask(j, u, half), sizeof(mask));
+        std::memcpy(&mask, block + Q5KFifthBitMask(j, u, half), sizeof(mask));
         for (int p = 0; p < 64; ++p) {
           words[64 * u + p] |= static_cast<uint8_t>(((mask >> p) & 1) << (2 * j + half));
         }
       }
     }
   }
-  std::memcpy(region, words, sizeof(words));
+  std::memcpy(block + kQ5KFifthBitsAt, words, sizeof(words));
 }
 
 }  // namespace
@@ -123,7 +123,7 @@ void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out)
   });
   if (type == WeightType::kQ5_K) {
     for (int64_t b = 0; b < cols / kQkK; ++b) {
-      Q5KWordsToMasks(out + b * kRowGroupRows * sizeof(BlockQ5_K) + kQ5KFifthBitsAt);
+      Q5KWordsToMasks(out + b * kRowGroupRows * sizeof(BlockQ5_K));
     }
   }
 }
@@ -134,7 +134,7 @@ void UngroupRows(WeightType type, const uint8_t* group, int64_t cols, uint8_t* o
   if (type == WeightType::kQ5_K) {
     words.assign(group, group + kRowGroupRows * row_bytes);
     for (int64_t b = 0; b < cols / kQkK; ++b) {
-      Q5KMasksToWords(words.data() + b * kRowGroupRows * sizeof(BlockQ5_K) + kQ5KFifthBitsAt);
+      Q5KMasksToWords(words.data() + b * kRowGroupRows * sizeof(BlockQ5_K));
     }
     group = words.data();
   }

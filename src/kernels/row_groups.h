@@ -22,9 +22,12 @@ namespace reprise::kernels {
 
 inline constexpr int kRowGroupRows = 16;
 
-// Where, from the start of its fifth-bit region (the block's 512 bytes after the four head
-// vectors), a Q5_K group block keeps the mask of code word u (0-7) of chunk j (0-3), half 0 or 1.
-constexpr int64_t Q5KFifthBitMask(int j, int u, int half) { return 8 * (2 * (8 * j + u) + half); }
+// Where a Q5_K group block keeps the fifth-bit mask of code word u (0-7) of chunk j (0-3), half 0
+// or 1: in the 512 bytes after the four head vectors, where its qh words would be.
+inline constexpr int64_t kQ5KFifthBitsAt = 4 * 64;
+constexpr int64_t Q5KFifthBitMask(int j, int u, int half) {
+  return kQ5KFifthBitsAt + 8 * (2 * (8 * j + u) + half);
+}
 
 // Whether `type` has a row-group layout (Q4_0, Q4_K, Q5_K).
 bool HasRowGroupLayout(WeightType type);

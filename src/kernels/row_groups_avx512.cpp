@@ -181,7 +181,7 @@ inline __m512i ByteOfWords(__m512i v) {
 // The Q5_K group block at p's mask for code word u of chunk j, half 0 (low nibbles) or 1.
 inline __mmask64 FifthBits(const uint8_t* p, int j, int u, int half) {
   uint64_t mask;
-  std::memcpy(&mask, p + 4 * 64 + Q5KFifthBitMask(j, u, half), sizeof(mask));
+  std::memcpy(&mask, p + Q5KFifthBitMask(j, u, half), sizeof(mask));
   return mask;
 }
 

@@ -127,10 +127,7 @@ void Model::ArrangeMatrices() {
   const kernels::CpuTarget target = kernels::BestCpuTarget();
   std::vector<WeightView*> views;
   for (LayerWeights& layer : layers_) {
-    for (WeightView* w :
-         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
-      views.push_back(w);
-    }
+    for (WeightView* w : layer.Matrices()) views.push_back(w);
   }
   // Not the token embedding: its rows are looked up one by one. Nor the output matrix when it is
   // the embedding.
@@ -167,10 +164,7 @@ size_t Model::DecodeWeightBytes() const {
     bytes += floats(layer.attn_norm, c.embedding_length) +
              floats(layer.ffn_norm, c.embedding_length) + floats(layer.bq, q_dim) +
              floats(layer.bk, kv_dim) + floats(layer.bv, kv_dim);
-    for (const kernels::WeightView* w :
-         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
-      bytes += matrix(*w);
-    }
+    for (const kernels::WeightView* w : layer.Matrices()) bytes += matrix(*w);
   }
   return bytes;
 }

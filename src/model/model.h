@@ -2,6 +2,7 @@
 // batch of tokens from many sequences that reads and writes K/V through block tables.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -27,6 +28,14 @@ struct LayerWeights {
   const float* bv = nullptr;  // [kv_dim]
   const float* ffn_norm = nullptr;           // [n_embd]
   kernels::WeightView w_gate, w_up, w_down;  // [n_ff][n_embd] x2, [n_embd][n_ff]
+
+  // The layer's seven matrices.
+  std::array<kernels::WeightView*, 7> Matrices() {
+    return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down};
+  }
+  std::array<const kernels::WeightView*, 7> Matrices() const {
+    return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down};
+  }
 };
 
 // A digest of everything in a model file that determines KV values (metadata, tensor table and
