@@ -85,6 +85,7 @@ inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, i
     }
     state.running_max[r] = new_max;
     state.running_sum[r] = state.running_sum[r] * correction + HorizontalSum(sums);
+    if (correction == 1.0f) continue;  // the max held: acc * 1 is acc
     float* acc = state.out_rows[r];
     const __m512 c = _mm512_set1_ps(correction);
     for (int d = 0; d < head_dim; d += 16) {

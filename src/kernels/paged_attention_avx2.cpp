@@ -70,7 +70,7 @@ constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 2;  //   8-wide chunks of V accumulated in registers
 
 // Scores of kRows query rows (the rows present: a group of 3 heads computes no padded fourth
-// one) for one chunk of 8 slots: out[i * out_stride + s] = scale * sum. keys(d) gives key
+// one) for one chunk of 8 slots: out[i * out_stride + s] = scale * sum. keys(d, 0) gives key
 // dimension d of the chunk's slots. A row's sums are its own whatever tile it is in.
 template <int kRows, typename Keys, typename EachPair>
 inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows, int head_dim,
@@ -78,11 +78,11 @@ inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows,
                                                      float scale, float* out, int out_stride) {
   const float* rows[kRows];
   for (int i = 0; i < kRows; ++i) rows[i] = q_rows[i];
-  __m256 sums[kRows];
+  __m256 sums[kRows][1];
   ScoreRowTile<Lanes8>(rows, head_dim, keys, each_pair, sums);
   const __m256 scale8 = _mm256_set1_ps(scale);
   for (int i = 0; i < kRows; ++i)
-    _mm256_store_ps(out + i * out_stride, _mm256_mul_ps(sums[i], scale8));
+    _mm256_store_ps(out + i * out_stride, _mm256_mul_ps(sums[i][0], scale8));
 }
 
 // The value pass of one block for the kRows rows from r0 (the rows present):
@@ -202,10 +202,10 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       };
       if (stage_keys) {
         NoLines no_lines;
-        score_rows([&](int d) { return _mm256_load_ps(kt[d]); }, no_lines);
+        score_rows([&](int d, int) { return _mm256_load_ps(kt[d]); }, no_lines);
       } else {
         // Captured by value: the loop then keeps them in registers.
-        auto stored_keys = [k_plane, column_bytes, j0, count](int d) {
+        auto stored_keys = [k_plane, column_bytes, j0, count](int d, int) {
           return LoadRow<kType>(k_plane + d * column_bytes, j0, count);
         };
         ScoreStoredKeys<8, KvElementBytes(kType)>(score_rows, stored_keys, next_k, next_v, j0,

@@ -5,7 +5,7 @@
 //
 //   for each softmax span (kSoftmaxSpanPositions positions in whole blocks) in order:
 //     s[g][j] = scale * (even + odd), the fused sums of q[g][d] * k[j][d] over even and odd d,
-//     16 slots j at once from each block's keys, stored transposed ([head_dim][block_size])
+//     16 or 32 slots j at once from the blocks' keys, stored transposed ([head_dim][block_size])
 //     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (the sum lane-wise
 //     over 16-slot chunks, then HorizontalSum; both exps by one fixed polynomial, ExpNonPositive)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
@@ -42,16 +42,17 @@ inline __m512 LoadRow(const uint8_t* row, int offset, __mmask16 mask) {
   }
 }
 
-// Keys of up to 16 slots from j0 on, widened to f32 rows: kt[d][s] = k[j0 + s][d] for s < count,
-// 0 for the other slots (never read from storage). Keys are stored transposed (PagedKv), so this
-// is a plain copy or widening, done once when several row tiles read the same keys.
-//   k_plane: [head_dim][block_size] stored keys; kt: [head_dim][16]
+// Keys of up to 16 slots from j0 on, widened to f32 rows: kt[d * kt_stride + s] = k[j0 + s][d]
+// for s < count, 0 for the other slots of the 16 (never read from storage). Keys are stored
+// transposed (PagedKv), so this is a plain copy or widening, done once when several row tiles
+// read the same keys.
+//   k_plane: [head_dim][block_size] stored keys; kt: [head_dim][kt_stride]
 template <KvType kType>
 inline void WidenKeys(const uint8_t* k_plane, size_t column_bytes, int j0, int count, int head_dim,
-                      float* kt) {
+                      float* kt, int kt_stride) {
   const __mmask16 mask = ChunkMask(count, 0);
   for (int d = 0; d < head_dim; ++d) {
-    _mm512_store_ps(kt + d * 16, LoadRow<kType>(k_plane + d * column_bytes, j0, mask));
+    _mm512_store_ps(kt + d * kt_stride, LoadRow<kType>(k_plane + d * column_bytes, j0, mask));
   }
 }
 
@@ -66,26 +67,59 @@ struct Lanes16 {
   static Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
 };
 // Scores of kRows query rows (the rows present: a group of 3 heads computes no padded fourth
-// one) for one chunk of up to 16 slots: out[i * kScoreStride + s] = scale * sum, under `mask`.
-// keys(d) gives key dimension d of the chunk's slots. A row's sums are its own whatever tile it
-// is in, so the tiling never changes its bits.
-template <int kRows, typename Keys, typename EachPair>
+// one) for kChunks chunks of up to 16 slots: out[i * kScoreStride + 16 * c + s] = scale * sum,
+// under masks[c]. keys(d, c) gives key dimension d of chunk c's slots. A row's sums are its own
+// whatever tile it is in, so the tiling never changes its bits.
+template <int kRows, int kChunks, typename Keys, typename EachPair>
 inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows, int head_dim,
                                                      const Keys& keys, EachPair& each_pair,
-                                                     float scale, __mmask16 mask, float* out) {
+                                                     float scale, const __mmask16 (&masks)[kChunks],
+                                                     float* out) {
   const float* rows[kRows];
   for (int i = 0; i < kRows; ++i) rows[i] = q_rows[i];
-  __m512 sums[kRows];
+  __m512 sums[kRows][kChunks];
   ScoreRowTile<Lanes16>(rows, head_dim, keys, each_pair, sums);
   const __m512 scale16 = _mm512_set1_ps(scale);
   for (int i = 0; i < kRows; ++i) {
-    _mm512_mask_storeu_ps(out + i * kScoreStride, mask, _mm512_mul_ps(sums[i], scale16));
+    for (int c = 0; c < kChunks; ++c) {
+      _mm512_mask_storeu_ps(out + i * kScoreStride + 16 * c, masks[c],
+                            _mm512_mul_ps(sums[i][c], scale16));
+    }
   }
 }
+
+// ScoreTile over rows [first_row, num_rows), kGroupStep at a time, the last tile as many as
+// remain. out: the scores of row 0 at the chunks' first slot (rows kScoreStride apart).
+template <int kChunks, typename Keys, typename EachPair>
+inline __attribute__((always_inline)) void ScoreRows(const float* const* q_rows, int first_row,
+                                                     int num_rows, int head_dim, const Keys& keys,
+                                                     EachPair& each_pair, float scale,
+                                                     const __mmask16 (&masks)[kChunks],
+                                                     float* out) {
+  ForRowTiles<kGroupStep>(first_row, num_rows, [&](auto rows, int r0) {
+    ScoreTile<decltype(rows)::value, kChunks>(q_rows + r0, head_dim, keys, each_pair, scale, masks,
+                                              out + r0 * kScoreStride);
+  });
+}
+
+// A chunk of up to 16 consecutive slots of one block whose scores a span computes together.
+struct KeyChunk {
+  const uint8_t* k_plane;  // the block's key plane
+  int block;               // its index in the block table
+  int j0, count;           // slots [j0, j0 + count) of the block
+  int first_row;           // rows [first_row, num_rows) reach into the block
+  int column;              // where the slots' scores go in the span's score rows
+};
+inline constexpr int kMaxSpanPositions = std::max(kSoftmaxSpanPositions, kMaxAttentionBlockSize);
+// Blocks of fewer than 16 slots give a chunk each (kSoftmaxSpanPositions of them with one-slot
+// blocks); larger ones ceil(block_size / 16).
+inline constexpr int kMaxSpanChunks = std::max(kSoftmaxSpanPositions, kMaxAttentionBlockSize / 16);
+
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
 
-// The value pass of one block for rows r0 .. r0 + kRows - 1 and dimensions [d0, d0 + 64):
+// The value pass of a run of slots (one block, or a span's widened values) for rows
+// r0 .. r0 + kRows - 1 and dimensions [d0, d0 + 64):
 // out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
 // p[r][j] = scores[r * kScoreStride + j]. v[j][d0 + e] is element `offset + e` of row j of `v`
 // (rows `stride` bytes apart, of type kSrc); masks: the chunks of [d0, d0 + 64) inside head_dim.
@@ -176,9 +210,9 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   const float* const* q_rows = state.q_rows;
   float* const* out_rows = state.out_rows;
   const int* filled = state.filled;
-  float scores[kMaxAttentionRows][kScoreStride];   // [num_rows][span positions]
-  alignas(64) float kt[kMaxAttentionHeadDim][16];  // [head_dim][16 slots] keys
-  alignas(64) float v_wide[kMaxAttentionBlockSize][16 * kValueChunks];  // [slot][64] values
+  float scores[kMaxAttentionRows][kScoreStride];                   // [num_rows][span positions]
+  alignas(64) float kt[kMaxAttentionHeadDim][32];                  // [head_dim][32 slots] keys
+  alignas(64) float v_wide[kMaxSpanPositions][16 * kValueChunks];  // [slot][64] values
 
   const int total_positions = first_position + num_tokens;  // of the last token
   const int num_blocks = (total_positions + block_size - 1) / block_size;
@@ -194,96 +228,117 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // Rows [first_row, num_rows) reach into the span; a row's positions in it are contiguous from
     // span_start, and a row that ends inside one block reaches no later block.
     const int first_row = state.EnterBlock(span_first, block_size);
+    // The span's chunks of 16 slots, block by block: slots up to the longest row's are computed;
+    // a row reads only its own filled ones.
+    KeyChunk chunks[kMaxSpanChunks];
+    int num_chunks = 0;
     for (int b = span_first; b < span_end; ++b) {
       const int block_row = state.EnterBlock(b, block_size);
       const int max_filled = filled[num_rows - 1];
-      const int column = (b - span_first) * block_size;
       const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
-      // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
-      // where even and odd sum q[d] * k[s][d] over the even and the odd d in order (fused
-      // multiply-adds). Slots up to the longest row's are computed; a row reads only its own
-      // filled ones. A single row tile (decode) reads the stored keys directly, asking for the
-      // next block's lines as it goes; several widen them once.
-      const bool stage_keys = num_rows - block_row > kGroupStep;
-      const bool has_next = b + 1 < end_block;
-      const uint8_t* next_k = has_next ? kv.Plane(block_table[b + 1], layer, 0, kv_head) : nullptr;
-      const uint8_t* next_v = has_next ? kv.Plane(block_table[b + 1], layer, 1, kv_head) : nullptr;
-      if (has_next && stage_keys) {
-        PrefetchBlockPlanes(next_k, next_v, row_bytes * block_size);
-      }
       for (int j0 = 0; j0 < max_filled; j0 += 16) {
-        const int count = std::min(16, max_filled - j0);
-        const __mmask16 store_mask = ChunkMask(count, 0);
-        if (stage_keys) WidenKeys<kType>(k_plane, column_bytes, j0, count, head_dim, &kt[0][0]);
-        // The row tiles, given where key dimension d of the 16 slots comes from (a branch-free
-        // inner loop either way).
-        auto score_rows = [&](auto keys, auto& each_pair) {
-          for (int r0 = block_row; r0 < num_rows; r0 += kGroupStep) {
-            // Tiles of kGroupStep rows, the last one as many as remain (a constant number of
-            // rows keeps the accumulators in registers).
-            float* out = &scores[r0][column + j0];
-            switch (std::min(kGroupStep, num_rows - r0)) {
-              case 1:
-                ScoreTile<1>(q_rows + r0, head_dim, keys, each_pair, scale, store_mask, out);
-                break;
-              case 2:
-                ScoreTile<2>(q_rows + r0, head_dim, keys, each_pair, scale, store_mask, out);
-                break;
-              case 3:
-                ScoreTile<3>(q_rows + r0, head_dim, keys, each_pair, scale, store_mask, out);
-                break;
-              default:
-                ScoreTile<kGroupStep>(q_rows + r0, head_dim, keys, each_pair, scale, store_mask,
-                                      out);
-                break;
-            }
-          }
-        };
-        if (stage_keys) {
-          NoLines no_lines;
-          score_rows([&](int d) { return _mm512_load_ps(kt[d]); }, no_lines);
-        } else {
-          // Captured by value: the loop then keeps them in registers.
-          auto stored_keys = [k_plane, column_bytes, j0, store_mask](int d) {
-            return LoadRow<kType>(k_plane + d * column_bytes, j0, store_mask);
-          };
-          ScoreStoredKeys<16, KvElementBytes(kType)>(score_rows, stored_keys, next_k, next_v, j0,
-                                                     head_dim);
-        }
+        chunks[num_chunks++] = {k_plane,   b,
+                                j0,        std::min(16, max_filled - j0),
+                                block_row, (b - span_first) * block_size + j0};
       }
+    }
+    // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
+    // where even and odd sum q[d] * k[s][d] over the even and the odd d in order (fused
+    // multiply-adds). A single row tile (decode) reads the stored keys directly, asking for the
+    // next block's lines as it goes. Several widen them once, two chunks at a time where the
+    // first is whole and the same rows read both (their scores then lie side by side), so that
+    // the tiles share each query element's broadcast between 32 slots.
+    for (int i = 0; i < num_chunks;) {
+      const KeyChunk& chunk = chunks[i];
+      const bool has_next = chunk.block + 1 < end_block;
+      const uint8_t* next_k =
+          has_next ? kv.Plane(block_table[chunk.block + 1], layer, 0, kv_head) : nullptr;
+      const uint8_t* next_v =
+          has_next ? kv.Plane(block_table[chunk.block + 1], layer, 1, kv_head) : nullptr;
+      float* out = &scores[0][chunk.column];
+      if (num_rows - chunk.first_row <= kGroupStep) {
+        // Captured by value: the loop then keeps them in registers.
+        const __mmask16 masks[1] = {ChunkMask(chunk.count, 0)};
+        auto stored_keys = [k_plane = chunk.k_plane, column_bytes, j0 = chunk.j0, mask = masks[0]](
+                               int d, int) {
+          return LoadRow<kType>(k_plane + d * column_bytes, j0, mask);
+        };
+        auto score_rows = [&](auto keys, auto& each_pair) {
+          ScoreRows<1>(q_rows, chunk.first_row, num_rows, head_dim, keys, each_pair, scale, masks,
+                       out);
+        };
+        ScoreStoredKeys<16, KvElementBytes(kType)>(score_rows, stored_keys, next_k, next_v,
+                                                   chunk.j0, head_dim);
+        ++i;
+        continue;
+      }
+      const bool paired = i + 1 < num_chunks && chunk.count == 16 &&
+                          chunks[i + 1].first_row == chunk.first_row &&
+                          chunks[i + 1].column == chunk.column + 16;
+      const int taken = paired ? 2 : 1;
+      for (int c = 0; c < taken; ++c) {
+        const KeyChunk& each = chunks[i + c];
+        if (each.j0 == 0 && each.block + 1 < end_block) {  // a block's first chunk
+          PrefetchBlockPlanes(kv.Plane(block_table[each.block + 1], layer, 0, kv_head),
+                              kv.Plane(block_table[each.block + 1], layer, 1, kv_head),
+                              row_bytes * block_size);
+        }
+        WidenKeys<kType>(each.k_plane, column_bytes, each.j0, each.count, head_dim, &kt[0][16 * c],
+                         32);
+      }
+      NoLines no_lines;
+      auto staged_keys = [&](int d, int c) { return _mm512_load_ps(&kt[d][16 * c]); };
+      if (paired) {
+        const __mmask16 masks[2] = {ChunkMask(16, 0), ChunkMask(chunks[i + 1].count, 0)};
+        ScoreRows<2>(q_rows, chunk.first_row, num_rows, head_dim, staged_keys, no_lines, scale,
+                     masks, out);
+      } else {
+        const __mmask16 masks[1] = {ChunkMask(chunk.count, 0)};
+        ScoreRows<1>(q_rows, chunk.first_row, num_rows, head_dim, staged_keys, no_lines, scale,
+                     masks, out);
+      }
+      i += taken;
     }
     // Softmax bookkeeping over the rows' positions in the span, then values block by block.
     SoftmaxSpanStep(state, head_dim, first_row, span_start, span_length, &scores[0][0]);
-    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, block by block,
-    // with a tile of 4 rows x 64 dimensions held in registers across a block's slots. A slot
-    // past a row's filled ones leaves that row's accumulators as they are (masked fma), so
-    // garbage in later slots never reaches it. With several row tiles, f16 values are widened
-    // once per block (exact) into v_wide and read from there.
-    for (int b = span_first; b < span_end; ++b) {
-      const int block_row = state.EnterBlock(b, block_size);
-      const int max_filled = filled[num_rows - 1];
-      const float* block_scores = &scores[0][0] + (b - span_first) * block_size;
-      const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
-      for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
-        __mmask16 masks[kValueChunks];
-        for (int c = 0; c < kValueChunks; ++c) {
-          const int d = d0 + 16 * c;
-          masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
+    // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
+    // 4 rows x 64 dimensions held in registers across the slots. A slot past a row's filled
+    // ones leaves that row's accumulators as they are (masked fma), so garbage in later slots
+    // never reaches it. With several row tiles, f16 values are widened once per span (exact)
+    // into v_wide and each tile runs through the whole span; otherwise block by block.
+    for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
+      __mmask16 masks[kValueChunks];
+      for (int c = 0; c < kValueChunks; ++c) {
+        const int d = d0 + 16 * c;
+        masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
+      }
+      if (kType == KvType::kF16 && num_rows - first_row > kValueHeads) {
+        int span_filled[kMaxAttentionRows];  // [num_rows] the row's positions in the span
+        for (int r = first_row; r < num_rows; ++r) {
+          span_filled[r] = std::min(span_length, state.positions[r] - span_start);
         }
-        if (kType == KvType::kF16 && num_rows - block_row > kValueHeads) {
-          for (int j = 0; j < max_filled; ++j) {
+        const int max_filled = span_filled[num_rows - 1];
+        for (int b = span_first, j0 = 0; j0 < max_filled; ++b, j0 += block_size) {
+          const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
+          const int block_filled = std::min(block_size, max_filled - j0);
+          for (int j = 0; j < block_filled; ++j) {
             for (int c = 0; c < kValueChunks; ++c) {
-              _mm512_store_ps(v_wide[j] + 16 * c,
+              _mm512_store_ps(v_wide[j0 + j] + 16 * c,
                               LoadRow<kType>(v_plane + j * row_bytes, d0 + 16 * c, masks[c]));
             }
           }
-          ValuePass<KvType::kF32>(reinterpret_cast<const uint8_t*>(&v_wide[0][0]),
-                                  sizeof(v_wide[0]), 0, masks, block_row, num_rows, filled,
-                                  block_scores, out_rows, d0);
-        } else {
-          ValuePass<kType>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled, block_scores,
-                           out_rows, d0);
         }
+        ValuePass<KvType::kF32>(reinterpret_cast<const uint8_t*>(&v_wide[0][0]), sizeof(v_wide[0]),
+                                0, masks, first_row, num_rows, span_filled, &scores[0][0], out_rows,
+                                d0);
+        continue;
+      }
+      for (int b = span_first; b < span_end; ++b) {
+        const int block_row = state.EnterBlock(b, block_size);
+        const float* block_scores = &scores[0][0] + (b - span_first) * block_size;
+        const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
+        ValuePass<kType>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled, block_scores,
+                         out_rows, d0);
       }
     }
     span_first = span_end;
