@@ -6,7 +6,8 @@
 //     decode (tokens <= one token tile): tiles read rows in place (float types widen in
 //       registers; quantized tiles unpack 512 columns at a time, or a small panel on targets
 //       without a raw tile; matrices in row groups, row_groups.h, by the row-group tile, 16
-//       rows per call)
+//       rows per call, and so up to kRowGroupMaxTokens tokens, each group serving every token
+//       tile in turn)
 //     prefill: for each panel of `panel_rows` rows (~192 KiB, L2): unpack / widen once into
 //       padded rows (quantized, on targets with interleaved tiles: then rearranged into blocks
 //       of kInterleavedRows; grouped rows are first read back a group at a time), then for
@@ -264,11 +265,13 @@ void RunRowGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t gr
   const int64_t end = std::min(r_end, grouped_end);
   PrefetchRows(data, row_bytes, first,
                std::min(end, first + DecodePrefetchRows(row_bytes, kRowGroupRows)));
-  for (int64_t t = t_begin; t < t_end; t += kRowGroupTokens) {
-    const int mt = static_cast<int>(std::min<int64_t>(kRowGroupTokens, t_end - t));
-    float* y = job.y + t * w.rows;
-    for (int64_t g = first; g < end; g += kRowGroupRows) {
-      const uint8_t* group = data + static_cast<size_t>(g) * row_bytes;
+  // Each group serves every token tile while its bytes are in L1, so more tokens than one tile
+  // takes still read the matrix once.
+  for (int64_t g = first; g < end; g += kRowGroupRows) {
+    const uint8_t* group = data + static_cast<size_t>(g) * row_bytes;
+    for (int64_t t = t_begin; t < t_end; t += kRowGroupTokens) {
+      const int mt = static_cast<int>(std::min<int64_t>(kRowGroupTokens, t_end - t));
+      float* y = job.y + t * w.rows;
       if (g >= r_begin && g + kRowGroupRows <= r_end) {
         k.row_group_tile(w.type, job.qx, t, mt, group, ahead_end, y + g, w.rows);
         continue;
@@ -442,7 +445,12 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   const bool quantized = IsQuantized(w.type);
   const int token_tile = quantized ? kernels.quant_token_tile : kernels.float_token_tile;
   const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
-  const bool decode = tokens <= token_tile;
+  // Matrices in row groups take the row-group tiles up to kRowGroupMaxTokens: below that they
+  // beat the prefill panels, which would first read each group back to stored rows.
+  const bool grouped_tiles = quantized && w.layout == WeightLayout::kRowGroups &&
+                             cols <= kMaxRawCols && kernels.has_row_group_tile != nullptr &&
+                             kernels.has_row_group_tile(w.type);
+  const bool decode = tokens <= token_tile || (grouped_tiles && tokens <= kRowGroupMaxTokens);
   job.decode = decode;
   // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.
   const int panel_tile =

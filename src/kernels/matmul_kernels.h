@@ -51,8 +51,10 @@ inline constexpr int64_t kMaxRawCols = 65536;
 inline constexpr int kInterleavedRows = 16;
 inline constexpr int kInterleavedTokenTile = 4;
 
-// Most tokens per call of a row-group tile (TargetKernels::row_group_tile).
+// Most tokens per call of a row-group tile (TargetKernels::row_group_tile), and most tokens of
+// a product over a matrix in row groups computed by those tiles (several calls per group).
 inline constexpr int kRowGroupTokens = 4;
+inline constexpr int kRowGroupMaxTokens = 32;
 
 struct TargetKernels {
   // Largest tile (mt tokens x nr rows) each tile function accepts.
