@@ -110,6 +110,8 @@ struct KeyChunk {
   int first_row;           // rows [first_row, num_rows) reach into the block
   int column;              // where the slots' scores go in the span's score rows
 };
+// Slots of widened keys a score tile reads: two chunks.
+inline constexpr int kStagedSlots = 32;
 inline constexpr int kMaxSpanPositions = std::max(kSoftmaxSpanPositions, kMaxAttentionBlockSize);
 // Blocks of fewer than 16 slots give a chunk each (kSoftmaxSpanPositions of them with one-slot
 // blocks); larger ones ceil(block_size / 16).
@@ -211,7 +213,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   float* const* out_rows = state.out_rows;
   const int* filled = state.filled;
   float scores[kMaxAttentionRows][kScoreStride];                   // [num_rows][span positions]
-  alignas(64) float kt[kMaxAttentionHeadDim][32];                  // [head_dim][32 slots] keys
+  alignas(64) float kt[kMaxAttentionHeadDim][kStagedSlots];        // [head_dim][2 chunks] keys
   alignas(64) float v_wide[kMaxSpanPositions][16 * kValueChunks];  // [slot][64] values
 
   const int total_positions = first_position + num_tokens;  // of the last token
@@ -250,13 +252,13 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // the tiles share each query element's broadcast between 32 slots.
     for (int i = 0; i < num_chunks;) {
       const KeyChunk& chunk = chunks[i];
-      const bool has_next = chunk.block + 1 < end_block;
-      const uint8_t* next_k =
-          has_next ? kv.Plane(block_table[chunk.block + 1], layer, 0, kv_head) : nullptr;
-      const uint8_t* next_v =
-          has_next ? kv.Plane(block_table[chunk.block + 1], layer, 1, kv_head) : nullptr;
       float* out = &scores[0][chunk.column];
       if (num_rows - chunk.first_row <= kGroupStep) {
+        const bool has_next = chunk.block + 1 < end_block;
+        const uint8_t* next_k =
+            has_next ? kv.Plane(block_table[chunk.block + 1], layer, 0, kv_head) : nullptr;
+        const uint8_t* next_v =
+            has_next ? kv.Plane(block_table[chunk.block + 1], layer, 1, kv_head) : nullptr;
         // Captured by value: the loop then keeps them in registers.
         const __mmask16 masks[1] = {ChunkMask(chunk.count, 0)};
         auto stored_keys = [k_plane = chunk.k_plane, column_bytes, j0 = chunk.j0, mask = masks[0]](
@@ -284,7 +286,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
                               row_bytes * block_size);
         }
         WidenKeys<kType>(each.k_plane, column_bytes, each.j0, each.count, head_dim, &kt[0][16 * c],
-                         32);
+                         kStagedSlots);
       }
       NoLines no_lines;
       auto staged_keys = [&](int d, int c) { return _mm512_load_ps(&kt[d][16 * c]); };
