@@ -251,6 +251,18 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   }
 }
 
+// Whether the target has a row-group tile for `type`.
+bool HasRowGroupTile(const TargetKernels& k, WeightType type) {
+  return k.has_row_group_tile != nullptr && k.has_row_group_tile(type);
+}
+
+// Whether the row-group tiles read w's grouped rows: w is in row groups, of a type the target
+// has a tile for, with rows short enough for a tile (else the panel path reads them back).
+bool TilesReadRowGroups(const TargetKernels& k, const WeightView& w) {
+  return w.layout == WeightLayout::kRowGroups && w.cols <= kMaxRawCols &&
+         HasRowGroupTile(k, w.type);
+}
+
 // Rows of a matrix in row groups [r_begin, r_end) for tokens [t_begin, t_end) with the target's
 // row-group tile; rows before `grouped_end` (the last whole group's end) only. A group the range
 // cuts is computed whole and only the range's rows kept (ranges normally fall on groups).
@@ -299,8 +311,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   // Rows before grouped_end are in row groups; the rest (all of a row-major matrix) as stored.
   const int64_t grouped_end =
       w.layout == WeightLayout::kRowGroups ? w.rows / kRowGroupRows * kRowGroupRows : 0;
-  if (job.decode && r_begin < grouped_end && cols <= kMaxRawCols &&
-      k.has_row_group_tile != nullptr && k.has_row_group_tile(w.type)) {
+  if (job.decode && r_begin < grouped_end && TilesReadRowGroups(k, w)) {
     RunRowGroupRange(job, r_begin, r_end, grouped_end, t_begin, t_end, prefetch_end);
     r_begin = std::max(r_begin, grouped_end);
     if (r_begin >= r_end) return;
@@ -447,10 +458,8 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
   // Matrices in row groups take the row-group tiles up to kRowGroupMaxTokens: below that they
   // beat the prefill panels, which would first read each group back to stored rows.
-  const bool grouped_tiles = quantized && w.layout == WeightLayout::kRowGroups &&
-                             cols <= kMaxRawCols && kernels.has_row_group_tile != nullptr &&
-                             kernels.has_row_group_tile(w.type);
-  const bool decode = tokens <= token_tile || (grouped_tiles && tokens <= kRowGroupMaxTokens);
+  const bool decode =
+      tokens <= token_tile || (TilesReadRowGroups(kernels, w) && tokens <= kRowGroupMaxTokens);
   job.decode = decode;
   // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.
   const int panel_tile =
@@ -599,8 +608,7 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
 
 bool PrefersRowGroups(CpuTarget target, WeightType type) {
   const TargetKernels& kernels = KernelsFor(target);
-  return CpuTargetSupported(target) && HasRowGroupLayout(type) &&
-         kernels.has_row_group_tile != nullptr && kernels.has_row_group_tile(type);
+  return CpuTargetSupported(target) && HasRowGroupLayout(type) && HasRowGroupTile(kernels, type);
 }
 
 WeightView ArrangeRowGroups(const WeightView& w, void* data) {
