@@ -18,8 +18,12 @@
 #include <array>
 #include <utility>
 
+#include "core/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/quant_reads_avx512.h"
+#include "kernels/row_groups.h"
+#include "kernels/unpacked.h"
 
 namespace reprise::kernels {
 
@@ -122,57 +126,204 @@ size_t InterleavedBlockBytesAvx512(int64_t cols) {
   return static_cast<size_t>(Chunks(cols) * kQuads * kQuadChunkBytes);
 }
 
+namespace {
+
+// Writes one quad's chunk from its codes, already in the four-row layout (codes[e] lane 4 j + r:
+// row r's dword e of group j, signed), and its group scales (lane 4 j + r: row r's of group j).
+inline void StoreQuadChunk(const __m512i (&codes)[4], __m512 scales, uint8_t* dst) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i biased_sums = _mm512_setzero_si512();  // 128 * sum of each group's signed codes
+  for (int e = 0; e < 4; ++e) {
+    _mm512_store_si512(dst + 64 * e, codes[e]);
+    biased_sums = _mm512_dpbusd_epi32(biased_sums, bias, codes[e]);
+  }
+  _mm512_store_ps(reinterpret_cast<float*>(dst + kCodeBytes), scales);
+  _mm512_store_si512(dst + kCodeBytes + 64, _mm512_sub_epi32(_mm512_setzero_si512(), biased_sums));
+}
+
+// One quad's chunk from its four rows' 64 signed codes (rows[r]: +0 past the rows and past the
+// row's end) and their four group scales each (four[r], the same zeros).
+inline void StoreQuadRows(const __m512i (&rows)[4], __m128 (&four)[4], uint8_t* dst) {
+  // A 4 x 4 transpose of dwords within each 128-bit lane (a group): lane 4 j + r of codes[e]
+  // is row r's dword e of group j.
+  const __m512i t0 = _mm512_unpacklo_epi32(rows[0], rows[1]);
+  const __m512i t1 = _mm512_unpackhi_epi32(rows[0], rows[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(rows[2], rows[3]);
+  const __m512i t3 = _mm512_unpackhi_epi32(rows[2], rows[3]);
+  const __m512i codes[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                            _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+  // Scales transposed so that 128-bit lane j holds group j's of rows 0 .. 3.
+  _MM_TRANSPOSE4_PS(four[0], four[1], four[2], four[3]);
+  __m512 scales = _mm512_castps128_ps512(four[0]);
+  scales = _mm512_insertf32x4(scales, four[1], 1);
+  scales = _mm512_insertf32x4(scales, four[2], 2);
+  scales = _mm512_insertf32x4(scales, four[3], 3);
+  StoreQuadChunk(codes, scales, dst);
+}
+
+// How far ahead along its row InterleaveQ8_0Rows asks for a row's bytes.
+constexpr int kStoredPrefetchBytes = 1024;
+
+// Stored Q8_0 rows: a block's codes are already the signed codes and its scale serves both of its
+// groups of 16, so a chunk of 64 columns is two blocks (the row's lone last block: one, then
+// zeros).
+void InterleaveQ8_0Rows(const uint8_t* rows, size_t row_bytes, int64_t cols, int nr, uint8_t* out) {
+  for (int64_t k = 0; k < Chunks(cols); ++k) {
+    const bool whole = 64 * k + 64 <= cols;
+    for (int quad = 0; quad < kQuads; ++quad) {
+      __m512i codes[4];
+      __m128 four[4];
+      for (int r = 0; r < 4; ++r) {
+        const int row = 4 * quad + r;
+        if (row >= nr) {
+          codes[r] = _mm512_setzero_si512();
+          four[r] = _mm_setzero_ps();
+          continue;
+        }
+        const auto* blocks = reinterpret_cast<const BlockQ8_0*>(rows + row * row_bytes) + 2 * k;
+        // Sixteen rows are read side by side, more streams than the hardware prefetcher
+        // follows in time: ask for each row's bytes a few chunks ahead.
+        const char* ahead = reinterpret_cast<const char*>(blocks) + kStoredPrefetchBytes;
+        _mm_prefetch(ahead, _MM_HINT_T0);
+        _mm_prefetch(ahead + 64, _MM_HINT_T0);
+        _mm_prefetch(ahead + 128, _MM_HINT_T0);
+        const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[0].qs));
+        const __m256i second =
+            whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[1].qs))
+                  : _mm256_setzero_si256();
+        codes[r] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+        const float d0 = _cvtsh_ss(blocks[0].d);
+        const float d1 = whole ? _cvtsh_ss(blocks[1].d) : 0.0f;
+        four[r] = _mm_setr_ps(d0, d0, d1, d1);
+      }
+      StoreQuadRows(codes, four, out + (k * kQuads + quad) * kQuadChunkBytes);
+    }
+  }
+}
+
+// The codes of quad kQuad's chunk from the 16 rows' eight code words of a Q4_K chunk (words[i]:
+// word i of the chunk's 32 bytes of each row, row r's in dword r): group 0 the low nibbles of
+// words 0-3, group 1 of words 4-7, groups 2 and 3 their high nibbles.
+template <int kQuad>
+inline void Q4KQuadCodes(const __m512i (&words)[8], __m512i (&codes)[4]) {
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+  for (int e = 0; e < 4; ++e) {
+    // [words e, words e, words e + 4, words e + 4] of the quad's rows, then in the order of
+    // groups 0 .. 3: [e, e + 4, e, e + 4].
+    const __m512i pairs =
+        _mm512_shuffle_i64x2(words[e], words[e + 4], _MM_SHUFFLE(kQuad, kQuad, kQuad, kQuad));
+    const __m512i groups = _mm512_shuffle_i64x2(pairs, pairs, _MM_SHUFFLE(3, 1, 2, 0));
+    // High nibbles in groups 2 and 3 (16-bit lanes 16-31).
+    codes[e] =
+        _mm512_and_si512(_mm512_mask_srli_epi16(groups, 0xFFFF0000u, groups, 4), low_nibbles);
+  }
+}
+
+// One byte of each 32-bit lane, as f32.
+inline __m512 LaneByte(__m512i bytes, int byte) {
+  return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(bytes, _mm512_set1_epi32(8 * byte)),
+                                             _mm512_set1_epi32(0xFF)));
+}
+
+// A group of 16 Q4_K rows in the row-group layout (row_groups.h: per block, word i of the 16 rows
+// at 64 i, row r's at 4 r; words 0: d and dmin, 1-3: the packed scales and mins, 4-35: codes).
+// Scales and mins come out as UnpackBlocks gives them: d * sc and -(dmin * m), in f32.
+void InterleaveQ4KGroup(const uint8_t* group, int64_t cols, uint8_t* out, float* mins) {
+  const int64_t blocks = cols / kQkK;
+  const int64_t min_stride = cols / kMinGroup;
+  const __m512i min_rows =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(min_stride)));
+  for (int64_t b = 0; b < blocks; ++b) {
+    constexpr int64_t kGroupBlockBytes = kRowGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
+    const uint8_t* p = group + b * kGroupBlockBytes;
+    const __m512i head = _mm512_loadu_si512(p);
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+    const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+    // The 6-bit scales and mins of GetScaleMinK4, byte j of each: sub-blocks 0-3 then 4-7.
+    const __m512i w1 = _mm512_loadu_si512(p + 64);
+    const __m512i w2 = _mm512_loadu_si512(p + 128);
+    const __m512i w3 = _mm512_loadu_si512(p + 192);
+    const __m512i six = _mm512_set1_epi8(0x3F);
+    const __m512i four = _mm512_set1_epi8(0x0F);
+    const __m512i top = _mm512_set1_epi8(0x30);  // bits 6-7 of a byte moved to 4-5
+    const __m512i sc[2] = {_mm512_and_si512(w1, six),
+                           _mm512_or_si512(_mm512_and_si512(w3, four),
+                                           _mm512_and_si512(_mm512_srli_epi32(w1, 2), top))};
+    const __m512i mn[2] = {_mm512_and_si512(w2, six),
+                           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w3, 4), four),
+                                           _mm512_and_si512(_mm512_srli_epi32(w2, 2), top))};
+    __m512 scales[8];  // [sub-block] lane r: row r's d * sc
+    for (int j = 0; j < 8; ++j) {
+      scales[j] = _mm512_mul_ps(d, LaneByte(sc[j / 4], j % 4));
+      const __m512 offset = _mm512_mul_ps(dmin, LaneByte(mn[j / 4], j % 4));
+      _mm512_i32scatter_ps(mins + b * (kQkK / kMinGroup) + j, min_rows,
+                           _mm512_xor_ps(offset, _mm512_set1_ps(-0.0f)), 4);
+    }
+    for (int kk = 0; kk < kQkK / 64; ++kk) {
+      __m512i words[8];
+      for (int i = 0; i < 8; ++i) words[i] = _mm512_loadu_si512(p + 64 * (4 + 8 * kk + i));
+      // Groups 0-1 are sub-block 2 kk, groups 2-3 sub-block 2 kk + 1.
+      const __m512 a = scales[2 * kk], c = scales[2 * kk + 1];
+      uint8_t* dst = out + ((b * (kQkK / 64) + kk) * kQuads) * kQuadChunkBytes;
+      __m512i codes[4];
+      Q4KQuadCodes<0>(words, codes);
+      StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(0, 0, 0, 0)), dst);
+      Q4KQuadCodes<1>(words, codes);
+      StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(1, 1, 1, 1)),
+                     dst + kQuadChunkBytes);
+      Q4KQuadCodes<2>(words, codes);
+      StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(2, 2, 2, 2)),
+                     dst + 2 * kQuadChunkBytes);
+      Q4KQuadCodes<3>(words, codes);
+      StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(3, 3, 3, 3)),
+                     dst + 3 * kQuadChunkBytes);
+    }
+  }
+}
+
+}  // namespace
+
 void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out) {
   const int64_t cols = w.cols;
   const int64_t groups = cols / 16;
   const __m512i zero_bytes = _mm512_set1_epi8(static_cast<char>(w.zero_point));
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t k = 0; k < Chunks(cols); ++k) {
     const int64_t c = 64 * k;
     const __mmask64 mask = c + 64 <= cols ? ~__mmask64{0} : __mmask64{0xFFFFFFFFull};
     const __mmask8 scale_mask = c + 64 <= cols ? 0xF : 0x3;
     for (int quad = 0; quad < kQuads; ++quad) {
-      uint8_t* dst = out + (k * kQuads + quad) * kQuadChunkBytes;
-      // Row r's chunk, lanes 4 j + e (e: the 4 codes at offset 4 e of group j), as signed codes;
-      // +0 past the rows and past the row's end.
+      // Row r's chunk, lanes 4 j + e (e: the 4 codes at offset 4 e of group j), as signed codes,
+      // and its four scales.
       __m512i rows[4];
+      __m128 four[4];
       for (int r = 0; r < 4; ++r) {
         const int row = 4 * quad + r;
         rows[r] = row < nr ? _mm512_maskz_sub_epi8(
                                  mask, _mm512_maskz_loadu_epi8(mask, w.q + (r0 + row) * cols + c),
                                  zero_bytes)
                            : _mm512_setzero_si512();
-      }
-      // A 4 x 4 transpose of dwords within each 128-bit lane (a group): lane 4 j + r of codes[e]
-      // is row r's dword e of group j.
-      const __m512i t0 = _mm512_unpacklo_epi32(rows[0], rows[1]);
-      const __m512i t1 = _mm512_unpackhi_epi32(rows[0], rows[1]);
-      const __m512i t2 = _mm512_unpacklo_epi32(rows[2], rows[3]);
-      const __m512i t3 = _mm512_unpackhi_epi32(rows[2], rows[3]);
-      const __m512i codes[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                                _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
-      __m512i biased_sums = _mm512_setzero_si512();  // 128 * sum of each group's signed codes
-      for (int e = 0; e < 4; ++e) {
-        _mm512_store_si512(dst + 64 * e, codes[e]);
-        biased_sums = _mm512_dpbusd_epi32(biased_sums, bias, codes[e]);
-      }
-      // Scales: row r's four of the chunk (+0 past the rows and the row's end), transposed so
-      // that 128-bit lane j holds group j's of rows 0 .. 3.
-      __m128 four[4];
-      for (int r = 0; r < 4; ++r) {
-        const int row = 4 * quad + r;
         four[r] = row < nr ? _mm_maskz_loadu_ps(scale_mask, w.scale + (r0 + row) * groups + 4 * k)
                            : _mm_setzero_ps();
       }
-      _MM_TRANSPOSE4_PS(four[0], four[1], four[2], four[3]);
-      __m512 scales = _mm512_castps128_ps512(four[0]);
-      scales = _mm512_insertf32x4(scales, four[1], 1);
-      scales = _mm512_insertf32x4(scales, four[2], 2);
-      scales = _mm512_insertf32x4(scales, four[3], 3);
-      _mm512_store_ps(reinterpret_cast<float*>(dst + kCodeBytes), scales);
-      _mm512_store_si512(dst + kCodeBytes + 64,
-                         _mm512_sub_epi32(_mm512_setzero_si512(), biased_sums));
+      StoreQuadRows(rows, four, out + (k * kQuads + quad) * kQuadChunkBytes);
     }
+  }
+}
+
+bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout) {
+  return layout == WeightLayout::kRowMajor ? type == WeightType::kQ8_0 : type == WeightType::kQ4_K;
+}
+
+void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
+                             size_t row_bytes, int64_t cols, int nr, uint8_t* out, float* mins) {
+  REPRISE_CHECK(InterleavesWeightsAvx512(type, layout), "no direct interleaving for {}",
+                WeightTypeName(type));
+  if (layout == WeightLayout::kRowMajor) {
+    InterleaveQ8_0Rows(rows, row_bytes, cols, nr, out);
+  } else {
+    REPRISE_CHECK(nr == kRowGroupRows, "a row group has {} rows, not {}", kRowGroupRows, nr);
+    InterleaveQ4KGroup(rows, cols, out, mins);
   }
 }
 

@@ -10,8 +10,9 @@
 //       tile in turn)
 //     prefill: for each panel of `panel_rows` rows (~192 KiB, L2): unpack / widen once into
 //       padded rows (quantized, on targets with interleaved tiles: then rearranged into blocks
-//       of kInterleavedRows; grouped rows are first read back a group at a time), then for
-//       each tile of tokens, for each tile of rows: the tile kernel
+//       of kInterleavedRows, or straight from the matrix where the target can; grouped rows are
+//       otherwise first read back a group at a time), then for each tile of tokens, for each
+//       tile of rows: the tile kernel
 //
 // Every output is computed by one tile call over the whole reduction, with an operation sequence
 // that does not depend on the tile's size or on where its weights were read from, so the split
@@ -350,40 +351,62 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
       grouped_end > 0 ? ThreadScratch(Slot::kUngrouped, kRowGroupRows * row_bytes) : nullptr;
   int64_t ungrouped_group = -1;
   const auto ungroup = k.ungroup_rows != nullptr ? k.ungroup_rows : UngroupRows;
-  for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
-    const int64_t np = std::min(job.panel_rows, r_end - p);
-    for (int64_t r = 0; r < np; ++r) {
-      const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
-      if (p + r < grouped_end) {
-        const int64_t group = (p + r) / kRowGroupRows;
+  // Rows [from, to) unpacked into the panel that starts at row p.
+  const auto unpack_rows = [&](int64_t p, int64_t from, int64_t to) {
+    for (int64_t row = from; row < to; ++row) {
+      const uint8_t* src = static_cast<const uint8_t*>(w.data) + row * row_bytes;
+      if (row < grouped_end) {
+        const int64_t group = row / kRowGroupRows;
         if (group != ungrouped_group) {
           ungroup(w.type, static_cast<const uint8_t*>(w.data) + group * kRowGroupRows * row_bytes,
                   cols, ungrouped);
           ungrouped_group = group;
         }
-        src = ungrouped + ((p + r) % kRowGroupRows) * row_bytes;
+        src = ungrouped + (row % kRowGroupRows) * row_bytes;
       }
+      const int64_t r = row - p;
       k.unpack(w.type, src, 0, blocks, q + r * cols, scale + r * (cols / kScaleGroup),
                has_min ? min + r * (cols / kMinGroup) : nullptr);
     }
-    UnpackedRows panel{.q = q,
-                       .scale = scale,
-                       .min = has_min ? min : nullptr,
-                       .cols = cols,
-                       .zero_point = ZeroPoint(w.type)};
+  };
+  const UnpackedRows panel{.q = q,
+                           .scale = scale,
+                           .min = has_min ? min : nullptr,
+                           .cols = cols,
+                           .zero_point = ZeroPoint(w.type)};
+  // Whether the target rearranges rows [r, r + nr) straight from the matrix, without unpacking
+  // them first: a whole row group, or rows as stored.
+  const auto interleaves_weights = [&](int64_t r, int nr) {
+    if (k.interleaves_weights == nullptr) return false;
+    if (r < grouped_end) {
+      return r % kRowGroupRows == 0 && nr == kRowGroupRows &&
+             k.interleaves_weights(w.type, WeightLayout::kRowGroups);
+    }
+    return k.interleaves_weights(w.type, WeightLayout::kRowMajor);
+  };
+  for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
+    const int64_t np = std::min(job.panel_rows, r_end - p);
     if (k.interleaved_tile != nullptr) {
       // Rearranged once per panel, then every token tile over every block of rows.
       const size_t block_bytes = k.interleaved_block_bytes(cols);
-      const int64_t blocks = (np + kInterleavedRows - 1) / kInterleavedRows;
-      uint8_t* interleaved = ThreadScratch(Slot::kInterleaved, blocks * block_bytes);
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int nr =
-            static_cast<int>(std::min<int64_t>(kInterleavedRows, np - b * kInterleavedRows));
-        k.interleave(panel, b * kInterleavedRows, nr, interleaved + b * block_bytes);
+      const int64_t num_blocks = (np + kInterleavedRows - 1) / kInterleavedRows;
+      uint8_t* interleaved = ThreadScratch(Slot::kInterleaved, num_blocks * block_bytes);
+      for (int64_t b = 0; b < num_blocks; ++b) {
+        const int64_t r = b * kInterleavedRows;
+        const int nr = static_cast<int>(std::min<int64_t>(kInterleavedRows, np - r));
+        if (interleaves_weights(p + r, nr)) {
+          k.interleave_weights(
+              w.type, p + r < grouped_end ? WeightLayout::kRowGroups : WeightLayout::kRowMajor,
+              static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes, row_bytes, cols, nr,
+              interleaved + b * block_bytes, has_min ? min + r * (cols / kMinGroup) : nullptr);
+          continue;
+        }
+        unpack_rows(p, p + r, p + r + nr);
+        k.interleave(panel, r, nr, interleaved + b * block_bytes);
       }
       for (int64_t t = t_begin; t < t_end; t += kInterleavedTokenTile) {
         const int mt = static_cast<int>(std::min<int64_t>(kInterleavedTokenTile, t_end - t));
-        for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t b = 0; b < num_blocks; ++b) {
           const int64_t r = b * kInterleavedRows;
           const int nr = static_cast<int>(std::min<int64_t>(kInterleavedRows, np - r));
           k.interleaved_tile(job.qx, t, mt, interleaved + b * block_bytes,
@@ -393,6 +416,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
       }
       continue;
     }
+    unpack_rows(p, p, p + np);
     for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
       for (int64_t r = 0; r < np; r += k.quant_row_tile) {

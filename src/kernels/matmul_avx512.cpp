@@ -651,6 +651,8 @@ const TargetKernels& Avx512Kernels() {
       .interleaved_block_bytes = InterleavedBlockBytesAvx512,
       .interleave = InterleaveRowsAvx512,
       .interleaved_tile = InterleavedTileAvx512,
+      .interleaves_weights = InterleavesWeightsAvx512,
+      .interleave_weights = InterleaveWeightsAvx512,
       .widen = Widen,
       .quantize_row = QuantizeActivationRowAvx512,
       .unpack = UnpackBlocksAvx2,

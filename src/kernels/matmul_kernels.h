@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/matmul.h"
 #include "kernels/weight_type.h"
 
 namespace reprise::kernels {
@@ -90,6 +91,14 @@ struct TargetKernels {
   void (*interleave)(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out) = nullptr;
   void (*interleaved_tile)(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
                            const float* mins, int nr, float* y, int64_t y_stride) = nullptr;
+  // Optional, for the types and layouts interleaves_weights names: writes nr rows of the matrix
+  // (`rows`, row_bytes apart; a whole row group for WeightLayout::kRowGroups) as one interleaved
+  // block, the bytes interleave writes from the same rows unpacked, and their mins (row-major,
+  // cols / 32 each; types with mins), without the unpacked panel in between.
+  bool (*interleaves_weights)(WeightType type, WeightLayout layout) = nullptr;
+  void (*interleave_weights)(WeightType type, WeightLayout layout, const uint8_t* rows,
+                             size_t row_bytes, int64_t cols, int nr, uint8_t* out,
+                             float* mins) = nullptr;
 
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
@@ -155,6 +164,9 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
 // The interleaved prefill tiles of the AVX-512 target (interleaved_avx512.cpp).
 size_t InterleavedBlockBytesAvx512(int64_t cols);
 void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out);
+bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout);  // Q8_0 rows, Q4_K groups
+void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
+                             size_t row_bytes, int64_t cols, int nr, uint8_t* out, float* mins);
 void InterleavedTileAvx512(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
                            const float* mins, int nr, float* y, int64_t y_stride);
 

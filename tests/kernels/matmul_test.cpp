@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu_target.h"
 #include "kernels/matmul_kernels.h"
@@ -197,6 +198,74 @@ TEST(KernelMatMulTest, PrefillOnPartBlocksOfRowsMatchesOneToken) {
       }
     }
   }
+}
+
+// Rows the AVX-512 target rearranges straight from the matrix (Q8_0 as stored, Q4_K row groups)
+// become the bytes, and mins, that unpacking them and interleaving the unpacked panel gives: every
+// row count of a block for Q8_0, with a row's lone last block of 32, and K-quant rows of 1, 3 and
+// 16 super-blocks.
+TEST(KernelMatMulTest, InterleavingStraightFromTheMatrixGivesTheUnpackedBytes) {
+  if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "needs a CPU with AVX-512";
+  const TargetKernels& k = Avx512Kernels();
+  struct Case {
+    WeightType type;
+    WeightLayout layout;
+    int64_t cols;
+  };
+  for (const Case& c : {Case{WeightType::kQ8_0, WeightLayout::kRowMajor, 160},
+                        Case{WeightType::kQ8_0, WeightLayout::kRowMajor, 544},
+                        Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 256},
+                        Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 768},
+                        Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 4096}}) {
+    ASSERT_TRUE(k.interleaves_weights(c.type, c.layout)) << WeightTypeName(c.type);
+    const int64_t cols = c.cols;
+    TestWeights w(c.type, kInterleavedRows, cols, 109);
+    // The unpacked panel, as the driver fills it (portable unpacking: the same bytes).
+    const bool has_min = HasMin(c.type);
+    const int64_t blocks = cols / static_cast<int64_t>(BlockElements(c.type));
+    const size_t row_bytes = RowBytes(c.type, cols);
+    std::vector<uint8_t> q(kInterleavedRows * cols);
+    std::vector<float> scale(kInterleavedRows * (cols / kScaleGroup));
+    std::vector<float> min(kInterleavedRows * (cols / kMinGroup));
+    for (int r = 0; r < kInterleavedRows; ++r) {
+      UnpackBlocks(c.type, w.bytes.data() + r * row_bytes, 0, blocks, q.data() + r * cols,
+                   scale.data() + r * (cols / kScaleGroup),
+                   has_min ? min.data() + r * (cols / kMinGroup) : nullptr);
+    }
+    const UnpackedRows panel{.q = q.data(),
+                             .scale = scale.data(),
+                             .min = has_min ? min.data() : nullptr,
+                             .cols = cols,
+                             .zero_point = ZeroPoint(c.type)};
+    std::vector<uint8_t> stored = w.bytes;
+    const uint8_t* source = stored.data();
+    if (c.layout == WeightLayout::kRowGroups) {
+      WeightView view = w.view;
+      view.data = stored.data();
+      ASSERT_EQ(ArrangeRowGroups(view, stored.data()).layout, WeightLayout::kRowGroups);
+    }
+    const size_t block_bytes = k.interleaved_block_bytes(cols);
+    // Row groups are rearranged whole; stored rows in any number up to a block.
+    const int first_nr = c.layout == WeightLayout::kRowGroups ? kInterleavedRows : 1;
+    for (int nr = first_nr; nr <= kInterleavedRows; ++nr) {
+      AlignedBuffer<uint8_t> expected(block_bytes), straight(block_bytes);
+      std::memset(expected.data(), 0x5A, block_bytes);
+      std::memset(straight.data(), 0xA5, block_bytes);
+      std::vector<float> mins(kInterleavedRows * (cols / kMinGroup), std::nanf(""));
+      k.interleave(panel, 0, nr, expected.data());
+      k.interleave_weights(c.type, c.layout, source, row_bytes, cols, nr, straight.data(),
+                           has_min ? mins.data() : nullptr);
+      ASSERT_EQ(std::memcmp(expected.data(), straight.data(), block_bytes), 0)
+          << WeightTypeName(c.type) << " cols " << cols << " rows " << nr;
+      if (has_min) {
+        ASSERT_EQ(std::memcmp(mins.data(), min.data(), nr * (cols / kMinGroup) * sizeof(float)), 0)
+            << WeightTypeName(c.type) << " cols " << cols;
+      }
+    }
+  }
+  EXPECT_FALSE(k.interleaves_weights(WeightType::kQ4_K, WeightLayout::kRowMajor));
+  EXPECT_FALSE(k.interleaves_weights(WeightType::kQ6_K, WeightLayout::kRowMajor));
+  EXPECT_FALSE(k.interleaves_weights(WeightType::kQ5_K, WeightLayout::kRowGroups));
 }
 
 // The one-token AVX-512 tiles split packed nibbles by GFNI where the CPU has it and by shifts
