@@ -16,6 +16,9 @@
 // are those of the row-major tiles.
 #include <algorithm>
 #include <array>
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/error.h"
@@ -201,21 +204,18 @@ void InterleaveQ8_0Rows(const uint8_t* rows, size_t row_bytes, int64_t cols, int
   }
 }
 
-// The codes of quad kQuad's chunk from the 16 rows' eight code words of a Q4_K chunk (words[i]:
-// word i of the chunk's 32 bytes of each row, row r's in dword r): group 0 the low nibbles of
-// words 0-3, group 1 of words 4-7, groups 2 and 3 their high nibbles.
+// The codes of quad kQuad's chunk from its 16 rows' codes of a K-quant chunk: low[u] and high[u]
+// hold the codes of the low and high nibbles of code word u (row r's in dword r). Group 0 is the
+// low codes of words 0-3, group 1 of words 4-7, groups 2 and 3 the high codes of the same words.
 template <int kQuad>
-inline void Q4KQuadCodes(const __m512i (&words)[8], __m512i (&codes)[4]) {
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+inline void KQuadCodes(const __m512i (&low)[8], const __m512i (&high)[8], __m512i (&codes)[4]) {
+  constexpr int kLanes = _MM_SHUFFLE(kQuad, kQuad, kQuad, kQuad);
   for (int e = 0; e < 4; ++e) {
-    // [words e, words e, words e + 4, words e + 4] of the quad's rows, then in the order of
-    // groups 0 .. 3: [e, e + 4, e, e + 4].
-    const __m512i pairs =
-        _mm512_shuffle_i64x2(words[e], words[e + 4], _MM_SHUFFLE(kQuad, kQuad, kQuad, kQuad));
-    const __m512i groups = _mm512_shuffle_i64x2(pairs, pairs, _MM_SHUFFLE(3, 1, 2, 0));
-    // High nibbles in groups 2 and 3 (16-bit lanes 16-31).
-    codes[e] =
-        _mm512_and_si512(_mm512_mask_srli_epi16(groups, 0xFFFF0000u, groups, 4), low_nibbles);
+    // [low e, low e, low e + 4, low e + 4] of the quad's rows, the same of high, then taken in
+    // the order of groups 0 .. 3.
+    const __m512i lows = _mm512_shuffle_i64x2(low[e], low[e + 4], kLanes);
+    const __m512i highs = _mm512_shuffle_i64x2(high[e], high[e + 4], kLanes);
+    codes[e] = _mm512_shuffle_i64x2(lows, highs, _MM_SHUFFLE(2, 0, 2, 0));
   }
 }
 
@@ -225,18 +225,25 @@ inline __m512 LaneByte(__m512i bytes, int byte) {
                                              _mm512_set1_epi32(0xFF)));
 }
 
-// A group of 16 Q4_K rows in the row-group layout (row_groups.h: per block, word i of the 16 rows
-// at 64 i, row r's at 4 r; words 0: d and dmin, 1-3: the packed scales and mins, 4-35: codes).
-// Scales and mins come out as UnpackBlocks gives them: d * sc and -(dmin * m), in f32.
-void InterleaveQ4KGroup(const uint8_t* group, int64_t cols, uint8_t* out, float* mins) {
+// A group of 16 Q4_K or Q5_K rows in the row-group layout (row_groups.h: per block, word i of the
+// 16 rows at 64 i, row r's at 4 r; words 0: d and dmin, 1-3: the packed scales and mins, then
+// Q5_K's fifth-bit masks, then the code words). Codes, scales and mins come out as UnpackBlocks
+// gives them: nibble + 16 * fifth bit, d * sc and -(dmin * m), in f32.
+template <typename Block>
+void InterleaveKGroup(const uint8_t* group, int64_t cols, uint8_t* out, float* mins) {
+  constexpr bool kFifthBits = std::is_same_v<Block, BlockQ5_K>;
+  constexpr int64_t kBlockBytes = kRowGroupRows * static_cast<int64_t>(sizeof(Block));
+  constexpr int kCodeWord = offsetof(Block, qs) / 4;
+  static_assert(offsetof(Block, d) == 0 && offsetof(Block, scales) == 4 && kKScaleBytes == 12);
   const int64_t blocks = cols / kQkK;
   const int64_t min_stride = cols / kMinGroup;
   const __m512i min_rows =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(static_cast<int>(min_stride)));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  const __m512i fifth = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < blocks; ++b) {
-    constexpr int64_t kGroupBlockBytes = kRowGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
-    const uint8_t* p = group + b * kGroupBlockBytes;
+    const uint8_t* p = group + b * kBlockBytes;
     const __m512i head = _mm512_loadu_si512(p);
     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
     const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
@@ -245,13 +252,12 @@ void InterleaveQ4KGroup(const uint8_t* group, int64_t cols, uint8_t* out, float*
     const __m512i w2 = _mm512_loadu_si512(p + 128);
     const __m512i w3 = _mm512_loadu_si512(p + 192);
     const __m512i six = _mm512_set1_epi8(0x3F);
-    const __m512i four = _mm512_set1_epi8(0x0F);
     const __m512i top = _mm512_set1_epi8(0x30);  // bits 6-7 of a byte moved to 4-5
     const __m512i sc[2] = {_mm512_and_si512(w1, six),
-                           _mm512_or_si512(_mm512_and_si512(w3, four),
+                           _mm512_or_si512(_mm512_and_si512(w3, nibble),
                                            _mm512_and_si512(_mm512_srli_epi32(w1, 2), top))};
     const __m512i mn[2] = {_mm512_and_si512(w2, six),
-                           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w3, 4), four),
+                           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w3, 4), nibble),
                                            _mm512_and_si512(_mm512_srli_epi32(w2, 2), top))};
     __m512 scales[8];  // [sub-block] lane r: row r's d * sc
     for (int j = 0; j < 8; ++j) {
@@ -261,21 +267,32 @@ void InterleaveQ4KGroup(const uint8_t* group, int64_t cols, uint8_t* out, float*
                            _mm512_xor_ps(offset, _mm512_set1_ps(-0.0f)), 4);
     }
     for (int kk = 0; kk < kQkK / 64; ++kk) {
-      __m512i words[8];
-      for (int i = 0; i < 8; ++i) words[i] = _mm512_loadu_si512(p + 64 * (4 + 8 * kk + i));
+      __m512i low[8], high[8];
+      for (int u = 0; u < 8; ++u) {
+        const __m512i v = _mm512_loadu_si512(p + 64 * (kCodeWord + 8 * kk + u));
+        low[u] = _mm512_and_si512(v, nibble);
+        high[u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+        if constexpr (kFifthBits) {
+          uint64_t low_fifth, high_fifth;  // bit 4 r + i: row r's byte i has its fifth bit
+          std::memcpy(&low_fifth, p + Q5KFifthBitMask(kk, u, 0), sizeof(low_fifth));
+          std::memcpy(&high_fifth, p + Q5KFifthBitMask(kk, u, 1), sizeof(high_fifth));
+          low[u] = _mm512_mask_add_epi8(low[u], low_fifth, low[u], fifth);
+          high[u] = _mm512_mask_add_epi8(high[u], high_fifth, high[u], fifth);
+        }
+      }
       // Groups 0-1 are sub-block 2 kk, groups 2-3 sub-block 2 kk + 1.
       const __m512 a = scales[2 * kk], c = scales[2 * kk + 1];
       uint8_t* dst = out + ((b * (kQkK / 64) + kk) * kQuads) * kQuadChunkBytes;
       __m512i codes[4];
-      Q4KQuadCodes<0>(words, codes);
+      KQuadCodes<0>(low, high, codes);
       StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(0, 0, 0, 0)), dst);
-      Q4KQuadCodes<1>(words, codes);
+      KQuadCodes<1>(low, high, codes);
       StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(1, 1, 1, 1)),
                      dst + kQuadChunkBytes);
-      Q4KQuadCodes<2>(words, codes);
+      KQuadCodes<2>(low, high, codes);
       StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(2, 2, 2, 2)),
                      dst + 2 * kQuadChunkBytes);
-      Q4KQuadCodes<3>(words, codes);
+      KQuadCodes<3>(low, high, codes);
       StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(3, 3, 3, 3)),
                      dst + 3 * kQuadChunkBytes);
     }
@@ -312,7 +329,8 @@ void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* ou
 }
 
 bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout) {
-  return layout == WeightLayout::kRowMajor ? type == WeightType::kQ8_0 : type == WeightType::kQ4_K;
+  if (layout == WeightLayout::kRowMajor) return type == WeightType::kQ8_0;
+  return type == WeightType::kQ4_K || type == WeightType::kQ5_K;
 }
 
 void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
@@ -323,7 +341,11 @@ void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t
     InterleaveQ8_0Rows(rows, row_bytes, cols, nr, out);
   } else {
     REPRISE_CHECK(nr == kRowGroupRows, "a row group has {} rows, not {}", kRowGroupRows, nr);
-    InterleaveQ4KGroup(rows, cols, out, mins);
+    if (type == WeightType::kQ4_K) {
+      InterleaveKGroup<BlockQ4_K>(rows, cols, out, mins);
+    } else {
+      InterleaveKGroup<BlockQ5_K>(rows, cols, out, mins);
+    }
   }
 }
 

@@ -164,7 +164,7 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
 // The interleaved prefill tiles of the AVX-512 target (interleaved_avx512.cpp).
 size_t InterleavedBlockBytesAvx512(int64_t cols);
 void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out);
-bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout);  // Q8_0 rows, Q4_K groups
+bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout);  // Q8_0 rows, Q4_K/Q5_K groups
 void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
                              size_t row_bytes, int64_t cols, int nr, uint8_t* out, float* mins);
 void InterleavedTileAvx512(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,

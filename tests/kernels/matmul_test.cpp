@@ -200,7 +200,8 @@ TEST(KernelMatMulTest, PrefillOnPartBlocksOfRowsMatchesOneToken) {
   }
 }
 
-// Rows the AVX-512 target rearranges straight from the matrix (Q8_0 as stored, Q4_K row groups)
+// Rows the AVX-512 target rearranges straight from the matrix (Q8_0 as stored, Q4_K and Q5_K row
+// groups)
 // become the bytes, and mins, that unpacking them and interleaving the unpacked panel gives: every
 // row count of a block for Q8_0, with a row's lone last block of 32, and K-quant rows of 1, 3 and
 // 16 super-blocks.
@@ -216,7 +217,10 @@ TEST(KernelMatMulTest, InterleavingStraightFromTheMatrixGivesTheUnpackedBytes) {
                         Case{WeightType::kQ8_0, WeightLayout::kRowMajor, 544},
                         Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 256},
                         Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 768},
-                        Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 4096}}) {
+                        Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 4096},
+                        Case{WeightType::kQ5_K, WeightLayout::kRowGroups, 256},
+                        Case{WeightType::kQ5_K, WeightLayout::kRowGroups, 768},
+                        Case{WeightType::kQ5_K, WeightLayout::kRowGroups, 4096}}) {
     ASSERT_TRUE(k.interleaves_weights(c.type, c.layout)) << WeightTypeName(c.type);
     const int64_t cols = c.cols;
     TestWeights w(c.type, kInterleavedRows, cols, 109);
@@ -265,7 +269,7 @@ TEST(KernelMatMulTest, InterleavingStraightFromTheMatrixGivesTheUnpackedBytes) {
   }
   EXPECT_FALSE(k.interleaves_weights(WeightType::kQ4_K, WeightLayout::kRowMajor));
   EXPECT_FALSE(k.interleaves_weights(WeightType::kQ6_K, WeightLayout::kRowMajor));
-  EXPECT_FALSE(k.interleaves_weights(WeightType::kQ5_K, WeightLayout::kRowGroups));
+  EXPECT_FALSE(k.interleaves_weights(WeightType::kQ4_0, WeightLayout::kRowGroups));
 }
 
 // The one-token AVX-512 tiles split packed nibbles by GFNI where the CPU has it and by shifts
