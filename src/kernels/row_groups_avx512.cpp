@@ -207,7 +207,6 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
   }
   for (int64_t sb = 0; sb < supers; ++sb) {
     const uint8_t* p = group + sb * kBlockBytes;
-    ahead.Upto(p + kBlockBytes);
     const auto word = [&](int i) { return Vec(p + 64 * i); };
     const __m512i head = word(0);
     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
@@ -233,6 +232,9 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
       // Chunk j: sub-blocks 2j (low nibbles: groups 4j, 4j + 1) and 2j + 1 (high: 4j + 2, 4j + 3).
       Unroll<4>([&](auto chunk) {
         constexpr int j = decltype(chunk)::value;
+        // A quarter of a block's lines at a time: asked for all at once, they wait for fill
+        // buffers (Q5_K: 85% -> 89% of the read bandwidth, Q4_K: 87-88% -> 89%).
+        if constexpr (t == 0) ahead.Upto(p + (j + 1) * (kBlockBytes / 4));
         const int8_t* xc = x.q + (t0 + t) * cols + sb * kQkK + 64 * j;
         __m512i sums[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
                            _mm512_setzero_si512()};
