@@ -144,24 +144,18 @@ inline void StoreQuadChunk(const __m512i (&codes)[4], __m512 scales, uint8_t* ds
   _mm512_store_si512(dst + kCodeBytes + 64, _mm512_sub_epi32(_mm512_setzero_si512(), biased_sums));
 }
 
-// One quad's chunk from its four rows' 64 signed codes (rows[r]: +0 past the rows and past the
-// row's end) and their four group scales each (four[r], the same zeros).
-inline void StoreQuadRows(const __m512i (&rows)[4], __m128 (&four)[4], uint8_t* dst) {
-  // A 4 x 4 transpose of dwords within each 128-bit lane (a group): lane 4 j + r of codes[e]
-  // is row r's dword e of group j.
+// The codes of a quad's chunk in the four-row layout from its four rows' 64 signed codes each
+// (rows[r]: +0 past the rows and past the row's end): a 4 x 4 transpose of dwords within each
+// 128-bit lane (a group), lane 4 j + r of codes[e] being row r's dword e of group j.
+inline void QuadCodesOfRows(const __m512i (&rows)[4], __m512i (&codes)[4]) {
   const __m512i t0 = _mm512_unpacklo_epi32(rows[0], rows[1]);
   const __m512i t1 = _mm512_unpackhi_epi32(rows[0], rows[1]);
   const __m512i t2 = _mm512_unpacklo_epi32(rows[2], rows[3]);
   const __m512i t3 = _mm512_unpackhi_epi32(rows[2], rows[3]);
-  const __m512i codes[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                            _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
-  // Scales transposed so that 128-bit lane j holds group j's of rows 0 .. 3.
-  _MM_TRANSPOSE4_PS(four[0], four[1], four[2], four[3]);
-  __m512 scales = _mm512_castps128_ps512(four[0]);
-  scales = _mm512_insertf32x4(scales, four[1], 1);
-  scales = _mm512_insertf32x4(scales, four[2], 2);
-  scales = _mm512_insertf32x4(scales, four[3], 3);
-  StoreQuadChunk(codes, scales, dst);
+  codes[0] = _mm512_unpacklo_epi64(t0, t2);
+  codes[1] = _mm512_unpackhi_epi64(t0, t2);
+  codes[2] = _mm512_unpacklo_epi64(t1, t3);
+  codes[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
 // How far ahead along its row InterleaveQ8_0Rows asks for a row's bytes.
@@ -171,16 +165,29 @@ constexpr int kStoredPrefetchBytes = 1024;
 // groups of 16, so a chunk of 64 columns is two blocks (the row's lone last block: one, then
 // zeros).
 void InterleaveQ8_0Rows(const uint8_t* rows, size_t row_bytes, int64_t cols, int nr, uint8_t* out) {
+  // Where each of the 16 rows starts (rows past nr: not read, masked off).
+  const __m512i row_offsets =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(row_bytes)));
+  const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
   for (int64_t k = 0; k < Chunks(cols); ++k) {
     const bool whole = 64 * k + 64 <= cols;
+    // The chunk's two block scales of all 16 rows at once (each f16 read as the low half of a
+    // 32-bit lane), row r in lane r; a lone last block's second scale 0.
+    const uint8_t* chunk = rows + 2 * k * static_cast<int64_t>(sizeof(BlockQ8_0));
+    const auto halves = [&](const uint8_t* at, __mmask16 mask) {
+      const __m512i words =
+          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, row_offsets, at, 1);
+      return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
+    };
+    const __m512 first_scales = halves(chunk, live);
+    const __m512 second_scales = halves(chunk + sizeof(BlockQ8_0), whole ? live : 0);
     for (int quad = 0; quad < kQuads; ++quad) {
-      __m512i codes[4];
-      __m128 four[4];
+      __m512i row_codes[4];
       for (int r = 0; r < 4; ++r) {
         const int row = 4 * quad + r;
         if (row >= nr) {
-          codes[r] = _mm512_setzero_si512();
-          four[r] = _mm_setzero_ps();
+          row_codes[r] = _mm512_setzero_si512();
           continue;
         }
         const auto* blocks = reinterpret_cast<const BlockQ8_0*>(rows + row * row_bytes) + 2 * k;
@@ -194,12 +201,17 @@ void InterleaveQ8_0Rows(const uint8_t* rows, size_t row_bytes, int64_t cols, int
         const __m256i second =
             whole ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[1].qs))
                   : _mm256_setzero_si256();
-        codes[r] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
-        const float d0 = _cvtsh_ss(blocks[0].d);
-        const float d1 = whole ? _cvtsh_ss(blocks[1].d) : 0.0f;
-        four[r] = _mm_setr_ps(d0, d0, d1, d1);
+        row_codes[r] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
       }
-      StoreQuadRows(codes, four, out + (k * kQuads + quad) * kQuadChunkBytes);
+      __m512i codes[4];
+      QuadCodesOfRows(row_codes, codes);
+      // Groups 0 and 1 take the first block's scale, 2 and 3 the second's: lane 4 j + r from
+      // row 4 quad + r of the one or the other.
+      const __m512i lanes = _mm512_add_epi32(
+          _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 16, 17, 18, 19, 16, 17, 18, 19),
+          _mm512_set1_epi32(4 * quad));
+      StoreQuadChunk(codes, _mm512_permutex2var_ps(first_scales, lanes, second_scales),
+                     out + (k * kQuads + quad) * kQuadChunkBytes);
     }
   }
 }
@@ -323,7 +335,15 @@ void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* ou
         four[r] = row < nr ? _mm_maskz_loadu_ps(scale_mask, w.scale + (r0 + row) * groups + 4 * k)
                            : _mm_setzero_ps();
       }
-      StoreQuadRows(rows, four, out + (k * kQuads + quad) * kQuadChunkBytes);
+      __m512i codes[4];
+      QuadCodesOfRows(rows, codes);
+      // Scales transposed so that 128-bit lane j holds group j's of rows 0 .. 3.
+      _MM_TRANSPOSE4_PS(four[0], four[1], four[2], four[3]);
+      __m512 scales = _mm512_castps128_ps512(four[0]);
+      scales = _mm512_insertf32x4(scales, four[1], 1);
+      scales = _mm512_insertf32x4(scales, four[2], 2);
+      scales = _mm512_insertf32x4(scales, four[3], 3);
+      StoreQuadChunk(codes, scales, out + (k * kQuads + quad) * kQuadChunkBytes);
     }
   }
 }
