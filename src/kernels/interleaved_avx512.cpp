@@ -40,6 +40,11 @@ constexpr int64_t kQuadChunkBytes = kCodeBytes + 64 + 64;
 
 int64_t Chunks(int64_t cols) { return (cols + 63) / 64; }
 
+// After a block's chunks, for types with mins: the mins of its rows per sub-block of 32 columns,
+// transposed (sub-block s: 16 floats, row r's in lane r; +0 past the rows), so that one fused
+// multiply-add per sub-block and token serves all 16 rows.
+int64_t MinsOffset(int64_t cols) { return Chunks(cols) * kQuads * kQuadChunkBytes; }
+
 // One chunk of 64 columns (kWhole) or the row's lone last block of 32, for MT tokens and the
 // block's four quads.
 template <int MT, bool kWhole>
@@ -82,8 +87,8 @@ __attribute__((always_inline)) inline void InterleavedChunk(const QuantizedRows&
 }
 
 template <int MT, bool kMins>
-void InterleavedTileT(const QuantizedRows& x, int64_t t0, const uint8_t* block, const float* mins,
-                      int nr, float* y, int64_t y_stride) {
+void InterleavedTileT(const QuantizedRows& x, int64_t t0, const uint8_t* block, int nr, float* y,
+                      int64_t y_stride) {
   const int64_t cols = x.cols;
   __m512 chains[MT][kQuads];
   for (int t = 0; t < MT; ++t) {
@@ -99,24 +104,50 @@ void InterleavedTileT(const QuantizedRows& x, int64_t t0, const uint8_t* block, 
   }
   const int64_t blocks = cols / 32;
   for (int t = 0; t < MT; ++t) {
+    // MinsDot for the 16 rows at once, row r in lane r: sums[l] holds its lane l, the fused
+    // multiply-adds of sub-blocks l, l + 16, ... in order, then HorizontalSum's tree across the
+    // registers; the same operations per row, so the same bits.
+    __m512 mins_dots = _mm512_setzero_ps();
+    if constexpr (kMins) {
+      const auto* row_mins = reinterpret_cast<const float*>(block + MinsOffset(cols));
+      const float* xs = x.sum + (t0 + t) * blocks;
+      __m512 sums[16];
+      for (__m512& sum : sums) sum = _mm512_setzero_ps();
+      int64_t s = 0;
+      for (; s + 16 <= blocks; s += 16) {
+        for (int l = 0; l < 16; ++l) {
+          sums[l] = _mm512_fmadd_ps(_mm512_load_ps(row_mins + 16 * (s + l)),
+                                    _mm512_set1_ps(xs[s + l]), sums[l]);
+        }
+      }
+      if (s < blocks) {
+        // MinsDot's masked last step: fma(0, 0, sum) = sum + 0 past the row's sub-blocks.
+        for (int l = 0; l < 16; ++l) {
+          sums[l] = s + l < blocks ? _mm512_fmadd_ps(_mm512_load_ps(row_mins + 16 * (s + l)),
+                                                     _mm512_set1_ps(xs[s + l]), sums[l])
+                                   : _mm512_add_ps(sums[l], _mm512_setzero_ps());
+        }
+      }
+      __m512 eight[8], four[4];
+      for (int i = 0; i < 8; ++i) eight[i] = _mm512_add_ps(sums[i], sums[i + 8]);
+      for (int i = 0; i < 4; ++i) four[i] = _mm512_add_ps(eight[i], eight[i + 4]);
+      mins_dots = _mm512_add_ps(_mm512_add_ps(four[0], four[2]), _mm512_add_ps(four[1], four[3]));
+    }
+    alignas(64) float mins_dot[16];
+    _mm512_store_ps(mins_dot, mins_dots);
     for (int quad = 0; quad < kQuads && 4 * quad < nr; ++quad) {
       alignas(16) float totals[4];
       _mm_store_ps(totals, ChainTotalsOfRows(chains[t][quad]));
       for (int r = 0; r < 4 && 4 * quad + r < nr; ++r) {
         const int row = 4 * quad + r;
-        if constexpr (kMins) {
-          y[t * y_stride + row] =
-              totals[r] + MinsDot(mins + row * blocks, x.sum + (t0 + t) * blocks, blocks);
-        } else {
-          y[t * y_stride + row] = totals[r];
-        }
+        y[t * y_stride + row] = kMins ? totals[r] + mins_dot[row] : totals[r];
       }
     }
   }
 }
 
-using InterleavedTileFn = void (*)(const QuantizedRows&, int64_t, const uint8_t*, const float*, int,
-                                   float*, int64_t);
+using InterleavedTileFn = void (*)(const QuantizedRows&, int64_t, const uint8_t*, int, float*,
+                                   int64_t);
 
 template <bool kMins, int... MTs>
 constexpr auto InterleavedVariants(std::integer_sequence<int, MTs...>) {
@@ -126,7 +157,7 @@ constexpr auto InterleavedVariants(std::integer_sequence<int, MTs...>) {
 }  // namespace
 
 size_t InterleavedBlockBytesAvx512(int64_t cols) {
-  return static_cast<size_t>(Chunks(cols) * kQuads * kQuadChunkBytes);
+  return static_cast<size_t>(MinsOffset(cols) + cols / kMinGroup * 16 * sizeof(float));
 }
 
 namespace {
@@ -242,16 +273,13 @@ inline __m512 LaneByte(__m512i bytes, int byte) {
 // Q5_K's fifth-bit masks, then the code words). Codes, scales and mins come out as UnpackBlocks
 // gives them: nibble + 16 * fifth bit, d * sc and -(dmin * m), in f32.
 template <typename Block>
-void InterleaveKGroup(const uint8_t* group, int64_t cols, uint8_t* out, float* mins) {
+void InterleaveKGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
+  auto* mins = reinterpret_cast<float*>(out + MinsOffset(cols));
   constexpr bool kFifthBits = std::is_same_v<Block, BlockQ5_K>;
   constexpr int64_t kBlockBytes = kRowGroupRows * static_cast<int64_t>(sizeof(Block));
   constexpr int kCodeWord = offsetof(Block, qs) / 4;
   static_assert(offsetof(Block, d) == 0 && offsetof(Block, scales) == 4 && kKScaleBytes == 12);
   const int64_t blocks = cols / kQkK;
-  const int64_t min_stride = cols / kMinGroup;
-  const __m512i min_rows =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(min_stride)));
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   const __m512i fifth = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < blocks; ++b) {
@@ -275,8 +303,8 @@ void InterleaveKGroup(const uint8_t* group, int64_t cols, uint8_t* out, float* m
     for (int j = 0; j < 8; ++j) {
       scales[j] = _mm512_mul_ps(d, LaneByte(sc[j / 4], j % 4));
       const __m512 offset = _mm512_mul_ps(dmin, LaneByte(mn[j / 4], j % 4));
-      _mm512_i32scatter_ps(mins + b * (kQkK / kMinGroup) + j, min_rows,
-                           _mm512_xor_ps(offset, _mm512_set1_ps(-0.0f)), 4);
+      _mm512_store_ps(mins + 16 * (b * (kQkK / kMinGroup) + j),
+                      _mm512_xor_ps(offset, _mm512_set1_ps(-0.0f)));
     }
     for (int kk = 0; kk < kQkK / 64; ++kk) {
       __m512i low[8], high[8];
@@ -346,6 +374,19 @@ void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* ou
       StoreQuadChunk(codes, scales, out + (k * kQuads + quad) * kQuadChunkBytes);
     }
   }
+  if (w.min != nullptr) {
+    // The rows' mins transposed after the chunks (MinsOffset), +0 past the rows.
+    const int64_t sub_blocks = cols / kMinGroup;
+    const __m512i rows =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(static_cast<int>(sub_blocks)));
+    const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
+    auto* mins = reinterpret_cast<float*>(out + MinsOffset(cols));
+    for (int64_t s = 0; s < sub_blocks; ++s) {
+      _mm512_store_ps(mins + 16 * s, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, rows,
+                                                              w.min + r0 * sub_blocks + s, 4));
+    }
+  }
 }
 
 bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout) {
@@ -354,7 +395,7 @@ bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout) {
 }
 
 void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
-                             size_t row_bytes, int64_t cols, int nr, uint8_t* out, float* mins) {
+                             size_t row_bytes, int64_t cols, int nr, uint8_t* out) {
   REPRISE_CHECK(InterleavesWeightsAvx512(type, layout), "no direct interleaving for {}",
                 WeightTypeName(type));
   if (layout == WeightLayout::kRowMajor) {
@@ -362,20 +403,20 @@ void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t
   } else {
     REPRISE_CHECK(nr == kRowGroupRows, "a row group has {} rows, not {}", kRowGroupRows, nr);
     if (type == WeightType::kQ4_K) {
-      InterleaveKGroup<BlockQ4_K>(rows, cols, out, mins);
+      InterleaveKGroup<BlockQ4_K>(rows, cols, out);
     } else {
-      InterleaveKGroup<BlockQ5_K>(rows, cols, out, mins);
+      InterleaveKGroup<BlockQ5_K>(rows, cols, out);
     }
   }
 }
 
 void InterleavedTileAvx512(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
-                           const float* mins, int nr, float* y, int64_t y_stride) {
+                           bool mins, int nr, float* y, int64_t y_stride) {
   using Tokens = std::make_integer_sequence<int, kInterleavedTokenTile>;
   static constexpr auto kWithMins = InterleavedVariants<true>(Tokens());
   static constexpr auto kWithoutMins = InterleavedVariants<false>(Tokens());
-  const auto& variants = mins != nullptr ? kWithMins : kWithoutMins;
-  variants[mt - 1](x, t0, block, mins, nr, y, y_stride);
+  const auto& variants = mins ? kWithMins : kWithoutMins;
+  variants[mt - 1](x, t0, block, nr, y, y_stride);
 }
 
 }  // namespace reprise::kernels

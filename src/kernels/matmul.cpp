@@ -398,7 +398,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
           k.interleave_weights(
               w.type, p + r < grouped_end ? WeightLayout::kRowGroups : WeightLayout::kRowMajor,
               static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes, row_bytes, cols, nr,
-              interleaved + b * block_bytes, has_min ? min + r * (cols / kMinGroup) : nullptr);
+              interleaved + b * block_bytes);
           continue;
         }
         unpack_rows(p, p + r, p + r + nr);
@@ -409,8 +409,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
         for (int64_t b = 0; b < num_blocks; ++b) {
           const int64_t r = b * kInterleavedRows;
           const int nr = static_cast<int>(std::min<int64_t>(kInterleavedRows, np - r));
-          k.interleaved_tile(job.qx, t, mt, interleaved + b * block_bytes,
-                             has_min ? min + r * (cols / kMinGroup) : nullptr, nr,
+          k.interleaved_tile(job.qx, t, mt, interleaved + b * block_bytes, has_min, nr,
                              job.y + t * w.rows + p + r, w.rows);
         }
       }

@@ -83,22 +83,21 @@ struct TargetKernels {
 
   // Prefill over rows rearranged once per panel for the target (optional; null: quant_tile on the
   // unpacked panel). interleave writes rows [r0, r0 + nr) of an unpacked panel (nr <=
-  // kInterleavedRows) as one block of interleaved_block_bytes(cols) bytes (64-byte aligned);
-  // interleaved_tile computes tokens t0 .. t0 + mt - 1 (mt <= kInterleavedTokenTile) over a
-  // block's nr rows, given their mins (row-major, cols / 32 each) or null for types without.
-  // The same bits as the target's quant_tile_raw on the same rows.
+  // kInterleavedRows) as one block of interleaved_block_bytes(cols) bytes (64-byte aligned), their
+  // mins included where the panel has them; interleaved_tile computes tokens t0 .. t0 + mt - 1
+  // (mt <= kInterleavedTokenTile) over a block's nr rows, adding the mins' products where `mins`
+  // (types with mins). The same bits as the target's quant_tile_raw on the same rows.
   size_t (*interleaved_block_bytes)(int64_t cols) = nullptr;
   void (*interleave)(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out) = nullptr;
   void (*interleaved_tile)(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
-                           const float* mins, int nr, float* y, int64_t y_stride) = nullptr;
+                           bool mins, int nr, float* y, int64_t y_stride) = nullptr;
   // Optional, for the types and layouts interleaves_weights names: writes nr rows of the matrix
   // (`rows`, row_bytes apart; a whole row group for WeightLayout::kRowGroups) as one interleaved
-  // block, the bytes interleave writes from the same rows unpacked, and their mins (row-major,
-  // cols / 32 each; types with mins), without the unpacked panel in between.
+  // block, the bytes interleave writes from the same rows unpacked, without the unpacked panel in
+  // between.
   bool (*interleaves_weights)(WeightType type, WeightLayout layout) = nullptr;
   void (*interleave_weights)(WeightType type, WeightLayout layout, const uint8_t* rows,
-                             size_t row_bytes, int64_t cols, int nr, uint8_t* out,
-                             float* mins) = nullptr;
+                             size_t row_bytes, int64_t cols, int nr, uint8_t* out) = nullptr;
 
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
@@ -166,9 +165,9 @@ size_t InterleavedBlockBytesAvx512(int64_t cols);
 void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out);
 bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout);  // Q8_0 rows, Q4_K/Q5_K groups
 void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
-                             size_t row_bytes, int64_t cols, int nr, uint8_t* out, float* mins);
+                             size_t row_bytes, int64_t cols, int nr, uint8_t* out);
 void InterleavedTileAvx512(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
-                           const float* mins, int nr, float* y, int64_t y_stride);
+                           bool mins, int nr, float* y, int64_t y_stride);
 
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();
