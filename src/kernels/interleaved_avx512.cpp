@@ -102,6 +102,17 @@ void InterleavedTileT(const QuantizedRows& x, int64_t t0, const uint8_t* block, 
     InterleavedChunk<MT, false>(x, t0, whole_chunks,
                                 block + whole_chunks * kQuads * kQuadChunkBytes, chains);
   }
+  // Every token's and quad's totals, rows past nr too, first: chains indexed only by constants
+  // stay in registers through the chunk loop (indexed under runtime bounds, GCC kept them in
+  // memory there).
+  alignas(64) float totals[MT][kInterleavedRows];
+#pragma GCC unroll 4
+  for (int t = 0; t < MT; ++t) {
+#pragma GCC unroll 4
+    for (int quad = 0; quad < kQuads; ++quad) {
+      _mm_store_ps(&totals[t][4 * quad], ChainTotalsOfRows(chains[t][quad]));
+    }
+  }
   const int64_t blocks = cols / 32;
   for (int t = 0; t < MT; ++t) {
     // MinsDot for the 16 rows at once, row r in lane r: sums[l] holds its lane l, the fused
@@ -135,13 +146,8 @@ void InterleavedTileT(const QuantizedRows& x, int64_t t0, const uint8_t* block, 
     }
     alignas(64) float mins_dot[16];
     _mm512_store_ps(mins_dot, mins_dots);
-    for (int quad = 0; quad < kQuads && 4 * quad < nr; ++quad) {
-      alignas(16) float totals[4];
-      _mm_store_ps(totals, ChainTotalsOfRows(chains[t][quad]));
-      for (int r = 0; r < 4 && 4 * quad + r < nr; ++r) {
-        const int row = 4 * quad + r;
-        y[t * y_stride + row] = kMins ? totals[r] + mins_dot[row] : totals[r];
-      }
+    for (int row = 0; row < nr; ++row) {
+      y[t * y_stride + row] = kMins ? totals[t][row] + mins_dot[row] : totals[t][row];
     }
   }
 }
