@@ -14,6 +14,10 @@
 // (x + 128) for the u8 x s8 dot product; each group's 128 * sum(q - zero point) is subtracted
 // back, from a vector kept beside the codes. The integer sums are exact either way, so the bits
 // are those of the row-major tiles.
+//
+// Q8_0 rows as stored and Q4_K/Q5_K row groups are rearranged straight from the matrix
+// (InterleaveWeightsAvx512); other types from an unpacked panel. For types with mins a block
+// ends with its rows' mins transposed, so that the tile makes MinsDot for its 16 rows at once.
 #include <algorithm>
 #include <array>
 #include <cstddef>
