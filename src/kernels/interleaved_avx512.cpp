@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kernels/k_group_avx512.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_reads_avx512.h"
@@ -120,8 +121,8 @@ void InterleavedTileT(const QuantizedRows& x, int64_t t0, const uint8_t* block, 
   const int64_t blocks = cols / 32;
   for (int t = 0; t < MT; ++t) {
     // MinsDot for the 16 rows at once, row r in lane r: sums[l] holds its lane l, the fused
-    // multiply-adds of sub-blocks l, l + 16, ... in order, then HorizontalSum's tree across the
-    // registers; the same operations per row, so the same bits.
+    // multiply-adds of sub-blocks l, l + 16, ... in order, finished by MinsDotOfRows; the same
+    // operations per row, so the same bits.
     __m512 mins_dots = _mm512_setzero_ps();
     if constexpr (kMins) {
       const auto* row_mins = reinterpret_cast<const float*>(block + MinsOffset(cols));
@@ -135,18 +136,11 @@ void InterleavedTileT(const QuantizedRows& x, int64_t t0, const uint8_t* block, 
                                     _mm512_set1_ps(xs[s + l]), sums[l]);
         }
       }
-      if (s < blocks) {
-        // MinsDot's masked last step: fma(0, 0, sum) = sum + 0 past the row's sub-blocks.
-        for (int l = 0; l < 16; ++l) {
-          sums[l] = s + l < blocks ? _mm512_fmadd_ps(_mm512_load_ps(row_mins + 16 * (s + l)),
-                                                     _mm512_set1_ps(xs[s + l]), sums[l])
-                                   : _mm512_add_ps(sums[l], _mm512_setzero_ps());
-        }
+      for (int l = 0; s + l < blocks; ++l) {
+        sums[l] = _mm512_fmadd_ps(_mm512_load_ps(row_mins + 16 * (s + l)),
+                                  _mm512_set1_ps(xs[s + l]), sums[l]);
       }
-      __m512 eight[8], four[4];
-      for (int i = 0; i < 8; ++i) eight[i] = _mm512_add_ps(sums[i], sums[i + 8]);
-      for (int i = 0; i < 4; ++i) four[i] = _mm512_add_ps(eight[i], eight[i + 4]);
-      mins_dots = _mm512_add_ps(_mm512_add_ps(four[0], four[2]), _mm512_add_ps(four[1], four[3]));
+      mins_dots = MinsDotOfRows(sums, blocks);
     }
     alignas(64) float mins_dot[16];
     _mm512_store_ps(mins_dot, mins_dots);
@@ -199,6 +193,12 @@ inline void QuadCodesOfRows(const __m512i (&rows)[4], __m512i (&codes)[4]) {
   codes[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
+// Lane r: r * stride, the offsets of 16 rows stride elements apart for a gather.
+inline __m512i LaneMultiples(int stride) {
+  return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32(stride));
+}
+
 // How far ahead along its row InterleaveQ8_0Rows asks for a row's bytes.
 constexpr int kStoredPrefetchBytes = 1024;
 
@@ -207,9 +207,7 @@ constexpr int kStoredPrefetchBytes = 1024;
 // zeros).
 void InterleaveQ8_0Rows(const uint8_t* rows, size_t row_bytes, int64_t cols, int nr, uint8_t* out) {
   // Where each of the 16 rows starts (rows past nr: not read, masked off).
-  const __m512i row_offsets =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(row_bytes)));
+  const __m512i row_offsets = LaneMultiples(static_cast<int>(row_bytes));
   const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
   for (int64_t k = 0; k < Chunks(cols); ++k) {
     const bool whole = 64 * k + 64 <= cols;
@@ -272,12 +270,6 @@ inline void KQuadCodes(const __m512i (&low)[8], const __m512i (&high)[8], __m512
   }
 }
 
-// One byte of each 32-bit lane, as f32.
-inline __m512 LaneByte(__m512i bytes, int byte) {
-  return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(bytes, _mm512_set1_epi32(8 * byte)),
-                                             _mm512_set1_epi32(0xFF)));
-}
-
 // A group of 16 Q4_K or Q5_K rows in the row-group layout (row_groups.h: per block, word i of the
 // 16 rows at 64 i, row r's at 4 r; words 0: d and dmin, 1-3: the packed scales and mins, then
 // Q5_K's fifth-bit masks, then the code words). Codes, scales and mins come out as UnpackBlocks
@@ -297,22 +289,13 @@ void InterleaveKGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
     const __m512i head = _mm512_loadu_si512(p);
     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
     const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
-    // The 6-bit scales and mins of GetScaleMinK4, byte j of each: sub-blocks 0-3 then 4-7.
-    const __m512i w1 = _mm512_loadu_si512(p + 64);
-    const __m512i w2 = _mm512_loadu_si512(p + 128);
-    const __m512i w3 = _mm512_loadu_si512(p + 192);
-    const __m512i six = _mm512_set1_epi8(0x3F);
-    const __m512i top = _mm512_set1_epi8(0x30);  // bits 6-7 of a byte moved to 4-5
-    const __m512i sc[2] = {_mm512_and_si512(w1, six),
-                           _mm512_or_si512(_mm512_and_si512(w3, nibble),
-                                           _mm512_and_si512(_mm512_srli_epi32(w1, 2), top))};
-    const __m512i mn[2] = {_mm512_and_si512(w2, six),
-                           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w3, 4), nibble),
-                                           _mm512_and_si512(_mm512_srli_epi32(w2, 2), top))};
+    const PackedScales packed = UnpackScaleBytes(
+        _mm512_loadu_si512(p + 64), _mm512_loadu_si512(p + 128), _mm512_loadu_si512(p + 192));
     __m512 scales[8];  // [sub-block] lane r: row r's d * sc
     for (int j = 0; j < 8; ++j) {
-      scales[j] = _mm512_mul_ps(d, LaneByte(sc[j / 4], j % 4));
-      const __m512 offset = _mm512_mul_ps(dmin, LaneByte(mn[j / 4], j % 4));
+      scales[j] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(ByteOfWords(packed.scales[j / 4], j % 4)));
+      const __m512 offset =
+          _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(ByteOfWords(packed.mins[j / 4], j % 4)));
       _mm512_store_ps(mins + 16 * (b * (kQkK / kMinGroup) + j),
                       _mm512_xor_ps(offset, _mm512_set1_ps(-0.0f)));
     }
@@ -323,11 +306,8 @@ void InterleaveKGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
         low[u] = _mm512_and_si512(v, nibble);
         high[u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
         if constexpr (kFifthBits) {
-          uint64_t low_fifth, high_fifth;  // bit 4 r + i: row r's byte i has its fifth bit
-          std::memcpy(&low_fifth, p + Q5KFifthBitMask(kk, u, 0), sizeof(low_fifth));
-          std::memcpy(&high_fifth, p + Q5KFifthBitMask(kk, u, 1), sizeof(high_fifth));
-          low[u] = _mm512_mask_add_epi8(low[u], low_fifth, low[u], fifth);
-          high[u] = _mm512_mask_add_epi8(high[u], high_fifth, high[u], fifth);
+          low[u] = _mm512_mask_add_epi8(low[u], FifthBits(p, kk, u, 0), low[u], fifth);
+          high[u] = _mm512_mask_add_epi8(high[u], FifthBits(p, kk, u, 1), high[u], fifth);
         }
       }
       // Groups 0-1 are sub-block 2 kk, groups 2-3 sub-block 2 kk + 1.
@@ -387,9 +367,7 @@ void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* ou
   if (w.min != nullptr) {
     // The rows' mins transposed after the chunks (MinsOffset), +0 past the rows.
     const int64_t sub_blocks = cols / kMinGroup;
-    const __m512i rows =
-        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                           _mm512_set1_epi32(static_cast<int>(sub_blocks)));
+    const __m512i rows = LaneMultiples(static_cast<int>(sub_blocks));
     const __mmask16 live = static_cast<__mmask16>((1u << nr) - 1);
     auto* mins = reinterpret_cast<float*>(out + MinsOffset(cols));
     for (int64_t s = 0; s < sub_blocks; ++s) {

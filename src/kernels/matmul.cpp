@@ -374,15 +374,12 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
                            .min = has_min ? min : nullptr,
                            .cols = cols,
                            .zero_point = ZeroPoint(w.type)};
-  // Whether the target rearranges rows [r, r + nr) straight from the matrix, without unpacking
-  // them first: a whole row group, or rows as stored.
-  const auto interleaves_weights = [&](int64_t r, int nr) {
-    if (k.interleaves_weights == nullptr) return false;
-    if (r < grouped_end) {
-      return r % kRowGroupRows == 0 && nr == kRowGroupRows &&
-             k.interleaves_weights(w.type, WeightLayout::kRowGroups);
-    }
-    return k.interleaves_weights(w.type, WeightLayout::kRowMajor);
+  // Whether the target rearranges rows [r, r + nr), laid out as `layout`, straight from the
+  // matrix without unpacking them first: a whole row group, or rows as stored.
+  const auto interleaves_weights = [&](WeightLayout layout, int64_t r, int nr) {
+    const bool whole_group = r % kRowGroupRows == 0 && nr == kRowGroupRows;
+    return k.interleaves_weights != nullptr && (layout == WeightLayout::kRowMajor || whole_group) &&
+           k.interleaves_weights(w.type, layout);
   };
   for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
     const int64_t np = std::min(job.panel_rows, r_end - p);
@@ -394,11 +391,12 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
       for (int64_t b = 0; b < num_blocks; ++b) {
         const int64_t r = b * kInterleavedRows;
         const int nr = static_cast<int>(std::min<int64_t>(kInterleavedRows, np - r));
-        if (interleaves_weights(p + r, nr)) {
-          k.interleave_weights(
-              w.type, p + r < grouped_end ? WeightLayout::kRowGroups : WeightLayout::kRowMajor,
-              static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes, row_bytes, cols, nr,
-              interleaved + b * block_bytes);
+        const WeightLayout layout =
+            p + r < grouped_end ? WeightLayout::kRowGroups : WeightLayout::kRowMajor;
+        if (interleaves_weights(layout, p + r, nr)) {
+          k.interleave_weights(w.type, layout,
+                               static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes, row_bytes,
+                               cols, nr, interleaved + b * block_bytes);
           continue;
         }
         unpack_rows(p, p + r, p + r + nr);

@@ -23,8 +23,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "kernels/k_group_avx512.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/reduce_avx512.h"
 #include "kernels/row_groups.h"
 #include "kernels/simd.h"
 
@@ -149,42 +151,6 @@ void Q4_0GroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
   }
 }
 
-// The 6-bit scales and mins of a super-block's 8 sub-blocks from its packed words a (bytes
-// 0-3), b (4-7) and c (8-11), as GetScaleMinK4 reads them: byte t of each lane's word in
-// scales[0] is sub-block t's scale, in scales[1] sub-block 4 + t's; the same for mins.
-struct PackedScales {
-  __m512i scales[2];
-  __m512i mins[2];
-};
-inline PackedScales UnpackScaleBytes(__m512i a, __m512i b, __m512i c) {
-  const __m512i low6 = _mm512_set1_epi8(0x3F), low4 = _mm512_set1_epi8(0x0F);
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
-  PackedScales p;
-  p.scales[0] = _mm512_and_si512(a, low6);
-  p.mins[0] = _mm512_and_si512(b, low6);
-  // (c & 15) | (a >> 6) << 4, and (c >> 4) | (b >> 6) << 4: (A & C) | B, ternary 0xEA.
-  p.scales[1] =
-      _mm512_ternarylogic_epi32(c, low4, _mm512_and_si512(_mm512_srli_epi32(a, 2), bits45), 0xEA);
-  p.mins[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(c, 4), low4,
-                                        _mm512_and_si512(_mm512_srli_epi32(b, 2), bits45), 0xEA);
-  return p;
-}
-
-// Byte t of each lane's word, as an integer.
-template <int t>
-inline __m512i ByteOfWords(__m512i v) {
-  constexpr int kZero = static_cast<int>(0x80808000u);
-  return _mm512_shuffle_epi8(
-      v, _mm512_set4_epi32(kZero | (12 + t), kZero | (8 + t), kZero | (4 + t), kZero | t));
-}
-
-// The Q5_K group block at p's mask for code word u of chunk j, half 0 (low nibbles) or 1.
-inline __mmask64 FifthBits(const uint8_t* p, int j, int u, int half) {
-  uint64_t mask;
-  std::memcpy(&mask, p + Q5KFifthBitMask(j, u, half), sizeof(mask));
-  return mask;
-}
-
 // Q4_K and Q5_K: each super-block's 36 or 44 words, 16 rows each.
 template <typename Block, int MT>
 void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const uint8_t* ahead_end,
@@ -222,8 +188,8 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
       __m512 scales[8];
       Unroll<8>([&](auto sub) {
         constexpr int s = decltype(sub)::value;
-        const __m512 scale = _mm512_cvtepi32_ps(ByteOfWords<s % 4>(packed.scales[s / 4]));
-        const __m512 min = _mm512_cvtepi32_ps(ByteOfWords<s % 4>(packed.mins[s / 4]));
+        const __m512 scale = _mm512_cvtepi32_ps(ByteOfWords(packed.scales[s / 4], s % 4));
+        const __m512 min = _mm512_cvtepi32_ps(ByteOfWords(packed.mins[s / 4], s % 4));
         scales[s] = _mm512_mul_ps(_mm512_mul_ps(d, scale), _mm512_set1_ps(span_xd[2 * s]));
         // fma(-(dmin m), x_sum, acc) as MinsDot makes it: the negation is exact.
         span_min_sums[s] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, min), _mm512_set1_ps(span_sums[s]),
@@ -272,18 +238,7 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
   }
   const int64_t sub_blocks = cols / 32;
   for (int t = 0; t < MT; ++t) {
-    // MinsDot's masked last step adds +0 to the lanes past the row's sub-blocks.
-    if (sub_blocks % 16 != 0) {
-      for (int64_t l = sub_blocks % 16; l < 16; ++l) {
-        min_sums[t][l] = _mm512_add_ps(min_sums[t][l], _mm512_setzero_ps());
-      }
-    }
-    // HorizontalSum's tree: 8 apart, 4 apart, 2 apart, then neighbours.
-    __m512 eight[8], four[4];
-    for (int i = 0; i < 8; ++i) eight[i] = _mm512_add_ps(min_sums[t][i], min_sums[t][i + 8]);
-    for (int i = 0; i < 4; ++i) four[i] = _mm512_add_ps(eight[i], eight[i + 4]);
-    const __m512 mins_dot =
-        _mm512_add_ps(_mm512_add_ps(four[0], four[2]), _mm512_add_ps(four[1], four[3]));
+    const __m512 mins_dot = MinsDotOfRows(min_sums[t], sub_blocks);
     const __m512 totals = _mm512_add_ps(_mm512_add_ps(chains[t][0], chains[t][1]),
                                         _mm512_add_ps(chains[t][2], chains[t][3]));
     _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(totals, mins_dot));
