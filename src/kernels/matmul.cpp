@@ -78,6 +78,14 @@ int64_t PanelRows(int64_t bytes_per_row, int64_t budget, int row_tile) {
   return rows;
 }
 
+// Decode streams weights once: a panel it needs (rows no tile reads in place) stays in L1.
+constexpr int64_t kDecodePanelBytes = 24 << 10;
+
+// Rows per call of the target's quant_tile_raw.
+int RawRowTile(const TargetKernels& k) {
+  return k.raw_row_tile > 0 ? k.raw_row_tile : k.quant_row_tile;
+}
+
 // Decode reads each weight once, so it runs at the speed memory answers prefetches: tiles ask for
 // rows whole tiles ahead, at least kDecodePrefetchBytes ahead. Short rows need it: a tile of 576
 // Q8_0 columns is 2.4 KiB, and with only the next tile asked for, the layers of a 135M model
@@ -324,15 +332,15 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
                       .row_bytes = row_bytes,
                       .zero_point = ZeroPoint(w.type),
                       .has_min = has_min,
-                      .prefetch_rows = DecodePrefetchRows(row_bytes, k.quant_row_tile),
+                      .prefetch_rows = DecodePrefetchRows(row_bytes, RawRowTile(k)),
                       .prefetch_end = std::max(r_end, prefetch_end)};
     // The tiles ask for rows prefetch_rows ahead of their own: ask for the first ones here.
     PrefetchRows(raw.data, row_bytes, r_begin,
                  std::min(raw.prefetch_end, r_begin + raw.prefetch_rows));
     for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
-      for (int64_t r = r_begin; r < r_end; r += k.quant_row_tile) {
-        const int nr = static_cast<int>(std::min<int64_t>(k.quant_row_tile, r_end - r));
+      for (int64_t r = r_begin; r < r_end; r += RawRowTile(k)) {
+        const int nr = static_cast<int>(std::min<int64_t>(RawRowTile(k), r_end - r));
         k.quant_tile_raw(job.qx, t, mt, raw, r, nr, job.y + t * w.rows + r, w.rows);
       }
     }
@@ -500,7 +508,7 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
       quantized && !decode && kernels.interleaved_tile != nullptr ? kInterleavedRows : row_tile;
   // Decode streams weights once: a small panel stays in L1. Prefill reuses a panel for every
   // token tile: size it for L2.
-  const int64_t budget = decode ? (24 << 10) : (192 << 10);
+  const int64_t budget = decode ? kDecodePanelBytes : (192 << 10);
   if (quantized) {
     const size_t q_bytes = RoundUp64(tokens * cols);
     const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
@@ -534,7 +542,9 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     }
   }
   if (quantized && decode) {
-    const int grain = w.layout == WeightLayout::kRowGroups ? kRowGroupRows : row_tile;
+    const int grain = w.layout == WeightLayout::kRowGroups ? kRowGroupRows
+                      : kernels.quant_tile_raw != nullptr  ? RawRowTile(kernels)
+                                                           : row_tile;
     ParallelChunks(pool, w.rows, grain, [&](int64_t lo, int64_t hi, int64_t prefetch_end) {
       RunQuantRange(job, lo, hi, 0, tokens, prefetch_end);
     });
@@ -618,14 +628,17 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
                    .qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols},
                    .tokens = tokens,
                    .y = out.y,
-                   .panel_rows = 0,
+                   // Rows the tiles cannot read in place (grouped rows without a row-group tile)
+                   // go through a small panel, as in MatMulOnTarget's decode.
+                   .panel_rows = PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, kDecodePanelBytes,
+                                           kernels.quant_row_tile),
                    .decode = true});
     first_row[m] = total;
     total += out.w->rows;
   }
   first_row[count] = total;
   // Chunks of whole row groups where a matrix is grouped (its rows come in multiples of 16).
-  int grain = kernels.quant_row_tile;
+  int grain = RawRowTile(kernels);
   for (size_t m = 0; m < count; ++m) {
     if (outputs[m].w->layout == WeightLayout::kRowGroups) grain = kRowGroupRows;
   }

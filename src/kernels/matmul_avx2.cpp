@@ -245,8 +245,10 @@ const TargetKernels& Avx2Kernels() {
       .float_row_tile = kFloatRowTile,
       .quant_token_tile = kQuantTokenTile,
       .quant_row_tile = kQuantRowTile,
+      .raw_row_tile = 4,
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
+      .quant_tile_raw = DecodeTileAvx2,
       .widen = Widen,
       .unpack = UnpackBlocksAvx2,
   };

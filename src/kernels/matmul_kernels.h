@@ -63,6 +63,8 @@ struct TargetKernels {
   int float_row_tile = 1;
   int quant_token_tile = 1;
   int quant_row_tile = 1;
+  // Rows per quant_tile_raw call, where they differ from quant_row_tile (0: the same).
+  int raw_row_tile = 0;
 
   // y[t * y_stride + r] = sum_c x[t * x_stride + c] * w[r * w_stride + c], t < mt, r < nr;
   // w holds elements of `type` (F32, F16 or BF16), w_stride counts elements. The result does not
@@ -123,6 +125,11 @@ struct TargetKernels {
   // function).
   void (*ungroup_rows)(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) = nullptr;
 };
+
+// The decode tile of the AVX2 target (decode_avx2.cpp): TargetKernels::quant_tile_raw for every
+// quantized type, mt <= 3 tokens, nr <= 4 rows.
+void DecodeTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
+                    int nr, float* y, int64_t y_stride);
 
 // UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
 // The first prefetches ahead along the row (for reading a row from start to end); the second

@@ -140,13 +140,13 @@ TEST(KernelMatMulTest, FloatColumnsWithTail) {
 TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
   for (CpuTarget target : SupportedTargets()) {
     for (WeightType type : kAllTypes) {
-      // Legacy types with one-token tiles: 544 = one full 512-column segment (two spans of the
-      // decode tiles) plus a lone block of 32; 608 = the same plus three blocks (a span's last
-      // blocks read with masks, and its lone last block).
-      const bool fused_legacy =
-          type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ5_0;
-      std::vector<int64_t> widths{testing::IsKQuant(type) ? 768 : 96};
-      if (fused_legacy) widths = {544, 608};
+      // Legacy types (one-token tiles read them in place): 96 = a span of the AVX2 decode tile
+      // cut short; 544 = one full 512-column segment (two spans of the decode tiles) plus a lone
+      // block of 32; 608 = the same plus three blocks (a span's last blocks read with masks, and
+      // its lone last block).
+      std::vector<int64_t> widths{768};
+      if (IsQuantized(type) && !testing::IsKQuant(type)) widths = {96, 544, 608};
+      if (!IsQuantized(type)) widths = {96};
       for (int64_t cols : widths) {
         for (int64_t rows : {int64_t{5}, int64_t{67}}) {
           TestWeights w(type, rows, cols, 103);

@@ -1,0 +1,465 @@
+// Decode tiles for AVX2: rows read straight from their stored blocks, with the arithmetic of the
+// AVX2 panel tile (matmul_avx2.cpp), so the same bits. Without them decode unpacked every row into
+// a panel in L1 and read it back, and streamed quantized matrices at 33-51% of the read bandwidth
+// (Zen 3, 2 threads, `bench kernels`).
+//
+// The columns are walked in spans of 256 (a K-quant super-block, or eight blocks of 32). Once per
+// span and row the group scales are unpacked together and multiplied by each token's activation
+// scales (the same float products w_scale * x_scale the panel tile forms per block); the codes of
+// each block of 32 are then split from the stored bytes in registers. Every integer sum is exact,
+// so any instruction sequence that forms lane i's sum of products 4i..4i+3 gives the panel tile's
+// integers: codes with a zero point z use maddubs(q, x) - maddubs(z, x) (the second shared by all
+// rows), Q8_0's signed codes maddubs(|w|, sign(x, w)).
+//
+// An output's accumulator is one dependent chain of FMAs (one per block), so a one-token tile
+// runs four rows at once to keep four chains in flight.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/error.h"
+#include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/reduce_avx2.h"
+#include "kernels/simd.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+constexpr int kSpanBlocks = 8;  // blocks of 32 per span
+constexpr int64_t kSpan = kSpanBlocks * kQk;
+
+inline __m256i Load32(const void* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+inline float Half(uint16_t bits) { return _cvtsh_ss(bits); }
+
+// Eight f16 values `stride` bytes apart -> f32. The halves are gathered in general-purpose
+// registers, which keeps the work off the vector ports the products need.
+inline __m256 EightHalves(const uint8_t* first, size_t stride) {
+  uint64_t words[2] = {0, 0};
+  for (int i = 0; i < 8; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, first + i * stride, sizeof(bits));
+    words[i / 4] |= uint64_t{bits} << (16 * (i % 4));
+  }
+  return _mm256_cvtph_ps(
+      _mm_set_epi64x(static_cast<int64_t>(words[1]), static_cast<int64_t>(words[0])));
+}
+
+// 16 packed bytes -> 32 codes: low nibbles (elements 0-15), then high nibbles (16-31).
+inline __m256i NibblePair(const uint8_t* qs) {
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_blend_epi32(both, _mm256_srli_epi16(both, 4), 0xF0);
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
+}
+
+// 0x10 in byte j where bit j of the little-endian 32-bit mask is set.
+inline __m256i FifthBits(const uint8_t* qh_bytes) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, sizeof(qh));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// How a block's integer products are formed (see the file comment).
+enum class Codes { kUnsigned, kZeroPoint, kSigned };
+
+// Per type: the stored span (Span), its scales (SpanScales) and each block's codes (BlockCodes).
+// SpanScales writes the weight scale of each 16-group of the span's first n blocks (kGroupScales
+// 16: each group its own; 8: one per block, both groups equal) and, for types with mins, each
+// block's min; values are UnpackBlocks'.
+
+template <typename Block>
+struct Legacy {
+  static constexpr bool kFifth =
+      std::is_same_v<Block, BlockQ5_0> || std::is_same_v<Block, BlockQ5_1>;
+  static constexpr bool kMins =
+      std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1>;
+  static constexpr bool kEightBit = std::is_same_v<Block, BlockQ8_0>;
+  static constexpr Codes kCodes =
+      kEightBit ? Codes::kSigned : (kMins ? Codes::kUnsigned : Codes::kZeroPoint);
+  static constexpr int kZero = kFifth ? 16 : 8;
+  static constexpr int kBlocksPerSpan = kSpanBlocks;
+  static constexpr int kGroupScales = 8;
+  static constexpr size_t kSpanBytes = kSpanBlocks * sizeof(Block);
+
+  // Whole spans in vectors; a row's last, partial span (legacy rows need not fill one) block by
+  // block, with +0 past its end as the panel tile's masked reads give.
+  static constexpr bool kMinsSubtracted = false;
+  template <int NR>
+  static void SpanScales(const uint8_t* const (&spans)[NR], int n, __m256 (&scales)[NR][1],
+                         __m256 (&mins)[NR]) {
+    for (int r = 0; r < NR; ++r) RowScales(spans[r], n, scales[r], &mins[r]);
+  }
+  static void RowScales(const uint8_t* span, int n, __m256* scales, __m256* mins) {
+    const auto* blocks = reinterpret_cast<const Block*>(span);
+    if (n == kSpanBlocks) {
+      *scales = EightHalves(span + offsetof(Block, d), sizeof(Block));
+      if constexpr (kMins) *mins = EightHalves(span + offsetof(Block, m), sizeof(Block));
+      return;
+    }
+    alignas(32) float s[8] = {}, m[8] = {};
+    for (int b = 0; b < n; ++b) {
+      s[b] = Half(blocks[b].d);
+      if constexpr (kMins) m[b] = Half(blocks[b].m);
+    }
+    *scales = _mm256_load_ps(s);
+    if constexpr (kMins) *mins = _mm256_load_ps(m);
+  }
+  static __m256i BlockCodes(const uint8_t* span, int b) {
+    const Block& block = reinterpret_cast<const Block*>(span)[b];
+    if constexpr (kEightBit) {
+      return Load32(block.qs);
+    } else {
+      __m256i codes = NibblePair(block.qs);
+      if constexpr (kFifth) codes = _mm256_or_si256(codes, FifthBits(block.qh));
+      return codes;
+    }
+  }
+};
+
+// The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of two Q4_K / Q5_K super-blocks (their
+// 12 packed bytes at a and b; 16 are read), one per 128-bit half: GetScaleMinK4 for all 8 at once.
+//   sc[j] = s[j] & 63, m[j] = s[j + 4] & 63                                  (j < 4)
+//   sc[j] = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4, m[j] = (s[j + 4] >> 4) | (s[j] >> 6) << 4
+inline __m256i KScaleBytesOfTwo(const uint8_t* a, const uint8_t* b) {
+  const __m256i s =
+      _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b), reinterpret_cast<const __m128i*>(a));
+  // Low bits: s[0..3] | s[8..11] | s[4..7] | s[8..11]; high bits from s[0..3] and s[4..7].
+  const __m256i low =
+      _mm256_shuffle_epi8(s, _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11, 0,
+                                              1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m256i top = _mm256_shuffle_epi8(
+      s, _mm256_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 0,
+                          1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m256i low_bits = _mm256_and_si256(
+      low, _mm256_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0, 63, 63, 63,
+                            63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m256i high_nibbles =
+      _mm256_and_si256(_mm256_srli_epi16(low, 4),
+                       _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15, 0, 0, 0,
+                                        0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const __m256i top_bits =
+      _mm256_and_si256(_mm256_srli_epi16(top, 2),
+                       _mm256_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48, 0,
+                                        0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  return _mm256_or_si256(_mm256_or_si256(low_bits, high_nibbles), top_bits);
+}
+
+template <typename Block>
+struct KQuant {
+  static constexpr bool kFifth = std::is_same_v<Block, BlockQ5_K>;
+  static constexpr bool kMins = true;
+  static constexpr Codes kCodes = Codes::kUnsigned;
+  static constexpr int kZero = 0;
+  static constexpr int kBlocksPerSpan = kSpanBlocks;
+  static constexpr int kGroupScales = 8;
+  static constexpr size_t kSpanBytes = sizeof(Block);
+
+  // d * sc[j] and dmin * m[j] (the min term is subtracted: fnmadd(dmin * m, x_sum, acc) is the
+  // panel tile's fmadd(-(dmin * m), x_sum, acc)), as KScalesAndMins (unpack_avx2.cpp) computes
+  // them. Two rows' scale bytes are spread in one register, and the rows' d and dmin converted
+  // together.
+  static constexpr bool kMinsSubtracted = true;
+  template <int NR>
+  static void SpanScales(const uint8_t* const (&spans)[NR], int /*n: whole super-blocks*/,
+                         __m256 (&scales)[NR][1], __m256 (&mins)[NR]) {
+    static_assert(NR <= 4);
+    __m128i halves = _mm_setzero_si128();  // d, dmin of each row
+    for (int r = 0; r < NR; ++r) {
+      uint32_t d_dmin;
+      std::memcpy(&d_dmin, spans[r] + offsetof(Block, d), sizeof(d_dmin));
+      halves = _mm_insert_epi32(halves, static_cast<int>(d_dmin), r);
+    }
+    const __m256 d_dmin = _mm256_cvtph_ps(halves);
+    for (int r = 0; r < NR; r += 2) {
+      const uint8_t* second = spans[r + 1 < NR ? r + 1 : r];
+      const __m256i bytes =
+          KScaleBytesOfTwo(spans[r] + offsetof(Block, scales), second + offsetof(Block, scales));
+      for (int h = 0; h < 2 && r + h < NR; ++h) {
+        const __m128i row =
+            h == 0 ? _mm256_castsi256_si128(bytes) : _mm256_extracti128_si256(bytes, 1);
+        const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(row));
+        const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(row, 8)));
+        const __m256 d = _mm256_permutevar8x32_ps(d_dmin, _mm256_set1_epi32(2 * (r + h)));
+        const __m256 dmin = _mm256_permutevar8x32_ps(d_dmin, _mm256_set1_epi32(2 * (r + h) + 1));
+        scales[r + h][0] = _mm256_mul_ps(d, sc);
+        mins[r + h] = _mm256_mul_ps(dmin, mn);
+      }
+    }
+  }
+  // Sub-blocks 2i and 2i + 1 are the low and high nibbles of qs[32 i .. 32 i + 31]; Q5_K adds
+  // bit j of qh[l] as element l's bit 4.
+  static __m256i BlockCodes(const uint8_t* span, int j) {
+    const Block& block = *reinterpret_cast<const Block*>(span);
+    const __m256i packed = Load32(block.qs + kQk * (j / 2));
+    const __m256i low_mask = _mm256_set1_epi8(0x0F);
+    __m256i codes = j % 2 == 0 ? _mm256_and_si256(packed, low_mask)
+                               : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
+    if constexpr (kFifth) {
+      const __m256i qh = Load32(block.qh);
+      const __m256i at_bit4 = j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+      codes = _mm256_or_si256(codes, _mm256_and_si256(at_bit4, _mm256_set1_epi8(0x10)));
+    }
+    return codes;
+  }
+};
+
+struct Q6K {
+  static constexpr bool kMins = false;
+  static constexpr Codes kCodes = Codes::kZeroPoint;
+  static constexpr int kZero = 32;
+  static constexpr int kBlocksPerSpan = kSpanBlocks;
+  static constexpr int kGroupScales = 16;
+  static constexpr size_t kSpanBytes = sizeof(BlockQ6_K);
+
+  // d * scales[g] for the 16 groups, as Q6KBlocks (unpack_avx2.cpp) computes them.
+  static constexpr bool kMinsSubtracted = false;
+  template <int NR>
+  static void SpanScales(const uint8_t* const (&spans)[NR], int /*n*/, __m256 (&scales)[NR][2],
+                         __m256 (&/*mins*/)[NR]) {
+    for (int r = 0; r < NR; ++r) RowScales(spans[r], scales[r]);
+  }
+  static void RowScales(const uint8_t* span, __m256* scales) {
+    const auto& block = *reinterpret_cast<const BlockQ6_K*>(span);
+    const __m256 d = _mm256_set1_ps(Half(block.d));
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales));
+    scales[0] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)));
+    scales[1] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))));
+  }
+  // Block j: half h = j / 4 (64 bytes of ql, 32 of qh), quarter q = j % 4: the low (q < 2) or
+  // high nibbles of ql[32 (q % 2) ..], with bits 2q, 2q + 1 of qh as bits 4-5.
+  static __m256i BlockCodes(const uint8_t* span, int j) {
+    const auto& block = *reinterpret_cast<const BlockQ6_K*>(span);
+    const int half = j / 4, quarter = j % 4;
+    const __m256i ql = Load32(block.ql + 64 * half + 32 * (quarter % 2));
+    const __m256i qh = Load32(block.qh + 32 * half);
+    const __m256i low_mask = _mm256_set1_epi8(0x0F);
+    const __m256i low = quarter < 2 ? _mm256_and_si256(ql, low_mask)
+                                    : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low_mask);
+    const int shift = 2 * quarter;  // bits [shift, shift + 1] of qh -> bits 4-5
+    const __m256i high =
+        shift <= 4 ? _mm256_slli_epi16(qh, 4 - shift) : _mm256_srli_epi16(qh, shift - 4);
+    return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(0x30)));
+  }
+};
+
+// The token's activation scale of each group of a span's first n blocks, laid out as the type's
+// group scales (8: one per block, the block's two being equal; 16: one per group).
+template <int kGroupScales>
+[[gnu::always_inline]] inline void ActivationSpanScales(const float* d, int n, __m256* out) {
+  if (n == kSpanBlocks) {
+    const __m256 lo = _mm256_loadu_ps(d), hi = _mm256_loadu_ps(d + 8);
+    if constexpr (kGroupScales == 16) {
+      out[0] = lo;
+      out[1] = hi;
+    } else {
+      // Even entries: [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] -> lanes in block order.
+      const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+      out[0] = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
+    }
+    return;
+  }
+  static_assert(kGroupScales == 8 || kGroupScales == 16);
+  alignas(32) float s[8] = {};
+  for (int b = 0; b < n; ++b) s[b] = d[2 * b];
+  out[0] = _mm256_load_ps(s);
+}
+
+// Asks for a span's bytes of the row `ahead` rows on, into L2, where that row is this thread's.
+inline void PrefetchSpan(const RawRows& w, int64_t row, int64_t first_byte, size_t bytes) {
+  const size_t n = row < w.prefetch_end ? bytes : 0;  // a zero-trip loop, not a branch around it
+  const uint8_t* start = w.data + static_cast<size_t>(row) * w.row_bytes + first_byte;
+  for (size_t line = 0; line < n; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T1);
+  }
+}
+
+template <typename Type, int MT, int NR>
+void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
+                 int64_t y_stride) {
+  const int64_t cols = x.cols;
+  const int64_t blocks = cols / kQk;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[MT][NR], min_acc[MT][NR];
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) acc[t][r] = min_acc[t][r] = _mm256_setzero_ps();
+  }
+  const uint8_t* rows[NR];
+  for (int r = 0; r < NR; ++r) rows[r] = w.data + static_cast<size_t>(r0 + r) * w.row_bytes;
+  constexpr int kScaleVectors = Type::kGroupScales / 8;
+  // w_scale * x_scale per group, per token and row (the products the panel tile forms), for two
+  // spans: each span's are formed while the previous span's blocks run, so that the blocks never
+  // wait on the latency of unpacking scales.
+  alignas(32) float products[2][MT][NR][Type::kGroupScales];
+  const auto prepare = [&](int64_t b0, float(&out)[MT][NR][Type::kGroupScales])
+      __attribute__((always_inline)) {
+    const int n = static_cast<int>(std::min<int64_t>(kSpanBlocks, blocks - b0));
+    const int64_t span_byte = b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
+    const size_t span_bytes =
+        n == kSpanBlocks ? Type::kSpanBytes : Type::kSpanBytes / kSpanBlocks * n;
+    __m256 x_scales[MT][kScaleVectors];
+    for (int t = 0; t < MT; ++t) {
+      ActivationSpanScales<Type::kGroupScales>(x.d + (t0 + t) * (cols / 16) + 2 * b0, n,
+                                               x_scales[t]);
+    }
+    __m256 mins[NR];
+    __m256 scales[NR][kScaleVectors];
+    const uint8_t* spans[NR];
+    for (int r = 0; r < NR; ++r) {
+      PrefetchSpan(w, r0 + w.prefetch_rows + r, span_byte, span_bytes);
+      spans[r] = rows[r] + span_byte;
+    }
+    Type::SpanScales(spans, n, scales, mins);
+    for (int r = 0; r < NR; ++r) {
+      for (int t = 0; t < MT; ++t) {
+        for (int v = 0; v < kScaleVectors; ++v) {
+          _mm256_store_ps(out[t][r] + 8 * v, _mm256_mul_ps(scales[r][v], x_scales[t][v]));
+        }
+      }
+    }
+    if constexpr (Type::kMins) {
+      // min_acc += w_min[b .. b + 7] * x_sum[b .. b + 7], +0 past the row's last block; the
+      // spans in order, as the panel tile adds them.
+      for (int t = 0; t < MT; ++t) {
+        const float* sums = x.sum + (t0 + t) * blocks + b0;
+        alignas(32) float part[8] = {};
+        if (n < kSpanBlocks) std::copy(sums, sums + n, part);
+        const __m256 xs = n == kSpanBlocks ? _mm256_loadu_ps(sums) : _mm256_load_ps(part);
+        for (int r = 0; r < NR; ++r) {
+          min_acc[t][r] = Type::kMinsSubtracted ? _mm256_fnmadd_ps(mins[r], xs, min_acc[t][r])
+                                                : _mm256_fmadd_ps(mins[r], xs, min_acc[t][r]);
+        }
+      }
+    }
+  };
+  prepare(0, products[0]);
+  for (int64_t b0 = 0, slot = 0; b0 < blocks; b0 += kSpanBlocks, slot ^= 1) {
+    if (b0 + kSpanBlocks < blocks) prepare(b0 + kSpanBlocks, products[slot ^ 1]);
+    const int n = static_cast<int>(std::min<int64_t>(kSpanBlocks, blocks - b0));
+    const int64_t span_byte = b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
+    const float(&span_products)[MT][NR][Type::kGroupScales] = products[slot];
+    const auto block = [&](int b) __attribute__((always_inline)) {
+      __m256i xq[MT], zq[MT];
+      for (int t = 0; t < MT; ++t) {
+        xq[t] = Load32(x.q + (t0 + t) * cols + (b0 + b) * kQk);
+        if constexpr (Type::kCodes == Codes::kZeroPoint) {
+          zq[t] = _mm256_maddubs_epi16(_mm256_set1_epi8(Type::kZero), xq[t]);
+        }
+      }
+      for (int r = 0; r < NR; ++r) {
+        const __m256i codes = Type::BlockCodes(rows[r] + span_byte, b);
+        __m256i magnitude = codes;
+        if constexpr (Type::kCodes == Codes::kSigned) magnitude = _mm256_abs_epi8(codes);
+        for (int t = 0; t < MT; ++t) {
+          __m256i pairs;
+          if constexpr (Type::kCodes == Codes::kSigned) {
+            pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xq[t], codes));
+          } else {
+            pairs = _mm256_maddubs_epi16(codes, xq[t]);
+            if constexpr (Type::kCodes == Codes::kZeroPoint) pairs = _mm256_sub_epi16(pairs, zq[t]);
+          }
+          const __m256i isum = _mm256_madd_epi16(pairs, ones);
+          __m256 scale;
+          if constexpr (Type::kGroupScales == 16) {
+            // [s(2b) x4, s(2b + 1) x4]
+            const __m128 two = _mm_castpd_ps(
+                _mm_load_sd(reinterpret_cast<const double*>(span_products[t][r] + 2 * b)));
+            scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two),
+                                             _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+          } else {
+            scale = _mm256_broadcast_ss(span_products[t][r] + b);
+          }
+          acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t][r]);
+        }
+      }
+    };
+    if (n == kSpanBlocks) {
+#pragma GCC unroll 8
+      for (int b = 0; b < kSpanBlocks; ++b) block(b);
+    } else {
+      for (int b = 0; b < n; ++b) block(b);
+    }
+  }
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) {
+      float sum = HorizontalSum(acc[t][r]);
+      if constexpr (Type::kMins) sum += HorizontalSum(min_acc[t][r]);
+      y[t * y_stride + r] = sum;
+    }
+  }
+}
+
+// One token: four rows at a time (four FMA chains); more tokens: two rows, each token's chains
+// beside the others'.
+template <typename Type>
+void DecodeTile(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0, int nr,
+                float* y, int64_t y_stride) {
+  if (mt == 1) {
+    switch (nr) {
+      case 4:
+        return DecodeTileT<Type, 1, 4>(x, t0, w, r0, y, y_stride);
+      case 3:
+        return DecodeTileT<Type, 1, 3>(x, t0, w, r0, y, y_stride);
+      case 2:
+        return DecodeTileT<Type, 1, 2>(x, t0, w, r0, y, y_stride);
+      default:
+        return DecodeTileT<Type, 1, 1>(x, t0, w, r0, y, y_stride);
+    }
+  }
+  for (int r = 0; r < nr; r += 2) {
+    const bool pair = r + 1 < nr;
+    float* out = y + r;
+    switch (mt * 2 + (pair ? 1 : 0)) {
+      case 5:
+        DecodeTileT<Type, 2, 2>(x, t0, w, r0 + r, out, y_stride);
+        break;
+      case 4:
+        DecodeTileT<Type, 2, 1>(x, t0, w, r0 + r, out, y_stride);
+        break;
+      case 7:
+        DecodeTileT<Type, 3, 2>(x, t0, w, r0 + r, out, y_stride);
+        break;
+      default:
+        DecodeTileT<Type, 3, 1>(x, t0, w, r0 + r, out, y_stride);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+void DecodeTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
+                    int nr, float* y, int64_t y_stride) {
+  switch (w.type) {
+    case WeightType::kQ4_0:
+      return DecodeTile<Legacy<BlockQ4_0>>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ4_1:
+      return DecodeTile<Legacy<BlockQ4_1>>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ5_0:
+      return DecodeTile<Legacy<BlockQ5_0>>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ5_1:
+      return DecodeTile<Legacy<BlockQ5_1>>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ8_0:
+      return DecodeTile<Legacy<BlockQ8_0>>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ4_K:
+      return DecodeTile<KQuant<BlockQ4_K>>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ5_K:
+      return DecodeTile<KQuant<BlockQ5_K>>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ6_K:
+      return DecodeTile<Q6K>(x, t0, mt, w, r0, nr, y, y_stride);
+    default:
+      REPRISE_CHECK(false, "no AVX2 decode tile for {}", WeightTypeName(w.type));
+  }
+}
+
+}  // namespace reprise::kernels
