@@ -245,7 +245,7 @@ const TargetKernels& Avx2Kernels() {
       .float_row_tile = kFloatRowTile,
       .quant_token_tile = kQuantTokenTile,
       .quant_row_tile = kQuantRowTile,
-      .raw_row_tile = 4,
+      .raw_row_tile = 4,  // the decode tile computes them one at a time (decode_avx2.cpp)
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .quant_tile_raw = DecodeTileAvx2,
