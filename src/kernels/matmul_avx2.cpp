@@ -127,7 +127,9 @@ inline __m256 ExpandGroupScales(const float* two) {
   return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(pair), index);
 }
 
-template <int MT, int NR>
+// kSigned: codes minus a zero point, whose products take maddubs(|w|, sign(x, w)). Codes without
+// one (K-quants, Q4_1, Q5_1) are small and unsigned: maddubs(w, x) gives the same integers.
+template <int MT, int NR, bool kSigned>
 void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, float* y,
                 int64_t y_stride) {
   const int64_t cols = x.cols;
@@ -145,8 +147,12 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
     for (int r = 0; r < NR; ++r) {
       const __m256i codes =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.q + (r0 + r) * cols + c));
-      w_signed[r] = _mm256_sub_epi8(codes, zero_bytes);
-      w_abs[r] = _mm256_abs_epi8(w_signed[r]);
+      if constexpr (kSigned) {
+        w_signed[r] = _mm256_sub_epi8(codes, zero_bytes);
+        w_abs[r] = _mm256_abs_epi8(w_signed[r]);
+      } else {
+        w_abs[r] = codes;
+      }
       ws[r] = ExpandGroupScales(w.scale + (r0 + r) * groups + g);
     }
     for (int t = 0; t < MT; ++t) {
@@ -154,7 +160,9 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + (t0 + t) * cols + c));
       const __m256 xd = ExpandGroupScales(x.d + (t0 + t) * groups + g);
       for (int r = 0; r < NR; ++r) {
-        const __m256i pairs = _mm256_maddubs_epi16(w_abs[r], _mm256_sign_epi8(xv, w_signed[r]));
+        const __m256i pairs =
+            kSigned ? _mm256_maddubs_epi16(w_abs[r], _mm256_sign_epi8(xv, w_signed[r]))
+                    : _mm256_maddubs_epi16(w_abs[r], xv);
         const __m256i isum = _mm256_madd_epi16(pairs, ones);
         acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(ws[r], xd), acc[t][r]);
       }
@@ -195,22 +203,24 @@ constexpr int kQuantRowTile = 2;
 using QuantTileFn = void (*)(const QuantizedRows&, int64_t, const UnpackedRows&, int64_t, float*,
                              int64_t);
 
-template <int MT, int... NRs>
+template <int MT, bool kSigned, int... NRs>
 constexpr auto QuantRowVariants(std::integer_sequence<int, NRs...>) {
-  return std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1>...};
+  return std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1, kSigned>...};
 }
 
-template <int... MTs>
+template <bool kSigned, int... MTs>
 constexpr auto QuantVariants(std::integer_sequence<int, MTs...>) {
   return std::array<std::array<QuantTileFn, kQuantRowTile>, sizeof...(MTs)>{
-      QuantRowVariants<MTs + 1>(std::make_integer_sequence<int, kQuantRowTile>())...};
+      QuantRowVariants<MTs + 1, kSigned>(std::make_integer_sequence<int, kQuantRowTile>())...};
 }
 
 void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
                int nr, float* y, int64_t y_stride) {
-  static constexpr auto kVariants =
-      QuantVariants(std::make_integer_sequence<int, kQuantTokenTile>());
-  kVariants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
+  using Tokens = std::make_integer_sequence<int, kQuantTokenTile>;
+  static constexpr auto kSignedVariants = QuantVariants<true>(Tokens());
+  static constexpr auto kUnsignedVariants = QuantVariants<false>(Tokens());
+  const auto& variants = w.zero_point != 0 ? kSignedVariants : kUnsignedVariants;
+  variants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
 }
 
 // Widening streams weights from memory once (decode); ask for them this far ahead.
