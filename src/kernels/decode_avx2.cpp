@@ -28,7 +28,6 @@ namespace reprise::kernels {
 namespace {
 
 constexpr int kSpanBlocks = 8;  // blocks of 32 per span
-constexpr int64_t kSpan = kSpanBlocks * kQk;
 
 inline __m256i Load32(const void* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -73,10 +72,11 @@ inline __m256i FifthBits(const uint8_t* qh_bytes) {
 // How a block's integer products are formed (see the file comment).
 enum class Codes { kUnsigned, kZeroPoint, kSigned };
 
-// Per type: the stored span (Span), its scales (SpanScales) and each block's codes (BlockCodes).
-// SpanScales writes the weight scale of each 16-group of the span's first n blocks (kGroupScales
-// 16: each group its own; 8: one per block, both groups equal) and, for types with mins, each
-// block's min; values are UnpackBlocks'.
+// Per type: a span's stored bytes (kSpanBytes), its scales (SpanScales) and each block's codes
+// (BlockCodes). SpanScales writes, for each row, the weight scale of each 16-group of the span's
+// first n blocks (kGroupScales 16: each group its own; 8: one per block, both groups equal) and,
+// for types with mins, each block's min (kMinsSubtracted: its magnitude, subtracted); values are
+// UnpackBlocks'.
 
 template <typename Block>
 struct Legacy {
@@ -88,7 +88,6 @@ struct Legacy {
   static constexpr Codes kCodes =
       kEightBit ? Codes::kSigned : (kMins ? Codes::kUnsigned : Codes::kZeroPoint);
   static constexpr int kZero = kFifth ? 16 : 8;
-  static constexpr int kBlocksPerSpan = kSpanBlocks;
   static constexpr int kGroupScales = 8;
   static constexpr size_t kSpanBytes = kSpanBlocks * sizeof(Block);
 
@@ -154,7 +153,6 @@ struct KQuant {
   static constexpr bool kMins = true;
   static constexpr Codes kCodes = Codes::kUnsigned;
   static constexpr int kZero = 0;
-  static constexpr int kBlocksPerSpan = kSpanBlocks;
   static constexpr int kGroupScales = 8;
   static constexpr size_t kSpanBytes = sizeof(Block);
 
@@ -197,12 +195,10 @@ struct Q6K {
   static constexpr bool kMins = false;
   static constexpr Codes kCodes = Codes::kZeroPoint;
   static constexpr int kZero = 32;
-  static constexpr int kBlocksPerSpan = kSpanBlocks;
   static constexpr int kGroupScales = 16;
   static constexpr size_t kSpanBytes = sizeof(BlockQ6_K);
 
   // d * scales[g] for the 16 groups, as Q6KBlocks (unpack_avx2.cpp) computes them.
-  static constexpr bool kMinsSubtracted = false;
   template <int NR>
   static void SpanScales(const uint8_t* const (&spans)[NR], int /*n*/, __m256 (&scales)[NR][2],
                          __m256 (&/*mins*/)[NR]) {
