@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_reads_avx2.h"
 #include "kernels/reduce_avx2.h"
 #include "kernels/simd.h"
 
@@ -27,13 +28,12 @@ namespace reprise::kernels {
 
 namespace {
 
+using avx2::FifthBits;
+using avx2::Half;
+using avx2::Load32;
+using avx2::Nibbles;
+
 constexpr int kSpanBlocks = 8;  // blocks of 32 per span
-
-inline __m256i Load32(const void* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-inline float Half(uint16_t bits) { return _cvtsh_ss(bits); }
 
 // Eight f16 values `stride` bytes apart -> f32. The halves are gathered in general-purpose
 // registers, which keeps the work off the vector ports the products need.
@@ -46,27 +46,6 @@ inline __m256 EightHalves(const uint8_t* first, size_t stride) {
   }
   return _mm256_cvtph_ps(
       _mm_set_epi64x(static_cast<int64_t>(words[1]), static_cast<int64_t>(words[0])));
-}
-
-// 16 packed bytes -> 32 codes: low nibbles (elements 0-15), then high nibbles (16-31).
-inline __m256i NibblePair(const uint8_t* qs) {
-  const __m256i both =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  const __m256i shifted = _mm256_blend_epi32(both, _mm256_srli_epi16(both, 4), 0xF0);
-  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
-}
-
-// 0x10 in byte j where bit j of the little-endian 32-bit mask is set.
-inline __m256i FifthBits(const uint8_t* qh_bytes) {
-  uint32_t qh;
-  std::memcpy(&qh, qh_bytes, sizeof(qh));
-  const __m256i spread =
-      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
-                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
 // How a block's integer products are formed (see the file comment).
@@ -119,7 +98,7 @@ struct Legacy {
     if constexpr (kEightBit) {
       return Load32(block.qs);
     } else {
-      __m256i codes = NibblePair(block.qs);
+      __m256i codes = Nibbles(block.qs);
       if constexpr (kFifth) codes = _mm256_or_si256(codes, FifthBits(block.qh));
       return codes;
     }

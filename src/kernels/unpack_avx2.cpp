@@ -5,6 +5,7 @@
 
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_reads_avx2.h"
 #include "kernels/simd.h"
 #include "kernels/unpacked.h"
 
@@ -12,7 +13,10 @@ namespace reprise::kernels {
 
 namespace {
 
-inline float Half(uint16_t bits) { return _cvtsh_ss(bits); }
+using avx2::FifthBits;
+using avx2::Half;
+using avx2::Load32;
+using avx2::Nibbles;
 
 // Decode streams weights from memory once; the hardware prefetcher alone leaves the unpacking
 // waiting on DRAM, so ask for the bytes this far ahead (into L2: see PrefetchRowStretch in
@@ -27,34 +31,8 @@ inline void PrefetchAhead(const void* p, int lines) {
 inline __m128i Load16(const uint8_t* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
-inline __m256i Load32(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
 inline void Store32(uint8_t* p, __m256i v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
-}
-
-// 16 packed bytes -> 32 codes: low nibbles (elements 0-15), then high nibbles (16-31).
-inline __m256i Nibbles(const uint8_t* qs) {
-  const __m128i packed = Load16(qs);
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i low = _mm_and_si128(packed, mask);
-  const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
-  return _mm256_set_m128i(high, low);
-}
-
-// 0x10 in byte j where bit j of the little-endian 32-bit mask is set.
-inline __m256i FifthBits(const uint8_t* qh_bytes) {
-  uint32_t qh;
-  std::memcpy(&qh, qh_bytes, sizeof(qh));
-  // Byte j looks at byte j / 8 of the mask, then at bit j % 8 of it.
-  const __m256i spread =
-      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
-                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
 template <typename Block, bool kPrefetch>

@@ -1,0 +1,41 @@
+// Readers of quantized blocks' bytes into AVX2 registers, shared by the AVX2 unpacker and the
+// AVX2 decode tiles so that both split codes the same way. Include only from files compiled for
+// AVX2 + F16C.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/simd.h"
+
+namespace reprise::kernels::avx2 {
+
+inline float Half(uint16_t bits) { return _cvtsh_ss(bits); }
+
+inline __m256i Load32(const void* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// 16 packed bytes -> 32 codes: low nibbles (elements 0-15), then high nibbles (16-31).
+inline __m256i Nibbles(const uint8_t* qs) {
+  const __m256i both =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i shifted = _mm256_blend_epi32(both, _mm256_srli_epi16(both, 4), 0xF0);
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
+}
+
+// 0x10 in byte j where bit j of the little-endian 32-bit mask is set.
+inline __m256i FifthBits(const uint8_t* qh_bytes) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, sizeof(qh));
+  // Byte j looks at byte j / 8 of the mask, then at bit j % 8 of it.
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+}  // namespace reprise::kernels::avx2
