@@ -20,31 +20,46 @@ cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p build-fuzz/crashes
-failed=0
-summary=()
-for target in "${targets[@]}"; do
+
+# One target: its run, then a one-line summary in build-fuzz/<target>.summary, and
+# build-fuzz/<target>.failed when it found a crash.
+fuzz_one() {
+  local target=$1 log="build-fuzz/$1.log" summary="build-fuzz/$1.summary" start=$SECONDS status=0
+  rm -f "build-fuzz/$target.failed" "$summary"
   mkdir -p "build-fuzz/corpus/$target"
-  log="build-fuzz/$target.log"
-  start=$SECONDS
   # -rss_limit_mb and -malloc_limit_mb turn a runaway allocation into a finding; -timeout a hang.
-  status=0
   "build-fuzz/fuzz_$target" "build-fuzz/corpus/$target" "fuzz/corpus/$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="build-fuzz/crashes/$target-" \
     >"$log" 2>&1 || status=$?
   # A fixture it reads is absent (fuzz_support.h's Fixture): skipped, as the tests skip.
   if [ "$status" -eq 5 ] && grep -q '^fixture .* not found$' "$log"; then
-    summary+=("$(printf '%-14s skipped: %s' "$target" "$(grep -m1 'fixture' "$log")")")
-    continue
+    printf '%-14s skipped: %s\n' "$target" "$(grep -m1 'fixture' "$log")" >"$summary"
+    return 0
   fi
-  if [ "$status" -ne 0 ]; then
-    failed=1
-    echo "fuzz_$target FOUND A CRASH (see $log and build-fuzz/crashes/):"
-    grep -m 5 -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" || tail -20 "$log"
-  fi
-  elapsed=$((SECONDS - start))
+  local runs
   runs=$(grep -a -m1 -oP 'stat::number_of_executed_units:\s*\K[0-9]+' "$log" || echo "?")
-  summary+=("$(printf '%-14s %10s executions in %4d s' "$target" "$runs" "$elapsed")")
+  printf '%-14s %10s executions in %4d s\n' "$target" "$runs" $((SECONDS - start)) >"$summary"
+  if [ "$status" -ne 0 ]; then
+    {
+      echo "fuzz_$target FOUND A CRASH (see $log and build-fuzz/crashes/):"
+      grep -m 5 -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" || tail -20 "$log"
+    } >>"$summary"
+    touch "build-fuzz/$target.failed"
+  fi
+}
+
+# The targets run side by side, one per core: each is single-threaded, so a 2-core machine fuzzes
+# every target for SECONDS in half the wall time.
+jobs_max=$(nproc)
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  fuzz_one "$target" &
 done
-printf '%s\n' "${summary[@]}"
+wait
+failed=0
+for target in "${targets[@]}"; do
+  cat "build-fuzz/$target.summary"
+  if [ -e "build-fuzz/$target.failed" ]; then failed=1; fi
+done
 exit "$failed"
