@@ -52,7 +52,7 @@ inline __m256 EightHalves(const uint8_t* first, size_t stride) {
 enum class Codes { kUnsigned, kZeroPoint, kSigned };
 
 // Per type: a span's stored bytes (kSpanBytes), its scales (SpanScales) and each block's codes
-// (BlockCodes). SpanScales writes, for each row, the weight scale of each 16-group of the span's
+// (BlockCodes). SpanScales writes, for a row's span, the weight scale of each 16-group of its
 // first n blocks (kGroupScales 16: each group its own; 8: one per block, both groups equal) and,
 // for types with mins, each block's min (kMinsSubtracted: its magnitude, subtracted); values are
 // UnpackBlocks'.
@@ -73,12 +73,7 @@ struct Legacy {
   // Whole spans in vectors; a row's last, partial span (legacy rows need not fill one) block by
   // block, with +0 past its end as the panel tile's masked reads give.
   static constexpr bool kMinsSubtracted = false;
-  template <int NR>
-  static void SpanScales(const uint8_t* const (&spans)[NR], int n, __m256 (&scales)[NR][1],
-                         __m256 (&mins)[NR]) {
-    for (int r = 0; r < NR; ++r) RowScales(spans[r], n, scales[r], &mins[r]);
-  }
-  static void RowScales(const uint8_t* span, int n, __m256* scales, __m256* mins) {
+  static void SpanScales(const uint8_t* span, int n, __m256* scales, __m256* mins) {
     const auto* blocks = reinterpret_cast<const Block*>(span);
     if (n == kSpanBlocks) {
       *scales = EightHalves(span + offsetof(Block, d), sizeof(Block));
@@ -139,19 +134,16 @@ struct KQuant {
   // panel tile's fmadd(-(dmin * m), x_sum, acc)), as KScalesAndMins (unpack_avx2.cpp) computes
   // them.
   static constexpr bool kMinsSubtracted = true;
-  template <int NR>
-  static void SpanScales(const uint8_t* const (&spans)[NR], int /*n: whole super-blocks*/,
-                         __m256 (&scales)[NR][1], __m256 (&mins)[NR]) {
-    for (int r = 0; r < NR; ++r) {
-      uint32_t d_dmin;
-      std::memcpy(&d_dmin, spans[r] + offsetof(Block, d), sizeof(d_dmin));
-      const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
-      const __m128i bytes = KScaleBytes(spans[r] + offsetof(Block, scales));
-      const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-      const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
-      scales[r][0] = _mm256_mul_ps(_mm256_broadcastss_ps(both), sc);
-      mins[r] = _mm256_mul_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(both)), mn);
-    }
+  static void SpanScales(const uint8_t* span, int /*n: whole super-blocks*/, __m256* scales,
+                         __m256* mins) {
+    uint32_t d_dmin;
+    std::memcpy(&d_dmin, span + offsetof(Block, d), sizeof(d_dmin));
+    const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));
+    const __m128i bytes = KScaleBytes(span + offsetof(Block, scales));
+    const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+    const __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
+    scales[0] = _mm256_mul_ps(_mm256_broadcastss_ps(both), sc);
+    *mins = _mm256_mul_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(both)), mn);
   }
   // Sub-blocks 2i and 2i + 1 are the low and high nibbles of qs[32 i .. 32 i + 31]; Q5_K adds
   // bit j of qh[l] as element l's bit 4.
@@ -178,12 +170,7 @@ struct Q6K {
   static constexpr size_t kSpanBytes = sizeof(BlockQ6_K);
 
   // d * scales[g] for the 16 groups, as Q6KBlocks (unpack_avx2.cpp) computes them.
-  template <int NR>
-  static void SpanScales(const uint8_t* const (&spans)[NR], int /*n*/, __m256 (&scales)[NR][2],
-                         __m256 (&/*mins*/)[NR]) {
-    for (int r = 0; r < NR; ++r) RowScales(spans[r], scales[r]);
-  }
-  static void RowScales(const uint8_t* span, __m256* scales) {
+  static void SpanScales(const uint8_t* span, int /*n*/, __m256* scales, __m256* /*mins*/) {
     const auto& block = *reinterpret_cast<const BlockQ6_K*>(span);
     const __m256 d = _mm256_set1_ps(Half(block.d));
     const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales));
@@ -241,24 +228,22 @@ inline void PrefetchSpan(const RawRows& w, int64_t row, int64_t first_byte, size
   }
 }
 
-template <typename Type, int MT, int NR>
-void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r0, float* y,
+// One row (see DecodeTile), each token's FMA chain beside the others'.
+template <typename Type, int MT>
+void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
                  int64_t y_stride) {
   const int64_t cols = x.cols;
   const int64_t blocks = cols / kQk;
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[MT][NR], min_acc[MT][NR];
-  for (int t = 0; t < MT; ++t) {
-    for (int r = 0; r < NR; ++r) acc[t][r] = min_acc[t][r] = _mm256_setzero_ps();
-  }
-  const uint8_t* rows[NR];
-  for (int r = 0; r < NR; ++r) rows[r] = w.data + static_cast<size_t>(r0 + r) * w.row_bytes;
+  __m256 acc[MT], min_acc[MT];
+  for (int t = 0; t < MT; ++t) acc[t] = min_acc[t] = _mm256_setzero_ps();
+  const uint8_t* const row_data = w.data + static_cast<size_t>(row) * w.row_bytes;
   constexpr int kScaleVectors = Type::kGroupScales / 8;
-  // w_scale * x_scale per group, per token and row (the products the panel tile forms), for two
-  // spans: each span's are formed while the previous span's blocks run, so that the blocks never
-  // wait on the latency of unpacking scales.
-  alignas(32) float products[2][MT][NR][Type::kGroupScales];
-  const auto prepare = [&](int64_t b0, float(&out)[MT][NR][Type::kGroupScales])
+  // w_scale * x_scale per group and token (the products the panel tile forms), for two spans:
+  // each span's are formed while the previous span's blocks run, so that the blocks never wait
+  // on the latency of unpacking scales.
+  alignas(32) float products[2][MT][Type::kGroupScales];
+  const auto prepare = [&](int64_t b0, float(&out)[MT][Type::kGroupScales])
       __attribute__((always_inline)) {
     const int n = static_cast<int>(std::min<int64_t>(kSpanBlocks, blocks - b0));
     const int64_t span_byte = b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
@@ -269,19 +254,13 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       ActivationSpanScales<Type::kGroupScales>(x.d + (t0 + t) * (cols / 16) + 2 * b0, n,
                                                x_scales[t]);
     }
-    __m256 mins[NR];
-    __m256 scales[NR][kScaleVectors];
-    const uint8_t* spans[NR];
-    for (int r = 0; r < NR; ++r) {
-      PrefetchSpan(w, r0 + w.prefetch_rows + r, span_byte, span_bytes);
-      spans[r] = rows[r] + span_byte;
-    }
-    Type::SpanScales(spans, n, scales, mins);
-    for (int r = 0; r < NR; ++r) {
-      for (int t = 0; t < MT; ++t) {
-        for (int v = 0; v < kScaleVectors; ++v) {
-          _mm256_store_ps(out[t][r] + 8 * v, _mm256_mul_ps(scales[r][v], x_scales[t][v]));
-        }
+    PrefetchSpan(w, row + w.prefetch_rows, span_byte, span_bytes);
+    __m256 mins;
+    __m256 scales[kScaleVectors];
+    Type::SpanScales(row_data + span_byte, n, scales, &mins);
+    for (int t = 0; t < MT; ++t) {
+      for (int v = 0; v < kScaleVectors; ++v) {
+        _mm256_store_ps(out[t] + 8 * v, _mm256_mul_ps(scales[v], x_scales[t][v]));
       }
     }
     if constexpr (Type::kMins) {
@@ -292,10 +271,8 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
         alignas(32) float part[8] = {};
         if (n < kSpanBlocks) std::copy(sums, sums + n, part);
         const __m256 xs = n == kSpanBlocks ? _mm256_loadu_ps(sums) : _mm256_load_ps(part);
-        for (int r = 0; r < NR; ++r) {
-          min_acc[t][r] = Type::kMinsSubtracted ? _mm256_fnmadd_ps(mins[r], xs, min_acc[t][r])
-                                                : _mm256_fmadd_ps(mins[r], xs, min_acc[t][r]);
-        }
+        min_acc[t] = Type::kMinsSubtracted ? _mm256_fnmadd_ps(mins, xs, min_acc[t])
+                                           : _mm256_fmadd_ps(mins, xs, min_acc[t]);
       }
     }
   };
@@ -303,41 +280,37 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   for (int64_t b0 = 0, slot = 0; b0 < blocks; b0 += kSpanBlocks, slot ^= 1) {
     if (b0 + kSpanBlocks < blocks) prepare(b0 + kSpanBlocks, products[slot ^ 1]);
     const int n = static_cast<int>(std::min<int64_t>(kSpanBlocks, blocks - b0));
-    const int64_t span_byte = b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
-    const float(&span_products)[MT][NR][Type::kGroupScales] = products[slot];
+    const uint8_t* const span =
+        row_data + b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
+    const float(&span_products)[MT][Type::kGroupScales] = products[slot];
     const auto block = [&](int b) __attribute__((always_inline)) {
-      __m256i xq[MT], zq[MT];
+      const __m256i codes = Type::BlockCodes(span, b);
+      __m256i magnitude = codes;
+      if constexpr (Type::kCodes == Codes::kSigned) magnitude = _mm256_abs_epi8(codes);
       for (int t = 0; t < MT; ++t) {
-        xq[t] = Load32(x.q + (t0 + t) * cols + (b0 + b) * kQk);
-        if constexpr (Type::kCodes == Codes::kZeroPoint) {
-          zq[t] = _mm256_maddubs_epi16(_mm256_set1_epi8(Type::kZero), xq[t]);
-        }
-      }
-      for (int r = 0; r < NR; ++r) {
-        const __m256i codes = Type::BlockCodes(rows[r] + span_byte, b);
-        __m256i magnitude = codes;
-        if constexpr (Type::kCodes == Codes::kSigned) magnitude = _mm256_abs_epi8(codes);
-        for (int t = 0; t < MT; ++t) {
-          __m256i pairs;
-          if constexpr (Type::kCodes == Codes::kSigned) {
-            pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xq[t], codes));
-          } else {
-            pairs = _mm256_maddubs_epi16(codes, xq[t]);
-            if constexpr (Type::kCodes == Codes::kZeroPoint) pairs = _mm256_sub_epi16(pairs, zq[t]);
+        const __m256i xq = Load32(x.q + (t0 + t) * cols + (b0 + b) * kQk);
+        __m256i pairs;
+        if constexpr (Type::kCodes == Codes::kSigned) {
+          pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xq, codes));
+        } else {
+          pairs = _mm256_maddubs_epi16(codes, xq);
+          if constexpr (Type::kCodes == Codes::kZeroPoint) {
+            pairs =
+                _mm256_sub_epi16(pairs, _mm256_maddubs_epi16(_mm256_set1_epi8(Type::kZero), xq));
           }
-          const __m256i isum = _mm256_madd_epi16(pairs, ones);
-          __m256 scale;
-          if constexpr (Type::kGroupScales == 16) {
-            // [s(2b) x4, s(2b + 1) x4]
-            const __m128 two = _mm_castpd_ps(
-                _mm_load_sd(reinterpret_cast<const double*>(span_products[t][r] + 2 * b)));
-            scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two),
-                                             _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-          } else {
-            scale = _mm256_broadcast_ss(span_products[t][r] + b);
-          }
-          acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t][r]);
         }
+        const __m256i isum = _mm256_madd_epi16(pairs, ones);
+        __m256 scale;
+        if constexpr (Type::kGroupScales == 16) {
+          // [s(2b) x4, s(2b + 1) x4]
+          const __m128 two =
+              _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(span_products[t] + 2 * b)));
+          scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two),
+                                           _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+        } else {
+          scale = _mm256_broadcast_ss(span_products[t] + b);
+        }
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t]);
       }
     };
     if (n == kSpanBlocks) {
@@ -348,32 +321,30 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
     }
   }
   for (int t = 0; t < MT; ++t) {
-    for (int r = 0; r < NR; ++r) {
-      float sum = HorizontalSum(acc[t][r]);
-      if constexpr (Type::kMins) sum += HorizontalSum(min_acc[t][r]);
-      y[t * y_stride + r] = sum;
-    }
+    float sum = HorizontalSum(acc[t]);
+    if constexpr (Type::kMins) sum += HorizontalSum(min_acc[t]);
+    y[t * y_stride] = sum;
   }
 }
 
-// One row per call, each token's FMA chain beside the others'. Rows read side by side are so
-// many streams from memory at once: four rows to a call (four FMA chains, faster from L3) streamed
-// Q6_K at half the speed of one row at a time from DRAM, and two or four rows lost to one row for
-// every type there but Q8_0 (Zen 3, 2 threads, 40,000 x 4096 matrices: Q4_K 16.1 -> 15.3 GB/s
-// with four, Q5_K 14.3 -> 20.1, Q6_K 6.8 -> 19.2).
+// One row per call. Rows read side by side are so many streams from memory at once: four rows to
+// a call (four FMA chains, faster from L3) streamed Q6_K at half the speed of one row at a time
+// from DRAM, and two or four rows lost to one row for every type there but Q8_0 (Zen 3, 2
+// threads, 40,000 x 4096 matrices: Q4_K 16.1 -> 15.3 GB/s with four, Q5_K 14.3 -> 20.1, Q6_K
+// 6.8 -> 19.2).
 template <typename Type>
 void DecodeTile(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0, int nr,
                 float* y, int64_t y_stride) {
   for (int r = 0; r < nr; ++r) {
     switch (mt) {
       case 1:
-        DecodeTileT<Type, 1, 1>(x, t0, w, r0 + r, y + r, y_stride);
+        DecodeTileT<Type, 1>(x, t0, w, r0 + r, y + r, y_stride);
         break;
       case 2:
-        DecodeTileT<Type, 2, 1>(x, t0, w, r0 + r, y + r, y_stride);
+        DecodeTileT<Type, 2>(x, t0, w, r0 + r, y + r, y_stride);
         break;
       default:
-        DecodeTileT<Type, 3, 1>(x, t0, w, r0 + r, y + r, y_stride);
+        DecodeTileT<Type, 3>(x, t0, w, r0 + r, y + r, y_stride);
         break;
     }
   }
