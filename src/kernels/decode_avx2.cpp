@@ -343,8 +343,11 @@ void DecodeTile(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, in
       case 2:
         DecodeTileT<Type, 2>(x, t0, w, r0 + r, y + r, y_stride);
         break;
-      default:
+      case 3:
         DecodeTileT<Type, 3>(x, t0, w, r0 + r, y + r, y_stride);
+        break;
+      default:
+        DecodeTileT<Type, 4>(x, t0, w, r0 + r, y + r, y_stride);
         break;
     }
   }

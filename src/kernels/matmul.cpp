@@ -381,7 +381,8 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
                            .scale = scale,
                            .min = has_min ? min : nullptr,
                            .cols = cols,
-                           .zero_point = ZeroPoint(w.type)};
+                           .zero_point = ZeroPoint(w.type),
+                           .scales_per_32 = ScalesPer32(w.type)};
   // Whether the target rearranges rows [r, r + nr), laid out as `layout`, straight from the
   // matrix without unpacking them first: a whole row group, or rows as stored.
   const auto interleaves_weights = [&](WeightLayout layout, int64_t r, int nr) {

@@ -127,9 +127,13 @@ inline __m256 ExpandGroupScales(const float* two) {
   return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(pair), index);
 }
 
-// kSigned: codes minus a zero point, whose products take maddubs(|w|, sign(x, w)). Codes without
-// one (K-quants, Q4_1, Q5_1) are small and unsigned: maddubs(w, x) gives the same integers.
-template <int MT, int NR, bool kSigned>
+// kSigned: codes minus a zero point, whose products take maddubs(|w|, sign(x, w)); it gives the
+// right integers for every type. Codes without one (K-quants, Q4_1, Q5_1) are small and unsigned:
+// maddubs(w, x) gives the same integers. kPerBlock: the weights' two 16-group scales of a block
+// are equal (UnpackedRows::scales_per_32), so one broadcast load is the [s0 x4, s1 x4] vector;
+// an activation row's always are. The tile is bound by its vector operations (about five per
+// token, row and block); the scale shuffles were one more per row and token.
+template <int MT, int NR, bool kSigned, bool kPerBlock>
 void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, float* y,
                 int64_t y_stride) {
   const int64_t cols = x.cols;
@@ -140,25 +144,36 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
   for (int t = 0; t < MT; ++t) {
     for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
   }
-  for (int64_t c = 0; c < cols; c += 32) {
-    const int64_t g = c / 16;
+  const uint8_t* w_codes[NR];
+  const float* w_scales[NR];
+  for (int r = 0; r < NR; ++r) {
+    w_codes[r] = w.q + (r0 + r) * cols;
+    w_scales[r] = w.scale + (r0 + r) * groups;
+  }
+  const int8_t* x_codes[MT];
+  const float* x_scales[MT];
+  for (int t = 0; t < MT; ++t) {
+    x_codes[t] = x.q + (t0 + t) * cols;
+    x_scales[t] = x.d + (t0 + t) * groups;
+  }
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    const int64_t c = 32 * b;
     __m256i w_signed[NR], w_abs[NR];
     __m256 ws[NR];
     for (int r = 0; r < NR; ++r) {
-      const __m256i codes =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.q + (r0 + r) * cols + c));
+      const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_codes[r] + c));
       if constexpr (kSigned) {
         w_signed[r] = _mm256_sub_epi8(codes, zero_bytes);
         w_abs[r] = _mm256_abs_epi8(w_signed[r]);
       } else {
         w_abs[r] = codes;
       }
-      ws[r] = ExpandGroupScales(w.scale + (r0 + r) * groups + g);
+      ws[r] = kPerBlock ? _mm256_broadcast_ss(w_scales[r] + 2 * b)
+                        : ExpandGroupScales(w_scales[r] + 2 * b);
     }
     for (int t = 0; t < MT; ++t) {
-      const __m256i xv =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + (t0 + t) * cols + c));
-      const __m256 xd = ExpandGroupScales(x.d + (t0 + t) * groups + g);
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_codes[t] + c));
+      const __m256 xd = _mm256_broadcast_ss(x_scales[t] + 2 * b);
       for (int r = 0; r < NR; ++r) {
         const __m256i pairs =
             kSigned ? _mm256_maddubs_epi16(w_abs[r], _mm256_sign_epi8(xv, w_signed[r]))
@@ -197,29 +212,35 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
   }
 }
 
-constexpr int kQuantTokenTile = 3;
+// 4 x 2 runs about 10% faster than 3 x 2 per output; more rows or tokens spill registers.
+constexpr int kQuantTokenTile = 4;
 constexpr int kQuantRowTile = 2;
 
 using QuantTileFn = void (*)(const QuantizedRows&, int64_t, const UnpackedRows&, int64_t, float*,
                              int64_t);
 
-template <int MT, bool kSigned, int... NRs>
+template <int MT, bool kSigned, bool kPerBlock, int... NRs>
 constexpr auto QuantRowVariants(std::integer_sequence<int, NRs...>) {
-  return std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1, kSigned>...};
+  return std::array<QuantTileFn, sizeof...(NRs)>{&QuantTileT<MT, NRs + 1, kSigned, kPerBlock>...};
 }
 
-template <bool kSigned, int... MTs>
+template <bool kSigned, bool kPerBlock, int... MTs>
 constexpr auto QuantVariants(std::integer_sequence<int, MTs...>) {
   return std::array<std::array<QuantTileFn, kQuantRowTile>, sizeof...(MTs)>{
-      QuantRowVariants<MTs + 1, kSigned>(std::make_integer_sequence<int, kQuantRowTile>())...};
+      QuantRowVariants<MTs + 1, kSigned, kPerBlock>(
+          std::make_integer_sequence<int, kQuantRowTile>())...};
 }
 
 void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
                int nr, float* y, int64_t y_stride) {
   using Tokens = std::make_integer_sequence<int, kQuantTokenTile>;
-  static constexpr auto kSignedVariants = QuantVariants<true>(Tokens());
-  static constexpr auto kUnsignedVariants = QuantVariants<false>(Tokens());
-  const auto& variants = w.zero_point != 0 ? kSignedVariants : kUnsignedVariants;
+  // Codes without a zero point all have one scale per block; the signed form serves any codes.
+  static constexpr auto kSignedPerGroup = QuantVariants<true, false>(Tokens());
+  static constexpr auto kSignedPerBlock = QuantVariants<true, true>(Tokens());
+  static constexpr auto kUnsignedPerBlock = QuantVariants<false, true>(Tokens());
+  const auto& variants = !w.scales_per_32    ? kSignedPerGroup
+                         : w.zero_point != 0 ? kSignedPerBlock
+                                             : kUnsignedPerBlock;
   variants[mt - 1][nr - 1](x, t0, w, r0, y, y_stride);
 }
 

@@ -28,6 +28,9 @@ struct UnpackedRows {
   const float* min = nullptr;    // [rows][cols / 32], or null for types without a min
   int64_t cols = 0;
   int zero_point = 0;
+  // Both 16-groups of each block of 32 have one scale (ScalesPer32): a tile may read one per
+  // block. False is always correct.
+  bool scales_per_32 = false;
 };
 
 // Weight rows as stored (quantized blocks), for tiles that unpack as they go.
@@ -127,7 +130,7 @@ struct TargetKernels {
 };
 
 // The decode tile of the AVX2 target (decode_avx2.cpp): TargetKernels::quant_tile_raw for every
-// quantized type, mt <= 3 tokens, nr <= 4 rows.
+// quantized type, mt <= 4 tokens, nr <= 4 rows.
 void DecodeTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
                     int nr, float* y, int64_t y_stride);
 

@@ -27,6 +27,8 @@ bool HasMin(WeightType type) {
          type == WeightType::kQ5_K;
 }
 
+bool ScalesPer32(WeightType type) { return IsQuantized(type) && type != WeightType::kQ6_K; }
+
 bool IsQuantized(WeightType type) {
   return type != WeightType::kF32 && type != WeightType::kF16 && type != WeightType::kBF16;
 }

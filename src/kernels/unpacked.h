@@ -23,6 +23,8 @@ inline constexpr int kMinGroup = 32;    // elements per `min` entry
 // signed values are stored offset by 128), else 0.
 int ZeroPoint(WeightType type);
 bool HasMin(WeightType type);  // Q4_1, Q5_1, Q4_K, Q5_K
+// Whether both 16-groups of every block of 32 have the same scale: every quantized type but Q6_K.
+bool ScalesPer32(WeightType type);
 bool IsQuantized(WeightType type);
 
 // Unpacks blocks [first_block, first_block + num_blocks) of one row of a quantized type.
