@@ -28,16 +28,6 @@ using nlohmann::json;
 
 constexpr const char* kModel = "tiny";
 
-std::string ModelPath() { return Fixture("models/TinyStories-656K-f32.gguf"); }
-
-std::vector<std::string> ServeArgs(std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--model",         ModelPath(), "--served-model-name", kModel,
-                                   "--chat-template", "chatml",    "--kv-cache-memory",   "64MiB",
-                                   "--threads",       "2"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
 // A sample value from Prometheus text ("name{labels} value"), or -1.
 double MetricValue(const std::string& text, const std::string& name) {
   std::istringstream lines(text);
@@ -94,7 +84,7 @@ class ServerE2eTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!HaveFixtures()) return;
-    server_ = new ServerProcess(ServeArgs());
+    server_ = new ServerProcess(TinyServeArgs());
   }
   static void TearDownTestSuite() {
     if (server_ != nullptr) {
@@ -205,7 +195,7 @@ TEST_F(ServerE2eTest, SharedPrefixIsReportedAsCached) {
 }
 
 TEST_F(ServerE2eTest, SameGreedyAnswerWithReuseOnAndOff) {
-  ServerProcess no_reuse(ServeArgs({"--no-enable-prefix-caching"}));
+  ServerProcess no_reuse(TinyServeArgs({"--no-enable-prefix-caching"}));
   auto stats = Get(no_reuse.port(), "/v1/cache/stats");
   EXPECT_EQ(stats.json["prefix_caching"], false);
   json body = {{"model", kModel},
@@ -234,13 +224,13 @@ TEST_F(ServerE2eTest, DiskTierKeepsTheCacheAcrossARestart) {
   auto ask = AskLongStory;
   auto reference = ask(port());  // the shared server; its own answer computed or from memory
   {
-    ServerProcess first(ServeArgs({"--kv-disk-path", dir}));
+    ServerProcess first(TinyServeArgs({"--kv-disk-path", dir}));
     auto cold = ask(first.port());
     EXPECT_EQ(cold.first, reference.first);
     EXPECT_EQ(cold.second["cache_sources"]["disk"], 0);
     EXPECT_EQ(first.Stop(), 0) << first.Log();
   }
-  ServerProcess restarted(ServeArgs({"--kv-disk-path", dir}));
+  ServerProcess restarted(TinyServeArgs({"--kv-disk-path", dir}));
   auto warm = ask(restarted.port());
   EXPECT_EQ(warm.first, reference.first);
   const size_t prompt_tokens = warm.second["prompt_tokens"];
@@ -279,7 +269,7 @@ TEST_F(ServerE2eTest, DiskTierIsReusedOnlyUnderTheSameKernels) {
   const std::map<std::string, std::string> on_scalar = {{"REPRISE_CPU_TARGET", "scalar"}};
   std::string avx2_answer;
   {
-    ServerProcess avx2(ServeArgs({"--kv-disk-path", dir}), on_avx2);
+    ServerProcess avx2(TinyServeArgs({"--kv-disk-path", dir}), on_avx2);
     EXPECT_EQ(Get(avx2.port(), "/v1/cache/stats").json["numerics"],
               "avx2." + std::to_string(kernels::kKernelNumericsVersion));
     auto cold = AskLongStory(avx2.port());
@@ -289,7 +279,7 @@ TEST_F(ServerE2eTest, DiskTierIsReusedOnlyUnderTheSameKernels) {
   }
   std::string scalar_answer;
   {
-    ServerProcess scalar(ServeArgs({"--kv-disk-path", dir}), on_scalar);
+    ServerProcess scalar(TinyServeArgs({"--kv-disk-path", dir}), on_scalar);
     EXPECT_EQ(Get(scalar.port(), "/v1/cache/stats").json["numerics"],
               "scalar." + std::to_string(kernels::kKernelNumericsVersion));
     auto answer = AskLongStory(scalar.port());
@@ -303,7 +293,7 @@ TEST_F(ServerE2eTest, DiskTierIsReusedOnlyUnderTheSameKernels) {
     folders += entry.is_directory();
   EXPECT_EQ(folders, 2u) << "one fingerprint folder per target";
   // The first target's blocks are still there for a replica on that target.
-  ServerProcess avx2_again(ServeArgs({"--kv-disk-path", dir}), on_avx2);
+  ServerProcess avx2_again(TinyServeArgs({"--kv-disk-path", dir}), on_avx2);
   auto warm = AskLongStory(avx2_again.port());
   EXPECT_GT(warm.second["cache_sources"]["disk"].get<int>(), 0) << warm.second.dump();
   EXPECT_EQ(warm.first, avx2_answer);
@@ -344,7 +334,7 @@ TEST_F(ServerE2eTest, ErrorStatuses) {
 }
 
 TEST_F(ServerE2eTest, FullQueueAnswers503) {
-  ServerProcess small(ServeArgs({"--max-running-requests", "1", "--max-queued-requests", "1"}));
+  ServerProcess small(TinyServeArgs({"--max-running-requests", "1", "--max-queued-requests", "1"}));
   std::atomic<int> refused{0};
   std::atomic<int> served{0};
   for (int round = 0; round < 5 && refused == 0; ++round) {

@@ -29,6 +29,23 @@ extern char** environ;
 
 namespace reprise::testing {
 
+// `reprise serve` flags for the TinyStories fixture, served as "tiny" with the chatml template, a
+// 64 MiB cache and 2 threads, then `extra`.
+inline std::vector<std::string> TinyServeArgs(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--model",
+                                   Fixture("models/TinyStories-656K-f32.gguf"),
+                                   "--served-model-name",
+                                   "tiny",
+                                   "--chat-template",
+                                   "chatml",
+                                   "--kv-cache-memory",
+                                   "64MiB",
+                                   "--threads",
+                                   "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 // The test's environment with `overrides` applied (an empty value removes the variable), as
 // "NAME=value" strings.
 inline std::vector<std::string> ChildEnvironment(

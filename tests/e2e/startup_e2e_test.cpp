@@ -2,7 +2,6 @@
 // stopping start-up with a message, static task prompts (rtp-llm's MultiTaskPrompt flow over
 // HTTP), and the seed script from ../shared/seeds/000_*.txt run with python3.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,18 +20,10 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> ServeArgs(std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--model", Fixture("models/TinyStories-656K-f32.gguf"),
-                                   "--served-model-name", "tiny", "--chat-template", "chatml",
-                                   "--kv-cache-memory", "64MiB", "--threads", "2"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
 // `reprise serve ...` run to its end (for start-ups that must fail).
 ProcessResult ServeToExit(std::vector<std::string> extra, std::map<std::string, std::string> env) {
   std::vector<std::string> argv = {REPRISE_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"};
-  for (std::string& arg : ServeArgs(std::move(extra))) argv.push_back(arg);
+  for (std::string& arg : TinyServeArgs(std::move(extra))) argv.push_back(arg);
   return RunToExit(argv, CleanServeEnvironment(std::move(env)), std::chrono::seconds(60));
 }
 
@@ -51,7 +42,7 @@ const char* kTaskPrompts = R"([
 TEST(StartupE2eTest, EnvironmentSwitchesAndFlagsWin) {
   REPRISE_REQUIRE_FIXTURES();
   {
-    ServerProcess server(ServeArgs(), {{"REUSE_CACHE", "0"}, {"SEQ_SIZE_PER_BLOCK", "32"}});
+    ServerProcess server(TinyServeArgs(), {{"REUSE_CACHE", "0"}, {"SEQ_SIZE_PER_BLOCK", "32"}});
     auto stats = Get(server.port(), "/v1/cache/stats");
     EXPECT_EQ(stats.json["prefix_caching"], false) << stats.body;
     EXPECT_EQ(stats.json["block_size"], 32);
@@ -59,14 +50,14 @@ TEST(StartupE2eTest, EnvironmentSwitchesAndFlagsWin) {
     EXPECT_NE(log.find("reuse_cache: false, block_size: 32"), std::string::npos) << log;
   }
   {
-    ServerProcess server(ServeArgs({"--enable-prefix-caching", "--block-size", "8"}),
+    ServerProcess server(TinyServeArgs({"--enable-prefix-caching", "--block-size", "8"}),
                          {{"NIM_ENABLE_KV_CACHE_REUSE", "0"}, {"SEQ_SIZE_PER_BLOCK", "32"}});
     auto stats = Get(server.port(), "/v1/cache/stats");
     EXPECT_EQ(stats.json["prefix_caching"], true) << stats.body;
     EXPECT_EQ(stats.json["block_size"], 8);
   }
   {
-    ServerProcess server(ServeArgs(), {{"ENABLE_PREFIX_CACHING", "TRUE"}});
+    ServerProcess server(TinyServeArgs(), {{"ENABLE_PREFIX_CACHING", "TRUE"}});
     EXPECT_EQ(Get(server.port(), "/v1/cache/stats").json["prefix_caching"], true);
   }
 }
@@ -82,8 +73,9 @@ TEST(StartupE2eTest, BadSettingsStopStartUpWithAMessage) {
   EXPECT_EQ(bad_block.exit_code, 1) << bad_block.output;
   EXPECT_NE(bad_block.output.find("SEQ_SIZE_PER_BLOCK"), std::string::npos) << bad_block.output;
 
-  auto no_model = RunToExit({REPRISE_BINARY, "serve", "--port", "0", "--model", "/nonexistent.gguf"},
-                            CleanServeEnvironment({}), std::chrono::seconds(30));
+  auto no_model =
+      RunToExit({REPRISE_BINARY, "serve", "--port", "0", "--model", "/nonexistent.gguf"},
+                CleanServeEnvironment({}), std::chrono::seconds(30));
   EXPECT_EQ(no_model.exit_code, 1) << no_model.output;
 
   auto not_json = WriteTemp("not_json.json", "[{\"task_id\": 1, ");
@@ -133,7 +125,7 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
   auto file = WriteTemp("tasks.json", kTaskPrompts);
   size_t task_tokens = 0;
   {
-    ServerProcess server(ServeArgs({"--multi-task-prompt", file.string()}));
+    ServerProcess server(TinyServeArgs({"--multi-task-prompt", file.string()}));
     auto tasks = Get(server.port(), "/v1/tasks");
     ASSERT_EQ(tasks.status, 200) << tasks.body;
     ASSERT_EQ(tasks.json["data"].size(), 2u) << tasks.body;
@@ -141,10 +133,10 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
     task_tokens = tasks.json["data"][0]["tokens"];
     EXPECT_GT(task_tokens, 5u);
 
-    auto with_task = PostJson(server.port(), "/generate",
-                              {{"prompt", "hello, what's your name"},
-                               {"generate_config",
-                                {{"top_k", 1}, {"max_new_tokens", 100}, {"task_id", "1"}}}});
+    auto with_task =
+        PostJson(server.port(), "/generate",
+                 {{"prompt", "hello, what's your name"},
+                  {"generate_config", {{"top_k", 1}, {"max_new_tokens", 100}, {"task_id", "1"}}}});
     ASSERT_EQ(with_task.status, 200) << with_task.body;
     EXPECT_GT(with_task.json["aux_info"]["reuse_len"].get<size_t>(), 0u);
     EXPECT_GE(with_task.json["aux_info"]["reuse_len"].get<size_t>(), task_tokens);
@@ -168,7 +160,7 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
                                 {"generate_config", {{"top_k", 1}, {"max_new_tokens", 100}}}};
   {
     // The call without task_id on a fresh server reuses nothing.
-    ServerProcess server(ServeArgs());
+    ServerProcess server(TinyServeArgs());
     auto without_task = PostJson(server.port(), "/generate", no_task_request);
     ASSERT_EQ(without_task.status, 200) << without_task.body;
     EXPECT_EQ(without_task.json["aux_info"]["reuse_len"], 0);
@@ -177,13 +169,15 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
     // MULTI_TASK_PROMPT_STR. With the task prompts pinned, a request without task_id still
     // reuses what it shares with them token by token (BOS and the leading space here): exactly
     // the longest common prefix with a task prompt, and nothing more.
-    ServerProcess server(ServeArgs(), {{"MULTI_TASK_PROMPT_STR", kTaskPrompts}});
+    ServerProcess server(TinyServeArgs(), {{"MULTI_TASK_PROMPT_STR", kTaskPrompts}});
     EXPECT_EQ(Get(server.port(), "/v1/tasks").json["data"].size(), 2u);
     json request_tokens =
-        PostJson(server.port(), "/tokenize", {{"prompt", no_task_request["prompt"]}}).json["tokens"];
+        PostJson(server.port(), "/tokenize", {{"prompt", no_task_request["prompt"]}})
+            .json["tokens"];
     size_t expected = 0;
     for (const json& task : json::parse(kTaskPrompts)) {
-      json task_tokens = PostJson(server.port(), "/tokenize", {{"prompt", task["prompt"]}}).json["tokens"];
+      json task_tokens =
+          PostJson(server.port(), "/tokenize", {{"prompt", task["prompt"]}}).json["tokens"];
       size_t common = 0;
       while (common < task_tokens.size() && common < request_tokens.size() &&
              task_tokens[common] == request_tokens[common]) {
@@ -197,7 +191,7 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
     EXPECT_LT(expected, task_tokens);
   }
   {
-    ServerProcess server(ServeArgs(), {{"MULTI_TASK_PROMPT", file.string()}});
+    ServerProcess server(TinyServeArgs(), {{"MULTI_TASK_PROMPT", file.string()}});
     EXPECT_EQ(Get(server.port(), "/v1/tasks").json["data"].size(), 2u);
   }
   std::filesystem::remove(file);
@@ -207,10 +201,10 @@ TEST(StartupE2eTest, TaskPromptsRtpLlmFlow) {
 // (and, in a sanitizer build, with no leak or error reported at exit).
 TEST(StartupE2eTest, StopsCleanlyOnSigterm) {
   REPRISE_REQUIRE_FIXTURES();
-  ServerProcess server(ServeArgs({"--shutdown-timeout", "0.2"}));
-  ASSERT_EQ(PostJson(server.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}})
-                .status,
-            200);
+  ServerProcess server(TinyServeArgs({"--shutdown-timeout", "0.2"}));
+  ASSERT_EQ(
+      PostJson(server.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}}).status,
+      200);
   std::thread client([&] {
     PostSse(server.port(), "/v1/completions",
             {{"prompt", "Once"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}});
@@ -225,7 +219,7 @@ TEST(StartupE2eTest, StopsCleanlyOnSigterm) {
 // SIGTERM drains: a request running when it comes is answered in full, then the server exits 0.
 TEST(StartupE2eTest, SigtermDrainsRunningRequests) {
   REPRISE_REQUIRE_FIXTURES();
-  ServerProcess server(ServeArgs({"--shutdown-timeout", "30"}));
+  ServerProcess server(TinyServeArgs({"--shutdown-timeout", "30"}));
   HttpResult running;
   std::thread client([&] {
     running = PostJson(server.port(), "/v1/completions",
@@ -243,10 +237,11 @@ TEST(StartupE2eTest, SigtermDrainsRunningRequests) {
 // fixture's context is 512 tokens), run with the image's python3.
 TEST(StartupE2eTest, SeedScriptRunsAgainstTheServer) {
   REPRISE_REQUIRE_FIXTURES();
-  if (RunToExit({"python3", "-c", "import requests"}, {}, std::chrono::seconds(30)).exit_code != 0) {
+  if (RunToExit({"python3", "-c", "import requests"}, {}, std::chrono::seconds(30)).exit_code !=
+      0) {
     GTEST_SKIP() << "python3 with requests is not available";
   }
-  ServerProcess server(ServeArgs());
+  ServerProcess server(TinyServeArgs());
   std::string script = std::string(REPRISE_SOURCE_DIR) + "/tests/e2e/seed_prefix_caching.py";
   auto run = RunToExit({"python3", script},
                        {{"REPRISE_URL", "http://127.0.0.1:" + std::to_string(server.port())},

@@ -46,7 +46,7 @@ std::vector<Digest> SortedKeys(std::vector<BlockMeta> chain) {
   return keys;
 }
 
-std::shared_ptr<redis::RedisClient> Client(const std::string& url) {
+std::shared_ptr<redis::RedisClient> DefaultOptionsClient(const std::string& url) {
   return std::make_shared<redis::RedisClient>(redis::ParseRedisUrl(url));
 }
 
@@ -116,7 +116,7 @@ TEST(TierListener, TheRemoteTierTellsItsOwnWritesAndTheirEnd) {
   RedisTierConfig config;
   config.capacity_bytes = 3 * block;
   config.listener = &told;
-  RedisTier tier(identity, config, Client(server.url()));
+  RedisTier tier(identity, config, DefaultOptionsClient(server.url()));
   for (size_t i = 0; i < 4; ++i) ASSERT_TRUE(tier.Store(chain[i], TestPayload(identity, chain[i])));
   EXPECT_EQ(told.Told(),
             (Told{RecordingListener::Stored(chain[0]), RecordingListener::Stored(chain[1]),
@@ -129,7 +129,7 @@ TEST(TierListener, TheRemoteTierTellsItsOwnWritesAndTheirEnd) {
   RecordingListener other_told;
   RedisTierConfig other_config;
   other_config.listener = &other_told;
-  RedisTier other(identity, other_config, Client(server.url()));
+  RedisTier other(identity, other_config, DefaultOptionsClient(server.url()));
   std::vector<uint8_t> buffer(3 * identity.block_bytes);
   uint8_t* dests[] = {buffer.data(), buffer.data() + identity.block_bytes,
                       buffer.data() + 2 * identity.block_bytes};
@@ -138,7 +138,7 @@ TEST(TierListener, TheRemoteTierTellsItsOwnWritesAndTheirEnd) {
   EXPECT_TRUE(other.Blocks().empty());
 
   // Deleted behind the writer's back (Redis's maxmemory, another replica): found gone at a load.
-  auto client = Client(server.url());
+  auto client = DefaultOptionsClient(server.url());
   client->Run(redis::RedisCommand{"DEL", tier.RedisKey(chain[2].key)});
   EXPECT_EQ(tier.LoadPrefix(std::span(chain).subspan(1, 3), dests), 1u);
   EXPECT_EQ(told.Told().back(), RecordingListener::Removed(chain[2]));
@@ -161,7 +161,7 @@ TEST(TierListener, TheRemoteTierTellsBlocksWhoseTtlPassedThroughTheTierSet) {
   RedisTierConfig config;
   config.ttl = std::chrono::seconds(1);
   config.listener = &told;
-  auto client = Client(server.url());
+  auto client = DefaultOptionsClient(server.url());
   std::vector<std::unique_ptr<KvTier>> tiers;
   tiers.push_back(std::make_unique<RedisTier>(identity, config, client));
   const RedisTier& tier = static_cast<const RedisTier&>(*tiers.back());
