@@ -18,8 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string TinyStories() { return Fixture("models/TinyStories-656K-f32.gguf"); }
-
 double LogSoftmaxAt(const std::vector<float>& row, int32_t token) {
   double max = *std::max_element(row.begin(), row.end());
   double sum = 0;
@@ -29,11 +27,12 @@ double LogSoftmaxAt(const std::vector<float>& row, int32_t token) {
 
 TEST(LogprobsE2eTest, ServedLogprobsAreTheLogSoftmaxOfTheModelsLogits) {
   REPRISE_REQUIRE_FIXTURES();
-  ServerProcess server({"--model", TinyStories(), "--served-model-name", "tiny", "--chat-template",
-                        "chatml", "--kv-cache-memory", "32MiB", "--threads", "2"});
+  ServerProcess server({"--model", TinyStoriesPath(), "--served-model-name", kTinyModelName,
+                        "--chat-template", "chatml", "--kv-cache-memory", "32MiB", "--threads",
+                        "2"});
 
   EngineConfig config;
-  config.model_path = TinyStories();
+  config.model_path = TinyStoriesPath();
   config.kv_cache_memory_bytes = size_t{32} << 20;
   config.num_threads = 1;
   Engine engine(config);
@@ -49,8 +48,8 @@ TEST(LogprobsE2eTest, ServedLogprobsAreTheLogSoftmaxOfTheModelsLogits) {
   GenerationOutput reference = engine.Generate(std::move(requests))[0];
   ASSERT_EQ(reference.logits.size(), static_cast<size_t>(kTokens));
 
-  json body = {{"model", "tiny"},  {"prompt", prompt}, {"max_tokens", kTokens},
-               {"temperature", 0}, {"logprobs", 5},    {"ignore_eos", true}};
+  json body = {{"model", kTinyModelName}, {"prompt", prompt}, {"max_tokens", kTokens},
+               {"temperature", 0},        {"logprobs", 5},    {"ignore_eos", true}};
   // Twice: the second answer comes mostly from the prefix cache and must not differ.
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(round);
@@ -82,11 +81,13 @@ TEST(LogprobsE2eTest, ServedLogprobsAreTheLogSoftmaxOfTheModelsLogits) {
   }
 
   // Chat, streamed: every token comes with its logprob, the greedy one on top.
-  json chat = {
-      {"model", "tiny"},  {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}},
-      {"max_tokens", 8},  {"temperature", 0},
-      {"logprobs", true}, {"top_logprobs", 3},
-      {"stream", true}};
+  json chat = {{"model", kTinyModelName},
+               {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}},
+               {"max_tokens", 8},
+               {"temperature", 0},
+               {"logprobs", true},
+               {"top_logprobs", 3},
+               {"stream", true}};
   SseResult stream = PostSse(server.port(), "/v1/chat/completions", chat);
   ASSERT_EQ(stream.status, 200) << stream.raw;
   std::string content;

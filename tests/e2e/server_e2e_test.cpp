@@ -26,7 +26,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kModel = "tiny";
+constexpr const char* kModel = kTinyModelName;
 
 // A sample value from Prometheus text ("name{labels} value"), or -1.
 double MetricValue(const std::string& text, const std::string& name) {

@@ -29,13 +29,17 @@ extern char** environ;
 
 namespace reprise::testing {
 
-// `reprise serve` flags for the TinyStories fixture, served as "tiny" with the chatml template, a
-// 64 MiB cache and 2 threads, then `extra`.
+// The TinyStories fixture most end-to-end tests serve, and the name they serve it under.
+inline std::string TinyStoriesPath() { return Fixture("models/TinyStories-656K-f32.gguf"); }
+inline constexpr const char* kTinyModelName = "tiny";
+
+// `reprise serve` flags for the TinyStories fixture, served as kTinyModelName with the chatml
+// template, a 64 MiB cache and 2 threads, then `extra`.
 inline std::vector<std::string> TinyServeArgs(std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--model",
-                                   Fixture("models/TinyStories-656K-f32.gguf"),
+                                   TinyStoriesPath(),
                                    "--served-model-name",
-                                   "tiny",
+                                   kTinyModelName,
                                    "--chat-template",
                                    "chatml",
                                    "--kv-cache-memory",

@@ -92,14 +92,14 @@ TEST(StartupE2eTest, BadSettingsStopStartUpWithAMessage) {
 // An unknown --chat-template stops start-up.
 TEST(StartupE2eTest, ModelWithoutChatTemplateFallsBackToChatml) {
   REPRISE_REQUIRE_FIXTURES();
-  const std::string model = Fixture("models/TinyStories-656K-f32.gguf");
-  ServerProcess server({"--model", model, "--served-model-name", "tiny", "--kv-cache-memory",
-                        "64MiB", "--threads", "2"});
+  const std::string model = TinyStoriesPath();
+  ServerProcess server({"--model", model, "--served-model-name", kTinyModelName,
+                        "--kv-cache-memory", "64MiB", "--threads", "2"});
   std::string log = server.Log();
   EXPECT_NE(log.find("no chat template"), std::string::npos) << log;
   EXPECT_NE(log.find("--chat-template"), std::string::npos) << log;
   auto chat = PostJson(server.port(), "/v1/chat/completions",
-                       {{"model", "tiny"},
+                       {{"model", kTinyModelName},
                         {"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
                         {"max_tokens", 4}});
   ASSERT_EQ(chat.status, 200) << chat.body;
@@ -245,7 +245,7 @@ TEST(StartupE2eTest, SeedScriptRunsAgainstTheServer) {
   std::string script = std::string(REPRISE_SOURCE_DIR) + "/tests/e2e/seed_prefix_caching.py";
   auto run = RunToExit({"python3", script},
                        {{"REPRISE_URL", "http://127.0.0.1:" + std::to_string(server.port())},
-                        {"REPRISE_MODEL", "tiny"},
+                        {"REPRISE_MODEL", kTinyModelName},
                         {"SEED_ROWS", "8"}},
                        std::chrono::seconds(120));
   std::printf("%s\n", run.output.c_str());

@@ -29,9 +29,9 @@ std::filesystem::path KeysFile() {
 
 std::vector<std::string> ServeArgs(std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--model",
-                                   Fixture("models/TinyStories-656K-f32.gguf"),
+                                   TinyStoriesPath(),
                                    "--served-model-name",
-                                   "tiny",
+                                   kTinyModelName,
                                    "--kv-cache-memory",
                                    "64MiB",
                                    "--threads",
@@ -97,8 +97,8 @@ TEST(TenantsE2eTest, ATenantsClearReachesTheDiskTierAndSparesOthers) {
   EXPECT_EQ(CachedTokens(port, "attacker-key-01", prompt, ""), 0);
   // The operator empties memory: both tenants' blocks are written to disk.
   ASSERT_EQ(PostJson(port, "/v1/cache/clear", json::object(), As("operator-key-01")).status, 200);
-  HttpResult cleared = PostJson(port, "/v1/cache/clear", {{"tiers", {"memory", "disk"}}},
-                                As("victim-key-0001"));
+  HttpResult cleared =
+      PostJson(port, "/v1/cache/clear", {{"tiers", {"memory", "disk"}}}, As("victim-key-0001"));
   ASSERT_EQ(cleared.status, 200) << cleared.body;
   EXPECT_EQ(cleared.json["tenant"], "victim");
   EXPECT_GT(cleared.json["cleared_blocks"].get<int64_t>(), 2);
