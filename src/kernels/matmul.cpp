@@ -1,7 +1,9 @@
 // MatMul's driver: prepares activations, then walks the weight matrix in tiles with the target's
 // kernels (matmul_kernels.h).
 //
-//   quantized types: activations -> int8 per block of 32 (QuantizeActivationRow, all targets)
+//   quantized types: activations -> int8 per block of 32 (QuantizeActivationRow), or per
+//     super-block of 256 where the target's tiles take that form (TargetKernels::activation_form:
+//     then the raw tile serves prefill too, a panel of stored rows at a time)
 //   for each thread's range of rows (or of tokens, when rows are too few to share):
 //     decode (tokens <= one token tile): tiles read rows in place (float types widen in
 //       registers; quantized tiles unpack 512 columns at a time, or a small panel on targets
@@ -31,6 +33,7 @@
 #include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/row_groups.h"
 #include "kernels/unpacked.h"
 
@@ -188,6 +191,56 @@ auto ActivationQuantizer(const TargetKernels& kernels) {
   return kernels.quantize_row != nullptr ? kernels.quantize_row : QuantizeActivationRow;
 }
 
+// The activation form w's tiles take on this target (TargetKernels::activation_form).
+ActivationForm FormFor(const TargetKernels& k, const WeightView& w) {
+  const bool raw_tiles =
+      k.activation_form != nullptr && k.quant_tile_raw != nullptr && w.cols <= kMaxRawCols;
+  return raw_tiles ? k.activation_form(w.type) : ActivationForm::kPerBlock;
+}
+
+// Quantized activations in the calling thread's scratch, in one form (QuantizedRows' layout).
+struct ActivationBuffers {
+  int8_t* q;
+  float* d;
+  float* sum;
+  int16_t* group_sum;
+  int64_t cols;
+  ActivationForm form;
+
+  QuantizedRows View() const {
+    return {.q = q, .d = d, .sum = sum, .group_sum = group_sum, .cols = cols, .form = form};
+  }
+  // Rows [begin, end) of x ([tokens][cols]).
+  void Quantize(const TargetKernels& k, const float* x, int64_t begin, int64_t end) const {
+    const auto quantize_row = ActivationQuantizer(k);
+    for (int64_t t = begin; t < end; ++t) {
+      if (form == ActivationForm::kPerSuperBlock) {
+        QuantizeActivationRowPerSuperBlock(x + t * cols, cols, q + t * cols, d + t * (cols / kQkK),
+                                           group_sum + t * (cols / 16));
+      } else {
+        quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
+      }
+    }
+  }
+};
+
+ActivationBuffers ActivationScratch(ActivationForm form, int64_t tokens, int64_t cols) {
+  // The per-block form's arrays are the larger: d per 16 (not per 256), and a float per 32 takes
+  // as many bytes as an int16 per 16.
+  const size_t q_bytes = RoundUp64(tokens * cols);
+  const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
+  const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
+  uint8_t* scratch = ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes);
+  const bool per_block = form == ActivationForm::kPerBlock;
+  return {
+      .q = reinterpret_cast<int8_t*>(scratch),
+      .d = reinterpret_cast<float*>(scratch + q_bytes),
+      .sum = per_block ? reinterpret_cast<float*>(scratch + q_bytes + d_bytes) : nullptr,
+      .group_sum = per_block ? nullptr : reinterpret_cast<int16_t*>(scratch + q_bytes + d_bytes),
+      .cols = cols,
+      .form = form};
+}
+
 // MatMuls fuses at most this many matrices into one pass (Q, K and V; gate and up).
 constexpr size_t kMaxFusedOutputs = 4;
 
@@ -308,6 +361,37 @@ void RunRowGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t gr
   }
 }
 
+// Rows [r_begin, r_end) of a matrix in row groups, all before its last whole group's end, for
+// tokens [t_begin, t_end) with the target's raw tile: each group read back to stored rows first.
+// For the activation forms no other tile takes.
+void RunGroupsOnRawTile(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin,
+                        int64_t t_end) {
+  const TargetKernels& k = *job.kernels;
+  const WeightView& w = *job.w;
+  const size_t row_bytes = RowBytes(w.type, w.cols);
+  uint8_t* rows = ThreadScratch(Slot::kUngrouped, kRowGroupRows * row_bytes);
+  const auto ungroup = k.ungroup_rows != nullptr ? k.ungroup_rows : UngroupRows;
+  const RawRows raw{.type = w.type,
+                    .data = rows,
+                    .row_bytes = row_bytes,
+                    .zero_point = ZeroPoint(w.type),
+                    .has_min = HasMin(w.type),
+                    .prefetch_rows = 0,
+                    .prefetch_end = 0};  // the group is in L1
+  for (int64_t g = r_begin / kRowGroupRows * kRowGroupRows; g < r_end; g += kRowGroupRows) {
+    ungroup(w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(g) * row_bytes,
+            w.cols, rows);
+    const int64_t first = std::max(g, r_begin), end = std::min(g + kRowGroupRows, r_end);
+    for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
+      const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
+      for (int64_t r = first; r < end; r += RawRowTile(k)) {
+        const int nr = static_cast<int>(std::min<int64_t>(RawRowTile(k), end - r));
+        k.quant_tile_raw(job.qx, t, mt, raw, r - g, nr, job.y + t * w.rows + r, w.rows);
+      }
+    }
+  }
+}
+
 // Rows [r_begin, r_end) for tokens [t_begin, t_end). Decode tiles prefetch rows ahead of them up
 // to prefetch_end (>= r_end): a thread that goes on with the next rows lets them stream on.
 void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end,
@@ -325,8 +409,17 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
     r_begin = std::max(r_begin, grouped_end);
     if (r_begin >= r_end) return;
   }
-  if (job.decode && k.quant_tile_raw != nullptr && cols <= kMaxRawCols && r_begin >= grouped_end) {
-    // Decode: the tile unpacks each stretch of its rows just before using it.
+  const bool super_blocks = job.qx.form == ActivationForm::kPerSuperBlock;
+  if (super_blocks && r_begin < grouped_end) {
+    RunGroupsOnRawTile(job, r_begin, std::min(r_end, grouped_end), t_begin, t_end);
+    r_begin = grouped_end;
+    if (r_begin >= r_end) return;
+  }
+  if ((job.decode || super_blocks) && k.quant_tile_raw != nullptr && cols <= kMaxRawCols &&
+      r_begin >= grouped_end) {
+    // Decode: the tile unpacks each stretch of its rows just before using it. Prefill where the
+    // raw tile is the only one (super-block activations): a panel of rows at a time (in L2 after
+    // the first token tile) under every token tile.
     const RawRows raw{.type = w.type,
                       .data = static_cast<const uint8_t*>(w.data),
                       .row_bytes = row_bytes,
@@ -337,11 +430,15 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
     // The tiles ask for rows prefetch_rows ahead of their own: ask for the first ones here.
     PrefetchRows(raw.data, row_bytes, r_begin,
                  std::min(raw.prefetch_end, r_begin + raw.prefetch_rows));
-    for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
-      const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
-      for (int64_t r = r_begin; r < r_end; r += RawRowTile(k)) {
-        const int nr = static_cast<int>(std::min<int64_t>(RawRowTile(k), r_end - r));
-        k.quant_tile_raw(job.qx, t, mt, raw, r, nr, job.y + t * w.rows + r, w.rows);
+    const int64_t panel_rows = job.decode ? r_end - r_begin : job.panel_rows;
+    for (int64_t p = r_begin; p < r_end; p += panel_rows) {
+      const int64_t p_end = std::min(r_end, p + panel_rows);
+      for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
+        const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
+        for (int64_t r = p; r < p_end; r += RawRowTile(k)) {
+          const int nr = static_cast<int>(std::min<int64_t>(RawRowTile(k), p_end - r));
+          k.quant_tile_raw(job.qx, t, mt, raw, r, nr, job.y + t * w.rows + r, w.rows);
+        }
       }
     }
     return;
@@ -448,30 +545,6 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
 
 }  // namespace
 
-void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, float* sum) {
-  // Round to nearest even without a libm call: for |v| <= 2^22, adding 1.5 * 2^23 leaves
-  // exactly the integer part in the mantissa (the current rounding mode is round-to-even), and
-  // subtracting it again is exact. Same result as std::nearbyint, and it vectorises.
-  constexpr float kRoundingMagic = 12582912.0f;
-  for (int64_t b = 0; b < cols / 32; ++b) {
-    const float* xb = x + b * 32;
-    float amax = 0.0f;
-    for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(xb[e]));
-    const float scale = amax / 127.0f;
-    // Blocks of (near-)denormals quantize to zero: 127 / amax would overflow.
-    const float inverse = amax > 1e-30f ? 127.0f / amax : 0.0f;
-    int32_t total = 0;
-    for (int e = 0; e < 32; ++e) {
-      const float rounded = (xb[e] * inverse + kRoundingMagic) - kRoundingMagic;
-      const int value = static_cast<int>(rounded);
-      q[b * 32 + e] = static_cast<int8_t>(value);
-      total += value;
-    }
-    d[2 * b] = d[2 * b + 1] = scale;
-    sum[b] = scale * static_cast<float>(total);
-  }
-}
-
 void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64_t tokens, float* y,
                     ThreadPool& pool) {
   REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
@@ -511,21 +584,15 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   // token tile: size it for L2.
   const int64_t budget = decode ? kDecodePanelBytes : (192 << 10);
   if (quantized) {
-    const size_t q_bytes = RoundUp64(tokens * cols);
-    const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
-    const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
-    uint8_t* scratch = ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes);
-    int8_t* q = reinterpret_cast<int8_t*>(scratch);                      // [tokens][cols]
-    float* d = reinterpret_cast<float*>(scratch + q_bytes);              // [tokens][cols/16]
-    float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);  // [tokens][cols/32]
-    const auto quantize_row = ActivationQuantizer(kernels);
+    const ActivationBuffers buffers = ActivationScratch(FormFor(kernels, w), tokens, cols);
     pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
-      for (size_t t = begin; t < end; ++t) {
-        quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
-      }
+      buffers.Quantize(kernels, x, static_cast<int64_t>(begin), static_cast<int64_t>(end));
     });
-    job.qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols};
-    job.panel_rows = PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, budget, panel_tile);
+    job.qx = buffers.View();
+    // Panels of unpacked rows; of stored rows where the raw tile serves prefill.
+    job.panel_rows = buffers.form == ActivationForm::kPerSuperBlock
+                         ? PanelRows(static_cast<int64_t>(RowBytes(w.type, cols)), budget, row_tile)
+                         : PanelRows(cols + cols / 16 * 4 + cols / 32 * 4, budget, panel_tile);
   } else {
     job.panel_rows = PanelRows(PaddedStride(cols) * 4, budget, row_tile);
     if (!decode) {
@@ -594,27 +661,21 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
   bool fused = tokens >= 1 && tokens <= kernels.quant_token_tile && !outputs.empty() &&
                outputs.size() <= kMaxFusedOutputs && kernels.quant_tile_raw != nullptr &&
                CpuTargetSupported(target);
+  // One activation form for all of them (they share one quantization).
   for (const MatMulOutput& out : outputs) {
     fused = fused && IsQuantized(out.w->type) && out.w->cols == outputs[0].w->cols &&
             out.w->cols <= kMaxRawCols && out.w->rows > 0 &&
-            out.w->cols % static_cast<int64_t>(BlockElements(out.w->type)) == 0;
+            out.w->cols % static_cast<int64_t>(BlockElements(out.w->type)) == 0 &&
+            FormFor(kernels, *out.w) == FormFor(kernels, *outputs[0].w);
   }
   if (!fused || outputs[0].w->cols == 0) {
     for (const MatMulOutput& out : outputs) MatMulOnTarget(target, *out.w, x, tokens, out.y, pool);
     return;
   }
   const int64_t cols = outputs[0].w->cols;
-  const size_t q_bytes = RoundUp64(tokens * cols);
-  const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
-  const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
-  uint8_t* scratch = ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes);
-  int8_t* q = reinterpret_cast<int8_t*>(scratch);
-  float* d = reinterpret_cast<float*>(scratch + q_bytes);
-  float* sum = reinterpret_cast<float*>(scratch + q_bytes + d_bytes);
-  const auto quantize_row = ActivationQuantizer(kernels);
-  for (int64_t t = 0; t < tokens; ++t) {
-    quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
-  }
+  const ActivationBuffers buffers =
+      ActivationScratch(FormFor(kernels, *outputs[0].w), tokens, cols);
+  buffers.Quantize(kernels, x, 0, tokens);
   // Fixed arrays: this runs several times per layer and token, and should not allocate.
   std::array<Job, kMaxFusedOutputs> jobs;
   std::array<int64_t, kMaxFusedOutputs + 1> first_row;  // of each matrix, then the total
@@ -626,7 +687,7 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
                    .w = out.w,
                    .x = x,
                    .x_stride = cols,
-                   .qx = QuantizedRows{.q = q, .d = d, .sum = sum, .cols = cols},
+                   .qx = buffers.View(),
                    .tokens = tokens,
                    .y = out.y,
                    // Rows the tiles cannot read in place (grouped rows without a row-group tile)
@@ -652,6 +713,10 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
       RunQuantRange(jobs[m], lo - first_row[m], hi - first_row[m], 0, tokens, ahead - first_row[m]);
     }
   });
+}
+
+ActivationForm ActivationFormFor(CpuTarget target, const WeightView& w) {
+  return IsQuantized(w.type) ? FormFor(KernelsFor(target), w) : ActivationForm::kPerBlock;
 }
 
 bool PrefersRowGroups(CpuTarget target, WeightType type) {

@@ -280,6 +280,7 @@ const TargetKernels& Avx2Kernels() {
       .float_tile = FloatTile,
       .quant_tile = QuantTile,
       .quant_tile_raw = DecodeTileAvx2,
+      .activation_form = ActivationFormAvx2,
       .widen = Widen,
       .unpack = UnpackBlocksAvx2,
   };

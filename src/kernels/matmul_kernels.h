@@ -13,12 +13,27 @@
 
 namespace reprise::kernels {
 
-// Activation rows quantized per block of 32 for the integer kernels.
+// How activations are quantized to int8 for a matrix's integer kernels (see
+// TargetKernels::activation_form).
+enum class ActivationForm {
+  // One scale per block of 32 (QuantizeActivationRow): every target's default.
+  kPerBlock,
+  // One scale per super-block of 256 and the integer sum of each 16
+  // (QuantizeActivationRowPerSuperBlock): a K-quant super-block's sub-blocks then add up in
+  // integers, with one float multiply-add per super-block instead of one per block.
+  kPerSuperBlock,
+};
+
+// Activation rows quantized for the integer kernels, in one of the two forms.
 struct QuantizedRows {
-  const int8_t* q = nullptr;   // [tokens][cols]   values in [-127, 127]
-  const float* d = nullptr;    // [tokens][cols / 16] scale of each 16 (both of a block's equal)
-  const float* sum = nullptr;  // [tokens][cols / 32] d * sum of the block's q
+  const int8_t* q = nullptr;  // [tokens][cols]   values in [-127, 127]
+  // kPerBlock: scale of each 16, both of a block's equal: [tokens][cols / 16];
+  // kPerSuperBlock: scale of each 256: [tokens][cols / 256].
+  const float* d = nullptr;
+  const float* sum = nullptr;          // kPerBlock: [tokens][cols / 32] d * sum of the block's q
+  const int16_t* group_sum = nullptr;  // kPerSuperBlock: [tokens][cols / 16] sum of each 16's q
   int64_t cols = 0;
+  ActivationForm form = ActivationForm::kPerBlock;
 };
 
 // Weight rows in the unpacked integer form (see unpacked.h).
@@ -82,7 +97,8 @@ struct TargetKernels {
 
   // As quant_tile, reading rows r0 .. r0 + nr - 1 of `w` in their stored blocks; gives the same
   // bits as the target's panel tile on the same rows unpacked. Optional (null: the driver
-  // unpacks a panel).
+  // unpacks a panel). For the types activation_form puts in kPerSuperBlock it is the only tile:
+  // it serves prefill too, and x comes in that form.
   void (*quant_tile_raw)(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
                          int nr, float* y, int64_t y_stride) = nullptr;
 
@@ -103,6 +119,10 @@ struct TargetKernels {
   bool (*interleaves_weights)(WeightType type, WeightLayout layout) = nullptr;
   void (*interleave_weights)(WeightType type, WeightLayout layout, const uint8_t* rows,
                              size_t row_bytes, int64_t cols, int nr, uint8_t* out) = nullptr;
+
+  // The activation form quant_tile_raw takes for `type`, for row-major matrices of at most
+  // kMaxRawCols columns (others, and every type where this is null, take kPerBlock).
+  ActivationForm (*activation_form)(WeightType type) = nullptr;
 
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
@@ -130,9 +150,13 @@ struct TargetKernels {
 };
 
 // The decode tile of the AVX2 target (decode_avx2.cpp): TargetKernels::quant_tile_raw for every
-// quantized type, mt <= 4 tokens, nr <= 4 rows.
+// quantized type, mt <= 4 tokens, nr <= 4 rows; K-quants (k_quant_avx2.cpp) take activations
+// in the super-block form (ActivationFormAvx2).
 void DecodeTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
                     int nr, float* y, int64_t y_stride);
+void KQuantTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
+                    int nr, float* y, int64_t y_stride);
+ActivationForm ActivationFormAvx2(WeightType type);
 
 // UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
 // The first prefetches ahead along the row (for reading a row from start to end); the second
@@ -179,6 +203,9 @@ void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t
 void InterleavedTileAvx512(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
                            bool mins, int nr, float* y, int64_t y_stride);
 
+// The activation form MatMulOnTarget quantizes x in for w on `target`.
+ActivationForm ActivationFormFor(CpuTarget target, const WeightView& w);
+
 const TargetKernels& ScalarKernels();
 const TargetKernels& Avx2Kernels();
 const TargetKernels& Avx512Kernels();
@@ -192,5 +219,11 @@ void QuantizeActivationRowAvx512(const float* x, int64_t cols, int8_t* q, float*
 // Shared by every target, so all targets see the same quantized activations.
 //   x: [cols], q: [cols], d: [cols / 16], sum: [cols / 32]
 void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, float* sum);
+
+// The same per super-block of 256 (cols a multiple of 256): d = max|x| / 127 over the 256, q as
+// above, and the sum of each 16 of q (ActivationForm::kPerSuperBlock).
+//   x: [cols], q: [cols], d: [cols / 256], group_sum: [cols / 16]
+void QuantizeActivationRowPerSuperBlock(const float* x, int64_t cols, int8_t* q, float* d,
+                                        int16_t* group_sum);
 
 }  // namespace reprise::kernels

@@ -20,6 +20,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
       COMPILE_OPTIONS "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mgfni;-mfma;-mf16c")
   set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/matmul_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/decode_avx2.cpp
+                              ${CMAKE_CURRENT_SOURCE_DIR}/kernels/k_quant_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_q8_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/unpack_avx2.cpp PROPERTIES

@@ -112,6 +112,8 @@ const std::pair<const char*, ModelShape> kShapes[] = {
     {"3b", {"Llama-3.2-3B-shape", 3072, 8192, 28, 24, 8, 131072, 500000.0f, true}},
     {"8b", {"Llama-3.1-8B-shape", 4096, 14336, 32, 32, 8, 131072, 500000.0f, true}},
     {"tiny", {"tiny", 64, 192, 2, 4, 2, 2048, 10000.0f, false}},
+    // As tiny, with rows long enough for K-quant super-blocks (multiples of 256).
+    {"tiny-k", {"tiny-k", 256, 768, 2, 4, 2, 2048, 10000.0f, false}},
 };
 
 }  // namespace

@@ -22,7 +22,8 @@ struct ModelShape {
 };
 
 // "135m" (SmolLM2-135M), "360m" (SmolLM2-360M), "1b" (Llama-3.2-1B), "3b" (Llama-3.2-3B),
-// "8b" (Llama-3.1-8B, its embeddings tied), "tiny" (for tests).
+// "8b" (Llama-3.1-8B, its embeddings tied), "tiny" and "tiny-k" (for tests; tiny-k's rows take
+// K-quant super-blocks).
 // Throws Error for an unknown name.
 ModelShape ShapeByName(const std::string& name);
 // The names ShapeByName knows, for help texts and errors: "135m, 360m, ..., 8b or tiny".

@@ -18,14 +18,15 @@
 namespace reprise::testing {
 
 // A "tiny"-shape model (2 layers, 64 wide, context 2048) with the Llama 3 vocabulary, in `type`,
-// of architecture `architecture` (llama, or qwen2 with NeoX rope and Q/K/V biases).
+// of architecture `architecture` (llama, or qwen2 with NeoX rope and Q/K/V biases). K-quants take
+// the "tiny-k" shape (256 wide), whose rows hold their super-blocks.
 inline std::string TinyModelPath(kernels::WeightType type = kernels::WeightType::kF16,
                                  const std::string& architecture = "llama") {
-  auto path = ScratchDir() / ("tiny_" + architecture + "_" +
-                                   std::string(kernels::WeightTypeName(type)) + ".gguf");
+  auto path = ScratchDir() /
+              ("tiny_" + architecture + "_" + std::string(kernels::WeightTypeName(type)) + ".gguf");
   if (!std::filesystem::exists(path)) {
     modelgen::MakeModelOptions options;
-    options.shape = "tiny";
+    options.shape = kernels::BlockElements(type) == 256 ? "tiny-k" : "tiny";
     options.architecture = architecture;
     options.vocab_path = Fixture("vocab/ggml-vocab-llama-bpe.gguf");
     options.type = type;

@@ -180,6 +180,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ExactnessTest,
                          ::testing::Values(ModelVariant{kernels::WeightType::kF16, "llama"},
                                            ModelVariant{kernels::WeightType::kQ8_0, "llama"},
                                            ModelVariant{kernels::WeightType::kQ4_0, "qwen2"},
+                                           ModelVariant{kernels::WeightType::kQ4_K, "llama"},
                                            ModelVariant{kernels::WeightType::kQ8_0, "llama", "q8"}),
                          [](const auto& info) {
                            return std::string(info.param.architecture) + "_" +

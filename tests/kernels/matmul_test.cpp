@@ -95,25 +95,76 @@ TEST(KernelMatMulTest, EveryTargetMatchesReference) {
   }
 }
 
-// Targets compute the same quantities (same activation quantization) in different orders.
-TEST(KernelMatMulTest, SimdTargetsMatchScalarTarget) {
+// x quantized as `target` quantizes it for w, and back to floats (q * d).
+std::vector<float> AsTargetQuantizes(CpuTarget target, const WeightView& w,
+                                     const std::vector<float>& x) {
+  const int64_t cols = w.cols, tokens = static_cast<int64_t>(x.size()) / cols;
+  if (!IsQuantized(w.type)) return x;
+  const bool super_blocks = ActivationFormFor(target, w) == ActivationForm::kPerSuperBlock;
+  const int64_t per_scale = super_blocks ? 256 : 32;
+  std::vector<int8_t> q(cols);
+  std::vector<float> d(cols / 16), sum(cols / 32), out(x.size());
+  std::vector<int16_t> group_sum(cols / 16);
+  for (int64_t t = 0; t < tokens; ++t) {
+    if (super_blocks) {
+      QuantizeActivationRowPerSuperBlock(x.data() + t * cols, cols, q.data(), d.data(),
+                                         group_sum.data());
+    } else {
+      QuantizeActivationRow(x.data() + t * cols, cols, q.data(), d.data(), sum.data());
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      // Per block, d holds a scale per 16 (both equal); per super-block, one per 256.
+      const float scale = super_blocks ? d[c / per_scale] : d[c / 16];
+      out[t * cols + c] = static_cast<float>(q[c]) * scale;
+    }
+  }
+  return out;
+}
+
+// Every target computes the exact product of the weights with its quantized activations, up to
+// its float rounding: the integer work is exact whatever the target's order of operations.
+TEST(KernelMatMulTest, EveryTargetComputesItsQuantizedProduct) {
   const int64_t tokens = 9, rows = 21;
   for (CpuTarget target : SupportedTargets()) {
-    if (target == CpuTarget::kScalar) continue;
     for (WeightType type : kAllTypes) {
       for (int64_t cols : {ColsFor(type), int64_t{1024}}) {
         TestWeights w(type, rows, cols, 101);
         std::vector<float> x = RandomValues(tokens * cols, 201, 3.0f);
         std::vector<double> magnitude = Magnitudes(w.view, x, tokens);
-        std::vector<float> scalar = RunMatMul(CpuTarget::kScalar, w.view, x, tokens, 1);
+        const std::vector<float> quantized = AsTargetQuantizes(target, w.view, x);
+        std::vector<float> reference(tokens * rows);
+        MatMulReference(w.view, quantized.data(), tokens, reference.data());
         std::vector<float> y = RunMatMul(target, w.view, x, tokens, 2);
         for (int64_t i = 0; i < tokens * rows; ++i) {
-          ASSERT_NEAR(y[i], scalar[i], 2e-6 * magnitude[i] + 1e-6)
+          ASSERT_NEAR(y[i], reference[i], 2e-6 * magnitude[i] + 1e-6)
               << CpuTargetName(target) << " " << WeightTypeName(type) << " cols " << cols
               << " index " << i;
         }
       }
     }
+  }
+}
+
+// The per-super-block quantizer: a scale per 256 and the sums of each 16, as its contract says.
+TEST(KernelMatMulTest, SuperBlockActivationQuantizer) {
+  const int64_t cols = 512;
+  std::vector<float> x = RandomValues(cols, 202, 3.0f);
+  std::fill(x.begin() + 256, x.end(), 0.0f);  // a zero super-block quantizes to zeros
+  x[7] = -5.0f;                               // the first super-block's largest magnitude
+  std::vector<int8_t> q(cols);
+  std::vector<float> d(cols / 256);
+  std::vector<int16_t> group_sum(cols / 16);
+  QuantizeActivationRowPerSuperBlock(x.data(), cols, q.data(), d.data(), group_sum.data());
+  EXPECT_EQ(d[0], 5.0f / 127.0f);
+  EXPECT_EQ(q[7], -127);
+  EXPECT_EQ(d[1], 0.0f);
+  for (int64_t c = 0; c < cols; ++c) {
+    EXPECT_EQ(q[c], static_cast<int>(std::nearbyint(x[c] * (c < 256 ? 127.0f / 5.0f : 0.0f)))) << c;
+  }
+  for (int64_t g = 0; g < cols / 16; ++g) {
+    int sum = 0;
+    for (int64_t c = 16 * g; c < 16 * g + 16; ++c) sum += q[c];
+    EXPECT_EQ(group_sum[g], sum) << g;
   }
 }
 

@@ -1,0 +1,281 @@
+// The AVX2 tiles of the K-quants (Q4_K, Q5_K, Q6_K), over activations quantized per super-block
+// of 256 (ActivationForm::kPerSuperBlock). One tile serves decode and prefill (the driver hands
+// it a panel of rows in L2 for prefill), so every output of such a matrix has its bits.
+//
+// With one activation scale per super-block, a super-block's sub-blocks add up in integers:
+// per block of 32 the codes' products with the activations (maddubs) are multiplied by the
+// sub-block's integer scale as they are added in pairs (madd), and a super-block ends with one
+// conversion and one fused multiply-add by d * x_d per token. The per-block form needs a
+// conversion, a scale product and a fused multiply-add for every block: one core streamed
+// Q4_K rows 1.6-1.7x faster this way (Zen 3, 2048 columns, from L2 and from memory), at the
+// cost of coarser activations (llama.cpp's Q8_K makes the same trade for these types).
+//
+// Every integer is exact and every tile forms lane i's integers the same way, whatever its
+// tokens, so the float work (the same per lane and super-block, in order) gives the same bits.
+// The integers fit: |maddubs pair| <= 2 * 63 * 127, times a scale <= 128 in pairs, eight blocks
+// to a lane: under 2^26.
+#include <cstdint>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_reads_avx2.h"
+#include "kernels/reduce_avx2.h"
+#include "kernels/simd.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+using avx2::Half;
+using avx2::Load32;
+
+// The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K / Q5_K super-block from
+// its 12 packed bytes (16 are read): GetScaleMinK4 for all eight at once, in a vector register.
+//   sc[j] = s[j] & 63, m[j] = s[j + 4] & 63                                  (j < 4)
+//   sc[j] = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4, m[j] = (s[j + 4] >> 4) | (s[j] >> 6) << 4
+inline __m128i KScaleBytes(const uint8_t* packed) {
+  const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+  // Low bits from s[0..3] | s[8..11] | s[4..7] | s[8..11]; the top two from s[0..3] and s[4..7].
+  const __m128i low =
+      _mm_shuffle_epi8(s, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i top =
+      _mm_shuffle_epi8(s, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i low_bits =
+      _mm_and_si128(low, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m128i high_nibbles = _mm_and_si128(
+      _mm_srli_epi16(low, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const __m128i top_bits =
+      _mm_and_si128(_mm_srli_epi16(top, 2),
+                    _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  return _mm_or_si128(_mm_or_si128(low_bits, high_nibbles), top_bits);
+}
+
+// Asks for the super-block at `byte` of the row `ahead` rows on, into L2, where that row is this
+// thread's (see RawRows::prefetch_rows).
+inline void PrefetchSuperBlock(const RawRows& w, int64_t row, size_t byte, size_t bytes) {
+  const size_t n = row < w.prefetch_end ? bytes : 0;  // a zero-trip loop, not a branch around it
+  const auto start =
+      reinterpret_cast<uintptr_t>(w.data + static_cast<size_t>(row) * w.row_bytes + byte);
+  for (uintptr_t line = start & ~uintptr_t{63}; line < start + n; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+  }
+}
+
+// The 16-bit lanes of `scales` (16 bytes, repeated in both halves) picked by byte pairs: lane k of
+// half h holds scale word `index[h]`.
+inline __m256i PickWords(__m256i scales, int low_index, int high_index) {
+  const auto pair = [](int i) { return static_cast<int16_t>((2 * i + 1) << 8 | (2 * i)); };
+  return _mm256_shuffle_epi8(
+      scales,
+      _mm256_setr_epi16(pair(low_index), pair(low_index), pair(low_index), pair(low_index),
+                        pair(low_index), pair(low_index), pair(low_index), pair(low_index),
+                        pair(high_index), pair(high_index), pair(high_index), pair(high_index),
+                        pair(high_index), pair(high_index), pair(high_index), pair(high_index)));
+}
+
+// Per token t < MT of a tile: the int8 activations of super-block s and its float scale.
+struct Activations {
+  const QuantizedRows& x;
+  int64_t t0;
+  int64_t supers;  // per row
+  const int8_t* Block(int t, int64_t s, int j) const {
+    return x.q + (t0 + t) * x.cols + s * kQkK + j * kQk;
+  }
+  float Scale(int t, int64_t s) const { return x.d[(t0 + t) * supers + s]; }
+  __m256i GroupSums(int t, int64_t s) const {  // the super-block's 16 sums of 16
+    return Load32(x.group_sum + (t0 + t) * (x.cols / 16) + s * 16);
+  }
+};
+
+// Q4_K (Q5_K with kFifth): w = d * sc[j] * code - dmin * m[j] over sub-block j. Per super-block
+// and token: sum_j sc[j] * dot(code_j, x_j) and sum_j m[j] * sum(x_j), both exact integers.
+template <bool kFifth, int MT>
+void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
+               int64_t y_stride) {
+  using Block = std::conditional_t<kFifth, BlockQ5_K, BlockQ4_K>;
+  const Activations act{x, t0, x.cols / kQkK};
+  const auto* blocks =
+      reinterpret_cast<const Block*>(w.data + static_cast<size_t>(row) * w.row_bytes);
+  const __m256i low_mask = _mm256_set1_epi8(0x0F);
+  __m256 acc[MT];
+  for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < act.supers; ++s) {
+    const Block& block = blocks[s];
+    PrefetchSuperBlock(w, row + w.prefetch_rows, s * sizeof(Block), sizeof(Block));
+    uint32_t d_dmin;
+    std::memcpy(&d_dmin, &block.d, sizeof(d_dmin));
+    const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));  // d, dmin
+    const __m128i bytes = KScaleBytes(block.scales);
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));  // sc[0..7] x2
+    const __m128i mins = _mm_srli_si128(bytes, 8);
+    const __m256i min_words = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins));  // m[j] twice
+    __m256i qh;
+    if constexpr (kFifth) qh = Load32(block.qh);
+    __m256i sums[MT];
+    for (int t = 0; t < MT; ++t) sums[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int pair = 0; pair < 4; ++pair) {
+      // Sub-blocks 2 pair and 2 pair + 1: the low and high nibbles of qs[32 pair ..]; Q5_K adds
+      // bit j of qh[l] as element l's bit 4.
+      const __m256i packed = Load32(block.qs + kQk * pair);
+      __m256i low = _mm256_and_si256(packed, low_mask);
+      __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_mask);
+      if constexpr (kFifth) {
+        const int j = 2 * pair;
+        const __m256i bit4 = _mm256_set1_epi8(0x10);
+        low = _mm256_or_si256(
+            low, _mm256_and_si256(
+                     j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4), bit4));
+        high = _mm256_or_si256(high, _mm256_and_si256(j + 1 <= 4 ? _mm256_slli_epi16(qh, 3 - j)
+                                                                 : _mm256_srli_epi16(qh, j - 3),
+                                                      bit4));
+      }
+      const __m256i low_scale = PickWords(scales, 2 * pair, 2 * pair);
+      const __m256i high_scale = PickWords(scales, 2 * pair + 1, 2 * pair + 1);
+      for (int t = 0; t < MT; ++t) {
+        const __m256i a = _mm256_madd_epi16(
+            _mm256_maddubs_epi16(low, Load32(act.Block(t, s, 2 * pair))), low_scale);
+        const __m256i b = _mm256_madd_epi16(
+            _mm256_maddubs_epi16(high, Load32(act.Block(t, s, 2 * pair + 1))), high_scale);
+        sums[t] = _mm256_add_epi32(sums[t], _mm256_add_epi32(a, b));
+      }
+    }
+    for (int t = 0; t < MT; ++t) {
+      const __m128 scaled = _mm_mul_ps(both, _mm_set1_ps(act.Scale(t, s)));  // d x_d, dmin x_d
+      const __m256i min_sums = _mm256_madd_epi16(min_words, act.GroupSums(t, s));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_broadcastss_ps(scaled), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_sums),
+                                _mm256_broadcastss_ps(_mm_movehdup_ps(scaled)), acc[t]);
+    }
+  }
+  for (int t = 0; t < MT; ++t) y[t * y_stride] = HorizontalSum(acc[t]);
+}
+
+// Q6_K: w = d * sc[g] * (code - 32) over group g of 16. Per super-block and token:
+// sum_g sc[g] * dot(code_g, x_g) - 32 * sum_g sc[g] * sum(x_g), exact integers.
+template <int MT>
+void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
+            int64_t y_stride) {
+  const Activations act{x, t0, x.cols / kQkK};
+  const auto* blocks =
+      reinterpret_cast<const BlockQ6_K*>(w.data + static_cast<size_t>(row) * w.row_bytes);
+  const __m256i low_mask = _mm256_set1_epi8(0x0F);
+  const __m256i high_mask = _mm256_set1_epi8(0x30);
+  __m256 acc[MT];
+  for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < act.supers; ++s) {
+    const BlockQ6_K& block = blocks[s];
+    PrefetchSuperBlock(w, row + w.prefetch_rows, s * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
+    const float d = Half(block.d);
+    const __m128i packed_scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales));
+    const __m256i all_scales = _mm256_cvtepi8_epi16(packed_scales);  // sc[0..15]
+    // sc[0..7] and sc[8..15] in both halves, for PickWords.
+    const __m256i first_scales = _mm256_permute2x128_si256(all_scales, all_scales, 0x00);
+    const __m256i last_scales = _mm256_permute2x128_si256(all_scales, all_scales, 0x11);
+    __m256i sums[MT];
+    for (int t = 0; t < MT; ++t) {
+      // -32 * sum_g sc[g] * sum(x_g), the codes' zero point, to start from.
+      sums[t] = _mm256_sub_epi32(
+          _mm256_setzero_si256(),
+          _mm256_slli_epi32(_mm256_madd_epi16(all_scales, act.GroupSums(t, s)), 5));
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      // Block j: half h = j / 4 (64 bytes of ql, 32 of qh), quarter q = j % 4: the low (q < 2)
+      // or high nibbles of ql[32 (q % 2) ..], with bits 2q, 2q + 1 of qh as bits 4-5.
+      const int half = j / 4, quarter = j % 4;
+      const __m256i ql = Load32(block.ql + 64 * half + 32 * (quarter % 2));
+      const __m256i qh = Load32(block.qh + 32 * half);
+      const __m256i low = quarter < 2 ? _mm256_and_si256(ql, low_mask)
+                                      : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low_mask);
+      const int shift = 2 * quarter;
+      const __m256i high =
+          shift <= 4 ? _mm256_slli_epi16(qh, 4 - shift) : _mm256_srli_epi16(qh, shift - 4);
+      const __m256i codes = _mm256_or_si256(low, _mm256_and_si256(high, high_mask));
+      // Groups 2j (low 16 elements) and 2j + 1 (high 16).
+      const int g = 2 * j % 8;
+      const __m256i group_scales = PickWords(j < 4 ? first_scales : last_scales, g, g + 1);
+      for (int t = 0; t < MT; ++t) {
+        sums[t] = _mm256_add_epi32(
+            sums[t], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, Load32(act.Block(t, s, j))),
+                                       group_scales));
+      }
+    }
+    for (int t = 0; t < MT; ++t) {
+      acc[t] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_set1_ps(d * act.Scale(t, s)), acc[t]);
+    }
+  }
+  for (int t = 0; t < MT; ++t) y[t * y_stride] = HorizontalSum(acc[t]);
+}
+
+template <template <int> class Row>
+void Rows(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0, int nr,
+          float* y, int64_t y_stride) {
+  for (int r = 0; r < nr; ++r) {
+    switch (mt) {
+      case 1:
+        Row<1>::Run(x, t0, w, r0 + r, y + r, y_stride);
+        break;
+      case 2:
+        Row<2>::Run(x, t0, w, r0 + r, y + r, y_stride);
+        break;
+      case 3:
+        Row<3>::Run(x, t0, w, r0 + r, y + r, y_stride);
+        break;
+      default:
+        Row<4>::Run(x, t0, w, r0 + r, y + r, y_stride);
+        break;
+    }
+  }
+}
+
+template <int MT>
+struct Q4KRows {
+  static void Run(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
+                  int64_t y_stride) {
+    KQuantRow<false, MT>(x, t0, w, row, y, y_stride);
+  }
+};
+template <int MT>
+struct Q5KRows {
+  static void Run(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
+                  int64_t y_stride) {
+    KQuantRow<true, MT>(x, t0, w, row, y, y_stride);
+  }
+};
+template <int MT>
+struct Q6KRows {
+  static void Run(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
+                  int64_t y_stride) {
+    Q6KRow<MT>(x, t0, w, row, y, y_stride);
+  }
+};
+
+}  // namespace
+
+ActivationForm ActivationFormAvx2(WeightType type) {
+  const bool k_quant =
+      type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K;
+  return k_quant ? ActivationForm::kPerSuperBlock : ActivationForm::kPerBlock;
+}
+
+void KQuantTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0,
+                    int nr, float* y, int64_t y_stride) {
+  REPRISE_CHECK(x.form == ActivationForm::kPerSuperBlock && mt >= 1 && mt <= 4,
+                "the AVX2 K-quant tile takes 1-4 tokens quantized per super-block");
+  switch (w.type) {
+    case WeightType::kQ4_K:
+      return Rows<Q4KRows>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ5_K:
+      return Rows<Q5KRows>(x, t0, mt, w, r0, nr, y, y_stride);
+    case WeightType::kQ6_K:
+      return Rows<Q6KRows>(x, t0, mt, w, r0, nr, y, y_stride);
+    default:
+      REPRISE_CHECK(false, "no AVX2 K-quant tile for {}", WeightTypeName(w.type));
+  }
+}
+
+}  // namespace reprise::kernels
