@@ -137,6 +137,54 @@ void ValueTile(const uint8_t* v_plane, size_t row_bytes, int head_dim, int r0, c
   }
 }
 
+// ValueTile over values widened to f32 once per block (`values`: [slots][head_dim]), for head
+// dimensions of whole pairs of 8-lane chunks: the same fused multiply-adds in the same order
+// (widening is exact), without a conversion per tile or a width test per slot.
+template <int kRows>
+void StagedValueTile(const float* values, int head_dim, int r0, const int* filled,
+                     const float* scores, int scores_stride, float* const* out_rows) {
+  const int common = filled[r0];  // slots every row of the tile reads
+  const int tile_filled = filled[r0 + kRows - 1];
+  for (int d0 = 0; d0 < head_dim; d0 += 8 * kValueChunks) {
+    __m256 acc[kRows][kValueChunks];
+    for (int i = 0; i < kRows; ++i) {
+      for (int c = 0; c < kValueChunks; ++c) {
+        acc[i][c] = _mm256_loadu_ps(out_rows[r0 + i] + d0 + 8 * c);
+      }
+    }
+    const float* v = values + d0;
+    for (int j = 0; j < common; ++j, v += head_dim) {
+      __m256 chunks[kValueChunks];
+      for (int c = 0; c < kValueChunks; ++c) chunks[c] = _mm256_load_ps(v + 8 * c);
+      for (int i = 0; i < kRows; ++i) {
+        const __m256 p = _mm256_broadcast_ss(scores + (r0 + i) * scores_stride + j);
+        for (int c = 0; c < kValueChunks; ++c) {
+          acc[i][c] = _mm256_fmadd_ps(p, chunks[c], acc[i][c]);
+        }
+      }
+    }
+    // Rows of a later token only.
+    for (int j = common; j < tile_filled; ++j, v += head_dim) {
+      for (int i = 0; i < kRows; ++i) {
+        if (j >= filled[r0 + i]) continue;
+        const __m256 p = _mm256_broadcast_ss(scores + (r0 + i) * scores_stride + j);
+        for (int c = 0; c < kValueChunks; ++c) {
+          acc[i][c] = _mm256_fmadd_ps(p, _mm256_load_ps(v + 8 * c), acc[i][c]);
+        }
+      }
+    }
+    for (int i = 0; i < kRows; ++i) {
+      for (int c = 0; c < kValueChunks; ++c) {
+        _mm256_storeu_ps(out_rows[r0 + i] + d0 + 8 * c, acc[i][c]);
+      }
+    }
+  }
+}
+
+// Values staged as f32 for StagedValueTile, on the stack: up to this many floats (16 slots of
+// 512 dimensions, or 64 of 128).
+constexpr int kStagedValueFloats = 8192;
+
 // As the AVX-512 kernel's Attention (paged_attention_avx512.cpp), at 8 lanes.
 template <KvType kType>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
@@ -153,7 +201,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   const int* filled = state.filled;
   // [num_rows][block_size rounded up to 8]; whole 8-lane chunks are stored.
   alignas(32) float scores[kMaxAttentionRows][kMaxAttentionBlockSize];
-  alignas(32) float kt[kMaxAttentionHeadDim][8];  // [head_dim][8 slots] keys
+  alignas(32) float kt[kMaxAttentionHeadDim][8];        // [head_dim][8 slots] keys
+  alignas(32) float staged_values[kStagedValueFloats];  // [slots][head_dim]
 
   const int total_positions = first_position + num_tokens;  // of the last token
   const int num_blocks = (total_positions + block_size - 1) / block_size;
@@ -218,6 +267,39 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // tiles of kValueHeads rows, the last one as many as remain.
     const float* block_scores = &scores[0][0];
     constexpr int kStride = kMaxAttentionBlockSize;
+    // Several value tiles read the block's values: widened once (half the time of a warm turn's
+    // attention, 125 tokens over 2,582 cached positions on Zen 3, where every tile converted
+    // them again and tested each chunk's width per slot).
+    if (num_rows - first_row > kValueHeads && head_dim % (8 * kValueChunks) == 0 &&
+        max_filled * head_dim <= kStagedValueFloats) {
+      for (int j = 0; j < max_filled; ++j) {
+        for (int d = 0; d < head_dim; d += 8) {
+          _mm256_store_ps(staged_values + j * head_dim + d,
+                          LoadRow<kType>(v_plane + j * row_bytes, d, 8));
+        }
+      }
+      for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
+        switch (std::min(kValueHeads, num_rows - r0)) {
+          case 1:
+            StagedValueTile<1>(staged_values, head_dim, r0, filled, block_scores, kStride,
+                               out_rows);
+            break;
+          case 2:
+            StagedValueTile<2>(staged_values, head_dim, r0, filled, block_scores, kStride,
+                               out_rows);
+            break;
+          case 3:
+            StagedValueTile<3>(staged_values, head_dim, r0, filled, block_scores, kStride,
+                               out_rows);
+            break;
+          default:
+            StagedValueTile<kValueHeads>(staged_values, head_dim, r0, filled, block_scores, kStride,
+                                         out_rows);
+            break;
+        }
+      }
+      continue;
+    }
     for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
       switch (std::min(kValueHeads, num_rows - r0)) {
         case 1:
