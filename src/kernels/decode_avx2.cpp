@@ -30,17 +30,18 @@ namespace reprise::kernels {
 namespace {
 
 using avx2::FifthBits;
-using avx2::Half;
 using avx2::Load32;
 using avx2::Nibbles;
 
 constexpr int kSpanBlocks = 8;  // blocks of 32 per span
 
-// Eight f16 values `stride` bytes apart -> f32. The halves are gathered in general-purpose
-// registers, which keeps the work off the vector ports the products need.
-inline __m256 EightHalves(const uint8_t* first, size_t stride) {
+// The first n (<= 8) of eight f16 values `stride` bytes apart -> f32, +0 in the other lanes. The
+// halves are gathered in general-purpose registers, which keeps the work off the vector ports the
+// products need (and a partial span off a round trip through memory, whose vector load of
+// scalar stores the CPU cannot forward).
+inline __m256 EightHalves(const uint8_t* first, size_t stride, int n = 8) {
   uint64_t words[2] = {0, 0};
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < n; ++i) {
     uint16_t bits;
     std::memcpy(&bits, first + i * stride, sizeof(bits));
     words[i / 4] |= uint64_t{bits} << (16 * (i % 4));
@@ -68,22 +69,16 @@ struct Legacy {
   static constexpr int kZero = kFifth ? 16 : 8;
   static constexpr size_t kSpanBytes = kSpanBlocks * sizeof(Block);
 
-  // Whole spans in vectors; a row's last, partial span (legacy rows need not fill one) block by
-  // block, with +0 past its end as the panel tile's masked reads give.
+  // A row's last span may be partial (legacy rows need not fill one): +0 past its end, as the
+  // panel tile's masked reads give.
   static void SpanScales(const uint8_t* span, int n, __m256* scales, __m256* mins) {
-    const auto* blocks = reinterpret_cast<const Block*>(span);
-    if (n == kSpanBlocks) {
+    if (n == kSpanBlocks) {  // unrolled
       *scales = EightHalves(span + offsetof(Block, d), sizeof(Block));
       if constexpr (kMins) *mins = EightHalves(span + offsetof(Block, m), sizeof(Block));
       return;
     }
-    alignas(32) float s[8] = {}, m[8] = {};
-    for (int b = 0; b < n; ++b) {
-      s[b] = Half(blocks[b].d);
-      if constexpr (kMins) m[b] = Half(blocks[b].m);
-    }
-    *scales = _mm256_load_ps(s);
-    if constexpr (kMins) *mins = _mm256_load_ps(m);
+    *scales = EightHalves(span + offsetof(Block, d), sizeof(Block), n);
+    if constexpr (kMins) *mins = EightHalves(span + offsetof(Block, m), sizeof(Block), n);
   }
   static __m256i BlockCodes(const uint8_t* span, int b) {
     const Block& block = reinterpret_cast<const Block*>(span)[b];
@@ -97,18 +92,25 @@ struct Legacy {
   }
 };
 
+// Lanes [0, n) set (n in 0 .. 8), for masked loads: lanes past n read nothing and give +0.
+inline __m256i FirstLanes(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // The token's activation scale of each of a span's first n blocks (a block's two 16-groups have
-// one).
+// one), +0 past them.
 [[gnu::always_inline]] inline __m256 ActivationSpanScales(const float* d, int n) {
+  __m256 lo, hi;
   if (n == kSpanBlocks) {
-    const __m256 lo = _mm256_loadu_ps(d), hi = _mm256_loadu_ps(d + 8);
-    // Even entries: [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] -> lanes in block order.
-    const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
-    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
+    lo = _mm256_loadu_ps(d);
+    hi = _mm256_loadu_ps(d + 8);
+  } else {
+    lo = _mm256_maskload_ps(d, FirstLanes(2 * n));
+    hi = _mm256_maskload_ps(d + 8, FirstLanes(2 * n - 8));
   }
-  alignas(32) float s[8] = {};
-  for (int b = 0; b < n; ++b) s[b] = d[2 * b];
-  return _mm256_load_ps(s);
+  // Even entries: [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] -> lanes in block order.
+  const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
 }
 
 // Asks for a span's bytes of the row `ahead` rows on, into L2, where that row is this thread's:
@@ -157,9 +159,8 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       // spans in order, as the panel tile adds them.
       for (int t = 0; t < MT; ++t) {
         const float* sums = x.sum + (t0 + t) * blocks + b0;
-        alignas(32) float part[8] = {};
-        if (n < kSpanBlocks) std::copy(sums, sums + n, part);
-        const __m256 xs = n == kSpanBlocks ? _mm256_loadu_ps(sums) : _mm256_load_ps(part);
+        const __m256 xs =
+            n == kSpanBlocks ? _mm256_loadu_ps(sums) : _mm256_maskload_ps(sums, FirstLanes(n));
         min_acc[t] = _mm256_fmadd_ps(mins, xs, min_acc[t]);
       }
     }
