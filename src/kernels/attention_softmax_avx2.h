@@ -84,8 +84,12 @@ inline void SoftmaxBlockStep(AttentionRows& state, int head_dim, int first_row, 
           _mm256_blendv_ps(minus_inf, _mm256_load_ps(scores + r * kBlockScoreStride + j), live));
     }
     const float new_max = std::max(running_max[r], HorizontalMax(maxes));
+    // Past a row's first blocks its max seldom moves; then the correction is ExpNonPositive(0),
+    // exactly 1, and multiplying by it changes nothing: both are skipped (the same bits).
+    const bool max_kept = new_max == running_max[r];
     const float correction =
-        _mm256_cvtss_f32(ExpNonPositive(_mm256_set1_ps(running_max[r] - new_max)));
+        max_kept ? 1.0f
+                 : _mm256_cvtss_f32(ExpNonPositive(_mm256_set1_ps(running_max[r] - new_max)));
     // The block's probabilities summed lane-wise over its 8-slot chunks, then by the fixed
     // tree of HorizontalSum.
     const __m256 max = _mm256_set1_ps(new_max);
@@ -100,6 +104,7 @@ inline void SoftmaxBlockStep(AttentionRows& state, int head_dim, int first_row, 
     }
     running_max[r] = new_max;
     running_sum[r] = running_sum[r] * correction + HorizontalSum(sums);
+    if (max_kept) continue;
     float* acc = out_rows[r];
     const __m256 c = _mm256_set1_ps(correction);
     for (int d = 0; d < head_dim; d += 8) {
