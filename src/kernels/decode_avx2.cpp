@@ -32,6 +32,7 @@ namespace {
 using avx2::FifthBits;
 using avx2::Load32;
 using avx2::Nibbles;
+using avx2::PrefetchRowBytes;
 
 constexpr int kSpanBlocks = 8;  // blocks of 32 per span
 
@@ -113,18 +114,6 @@ inline __m256i FirstLanes(int n) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
 }
 
-// Asks for a span's bytes of the row `ahead` rows on, into L2, where that row is this thread's:
-// every cache line they touch (spans are not line-aligned, and Q6_K keeps the scales a span's
-// work starts with in its last bytes).
-inline void PrefetchSpan(const RawRows& w, int64_t row, int64_t first_byte, size_t bytes) {
-  const size_t n = row < w.prefetch_end ? bytes : 0;  // a zero-trip loop, not a branch around it
-  const auto start =
-      reinterpret_cast<uintptr_t>(w.data + static_cast<size_t>(row) * w.row_bytes + first_byte);
-  for (uintptr_t line = start & ~uintptr_t{63}; line < start + n; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
-  }
-}
-
 // One row (see DecodeTile), each token's FMA chain beside the others'.
 template <typename Type, int MT>
 void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
@@ -149,7 +138,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
     for (int t = 0; t < MT; ++t) {
       x_scales[t] = ActivationSpanScales(x.d + (t0 + t) * (cols / 16) + 2 * b0, n);
     }
-    PrefetchSpan(w, row + w.prefetch_rows, span_byte, span_bytes);
+    PrefetchRowBytes(w, row + w.prefetch_rows, static_cast<size_t>(span_byte), span_bytes);
     __m256 mins;
     __m256 scales;
     Type::SpanScales(row_data + span_byte, n, &scales, &mins);

@@ -16,6 +16,7 @@
 // to a lane: under 2^26.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/matmul_kernels.h"
@@ -30,6 +31,7 @@ namespace {
 
 using avx2::Half;
 using avx2::Load32;
+using avx2::PrefetchRowBytes;
 
 // The eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K / Q5_K super-block from
 // its 12 packed bytes (16 are read): GetScaleMinK4 for all eight at once, in a vector register.
@@ -50,17 +52,6 @@ inline __m128i KScaleBytes(const uint8_t* packed) {
       _mm_and_si128(_mm_srli_epi16(top, 2),
                     _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
   return _mm_or_si128(_mm_or_si128(low_bits, high_nibbles), top_bits);
-}
-
-// Asks for the super-block at `byte` of the row `ahead` rows on, into L2, where that row is this
-// thread's (see RawRows::prefetch_rows).
-inline void PrefetchSuperBlock(const RawRows& w, int64_t row, size_t byte, size_t bytes) {
-  const size_t n = row < w.prefetch_end ? bytes : 0;  // a zero-trip loop, not a branch around it
-  const auto start =
-      reinterpret_cast<uintptr_t>(w.data + static_cast<size_t>(row) * w.row_bytes + byte);
-  for (uintptr_t line = start & ~uintptr_t{63}; line < start + n; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
-  }
 }
 
 // The 16-bit lanes of `scales` (16 bytes, repeated in both halves) picked by byte pairs: lane k of
@@ -103,7 +94,7 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
   for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t s = 0; s < act.supers; ++s) {
     const Block& block = blocks[s];
-    PrefetchSuperBlock(w, row + w.prefetch_rows, s * sizeof(Block), sizeof(Block));
+    PrefetchRowBytes(w, row + w.prefetch_rows, s * sizeof(Block), sizeof(Block));
     uint32_t d_dmin;
     std::memcpy(&d_dmin, &block.d, sizeof(d_dmin));
     const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));  // d, dmin
@@ -167,7 +158,7 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
   for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t s = 0; s < act.supers; ++s) {
     const BlockQ6_K& block = blocks[s];
-    PrefetchSuperBlock(w, row + w.prefetch_rows, s * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
+    PrefetchRowBytes(w, row + w.prefetch_rows, s * sizeof(BlockQ6_K), sizeof(BlockQ6_K));
     const float d = Half(block.d);
     const __m128i packed_scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales));
     const __m256i all_scales = _mm256_cvtepi8_epi16(packed_scales);  // sc[0..15]
@@ -211,48 +202,37 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
   for (int t = 0; t < MT; ++t) y[t * y_stride] = HorizontalSum(acc[t]);
 }
 
-template <template <int> class Row>
+// One row of `kType` for MT tokens.
+template <WeightType kType, int MT>
+void Row(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
+         int64_t y_stride) {
+  if constexpr (kType == WeightType::kQ6_K) {
+    Q6KRow<MT>(x, t0, w, row, y, y_stride);
+  } else {
+    KQuantRow<kType == WeightType::kQ5_K, MT>(x, t0, w, row, y, y_stride);
+  }
+}
+
+template <WeightType kType>
 void Rows(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w, int64_t r0, int nr,
           float* y, int64_t y_stride) {
   for (int r = 0; r < nr; ++r) {
     switch (mt) {
       case 1:
-        Row<1>::Run(x, t0, w, r0 + r, y + r, y_stride);
+        Row<kType, 1>(x, t0, w, r0 + r, y + r, y_stride);
         break;
       case 2:
-        Row<2>::Run(x, t0, w, r0 + r, y + r, y_stride);
+        Row<kType, 2>(x, t0, w, r0 + r, y + r, y_stride);
         break;
       case 3:
-        Row<3>::Run(x, t0, w, r0 + r, y + r, y_stride);
+        Row<kType, 3>(x, t0, w, r0 + r, y + r, y_stride);
         break;
       default:
-        Row<4>::Run(x, t0, w, r0 + r, y + r, y_stride);
+        Row<kType, 4>(x, t0, w, r0 + r, y + r, y_stride);
         break;
     }
   }
 }
-
-template <int MT>
-struct Q4KRows {
-  static void Run(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
-                  int64_t y_stride) {
-    KQuantRow<false, MT>(x, t0, w, row, y, y_stride);
-  }
-};
-template <int MT>
-struct Q5KRows {
-  static void Run(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
-                  int64_t y_stride) {
-    KQuantRow<true, MT>(x, t0, w, row, y, y_stride);
-  }
-};
-template <int MT>
-struct Q6KRows {
-  static void Run(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
-                  int64_t y_stride) {
-    Q6KRow<MT>(x, t0, w, row, y, y_stride);
-  }
-};
 
 }  // namespace
 
@@ -268,11 +248,11 @@ void KQuantTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w
                 "the AVX2 K-quant tile takes 1-4 tokens quantized per super-block");
   switch (w.type) {
     case WeightType::kQ4_K:
-      return Rows<Q4KRows>(x, t0, mt, w, r0, nr, y, y_stride);
+      return Rows<WeightType::kQ4_K>(x, t0, mt, w, r0, nr, y, y_stride);
     case WeightType::kQ5_K:
-      return Rows<Q5KRows>(x, t0, mt, w, r0, nr, y, y_stride);
+      return Rows<WeightType::kQ5_K>(x, t0, mt, w, r0, nr, y, y_stride);
     case WeightType::kQ6_K:
-      return Rows<Q6KRows>(x, t0, mt, w, r0, nr, y, y_stride);
+      return Rows<WeightType::kQ6_K>(x, t0, mt, w, r0, nr, y, y_stride);
     default:
       REPRISE_CHECK(false, "no AVX2 K-quant tile for {}", WeightTypeName(w.type));
   }

@@ -361,6 +361,21 @@ void RunRowGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t gr
   }
 }
 
+// The raw tile over rows [r_begin, r_end) of the matrix (row r is row r - row_offset of `raw`)
+// for tokens [t_begin, t_end): every token tile over every tile of rows.
+void RunRawTiles(const Job& job, const RawRows& raw, int64_t row_offset, int64_t r_begin,
+                 int64_t r_end, int64_t t_begin, int64_t t_end) {
+  const TargetKernels& k = *job.kernels;
+  const int64_t rows = job.w->rows;
+  for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
+    const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
+    for (int64_t r = r_begin; r < r_end; r += RawRowTile(k)) {
+      const int nr = static_cast<int>(std::min<int64_t>(RawRowTile(k), r_end - r));
+      k.quant_tile_raw(job.qx, t, mt, raw, r - row_offset, nr, job.y + t * rows + r, rows);
+    }
+  }
+}
+
 // Rows [r_begin, r_end) of a matrix in row groups, all before its last whole group's end, for
 // tokens [t_begin, t_end) with the target's raw tile: each group read back to stored rows first.
 // For the activation forms no other tile takes.
@@ -381,14 +396,8 @@ void RunGroupsOnRawTile(const Job& job, int64_t r_begin, int64_t r_end, int64_t 
   for (int64_t g = r_begin / kRowGroupRows * kRowGroupRows; g < r_end; g += kRowGroupRows) {
     ungroup(w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(g) * row_bytes,
             w.cols, rows);
-    const int64_t first = std::max(g, r_begin), end = std::min(g + kRowGroupRows, r_end);
-    for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
-      const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
-      for (int64_t r = first; r < end; r += RawRowTile(k)) {
-        const int nr = static_cast<int>(std::min<int64_t>(RawRowTile(k), end - r));
-        k.quant_tile_raw(job.qx, t, mt, raw, r - g, nr, job.y + t * w.rows + r, w.rows);
-      }
-    }
+    RunRawTiles(job, raw, g, std::max(g, r_begin), std::min(g + kRowGroupRows, r_end), t_begin,
+                t_end);
   }
 }
 
@@ -432,14 +441,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
                  std::min(raw.prefetch_end, r_begin + raw.prefetch_rows));
     const int64_t panel_rows = job.decode ? r_end - r_begin : job.panel_rows;
     for (int64_t p = r_begin; p < r_end; p += panel_rows) {
-      const int64_t p_end = std::min(r_end, p + panel_rows);
-      for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
-        const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
-        for (int64_t r = p; r < p_end; r += RawRowTile(k)) {
-          const int nr = static_cast<int>(std::min<int64_t>(RawRowTile(k), p_end - r));
-          k.quant_tile_raw(job.qx, t, mt, raw, r, nr, job.y + t * w.rows + r, w.rows);
-        }
-      }
+      RunRawTiles(job, raw, 0, p, std::min(r_end, p + panel_rows), t_begin, t_end);
     }
     return;
   }

@@ -1,11 +1,12 @@
 // Readers of quantized blocks' bytes into AVX2 registers, shared by the AVX2 unpacker and the
-// AVX2 decode tiles so that both split codes the same way. Include only from files compiled for
-// AVX2 + F16C.
+// AVX2 decode tiles so that both split codes the same way, and the tiles' prefetch of a row's
+// bytes. Include only from files compiled for AVX2 + F16C.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/matmul_kernels.h"
 #include "kernels/simd.h"
 
 namespace reprise::kernels::avx2 {
@@ -36,6 +37,18 @@ inline __m256i FifthBits(const uint8_t* qh_bytes) {
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// Asks for `bytes` bytes from `first_byte` of row `row` of w into L2, where that row is this
+// thread's (row < w.prefetch_end): every cache line they touch (a row's stretches are not
+// line-aligned).
+inline void PrefetchRowBytes(const RawRows& w, int64_t row, size_t first_byte, size_t bytes) {
+  const size_t n = row < w.prefetch_end ? bytes : 0;  // a zero-trip loop, not a branch around it
+  const auto start =
+      reinterpret_cast<uintptr_t>(w.data + static_cast<size_t>(row) * w.row_bytes + first_byte);
+  for (uintptr_t line = start & ~uintptr_t{63}; line < start + n; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+  }
 }
 
 }  // namespace reprise::kernels::avx2
