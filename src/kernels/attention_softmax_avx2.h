@@ -22,11 +22,6 @@ inline float HorizontalMax(__m256 v) {  // exact in any order
   return _mm_cvtss_f32(one);
 }
 
-// Lanes i < n set (all ones), the others clear.
-inline __m256i LaneMask(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // exp(x) for x <= 0 (Cephes' expf polynomial, as the AVX-512 kernel's, about 1 ulp;
 // deterministic). Arguments below -87 are taken as -87 (about 1.6e-38, where the AVX-512 kernel
 // gives 0), which keeps 2^n a normal number.

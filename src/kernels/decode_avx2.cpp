@@ -93,11 +93,6 @@ struct Legacy {
   }
 };
 
-// Lanes [0, n) set (n in 0 .. 8), for masked loads: lanes past n read nothing and give +0.
-inline __m256i FirstLanes(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // The token's activation scale of each of a span's first n blocks (a block's two 16-groups have
 // one), +0 past them.
 [[gnu::always_inline]] inline __m256 ActivationSpanScales(const float* d, int n) {
@@ -106,8 +101,8 @@ inline __m256i FirstLanes(int n) {
     lo = _mm256_loadu_ps(d);
     hi = _mm256_loadu_ps(d + 8);
   } else {
-    lo = _mm256_maskload_ps(d, FirstLanes(2 * n));
-    hi = _mm256_maskload_ps(d + 8, FirstLanes(2 * n - 8));
+    lo = _mm256_maskload_ps(d, LaneMask(2 * n));
+    hi = _mm256_maskload_ps(d + 8, LaneMask(2 * n - 8));
   }
   // Even entries: [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] -> lanes in block order.
   const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
@@ -149,7 +144,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       for (int t = 0; t < MT; ++t) {
         const float* sums = x.sum + (t0 + t) * blocks + b0;
         const __m256 xs =
-            n == kSpanBlocks ? _mm256_loadu_ps(sums) : _mm256_maskload_ps(sums, FirstLanes(n));
+            n == kSpanBlocks ? _mm256_loadu_ps(sums) : _mm256_maskload_ps(sums, LaneMask(n));
         min_acc[t] = _mm256_fmadd_ps(mins, xs, min_acc[t]);
       }
     }

@@ -22,19 +22,13 @@ namespace {
 
 // A fixed reduction tree: 8 -> 4 -> 2 -> 1.
 
-// All-ones in the first n of 8 lanes (n in 1..7).
-inline __m256i FirstLanes(int64_t n) {
-  const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), index);
-}
-
 // How a float tile reads 8 weights of each stored type as f32 (exact conversions; a masked
 // read gives +0 in the unread lanes, as a masked f32 read does).
 struct F32Weights {
   using Element = float;
   static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
   static __m256 LoadMasked(int64_t n, const float* p) {
-    return _mm256_maskload_ps(p, FirstLanes(n));
+    return _mm256_maskload_ps(p, LaneMask(static_cast<int>(n)));
   }
 };
 inline __m128i LoadFirstHalves(int64_t n, const uint16_t* p) {
@@ -81,7 +75,7 @@ void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_
     }
   }
   if (c < cols) {
-    const __m256i mask = FirstLanes(cols - c);
+    const __m256i mask = LaneMask(static_cast<int>(cols - c));
     __m256 wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = Weights::LoadMasked(cols - c, w + r * w_stride + c);
     for (int t = 0; t < MT; ++t) {
@@ -199,7 +193,7 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
           min_acc = _mm256_fmadd_ps(_mm256_loadu_ps(wm + b), _mm256_loadu_ps(xs + b), min_acc);
         }
         if (b < blocks) {
-          const __m256i mask = FirstLanes(blocks - b);
+          const __m256i mask = LaneMask(static_cast<int>(blocks - b));
           min_acc = _mm256_fmadd_ps(_mm256_maskload_ps(wm + b, mask),
                                     _mm256_maskload_ps(xs + b, mask), min_acc);
         }
