@@ -32,7 +32,8 @@ namespace {
 using avx2::FifthBits;
 using avx2::Load32;
 using avx2::Nibbles;
-using avx2::PrefetchRowBytes;
+using avx2::PrefetchStretch;
+using avx2::RowAhead;
 
 constexpr int kSpanBlocks = 8;  // blocks of 32 per span
 
@@ -119,6 +120,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   __m256 acc[MT], min_acc[MT];
   for (int t = 0; t < MT; ++t) acc[t] = min_acc[t] = _mm256_setzero_ps();
   const uint8_t* const row_data = w.data + static_cast<size_t>(row) * w.row_bytes;
+  const uint8_t* const ahead = RowAhead(w, row, row_data);
   // w_scale * x_scale per group and token (the products the panel tile forms), for two spans:
   // each span's are formed while the previous span's blocks run, so that the blocks never wait
   // on the latency of unpacking scales.
@@ -127,13 +129,13 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       __attribute__((always_inline)) {
     const int n = static_cast<int>(std::min<int64_t>(kSpanBlocks, blocks - b0));
     const int64_t span_byte = b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
-    const size_t span_bytes =
-        n == kSpanBlocks ? Type::kSpanBytes : Type::kSpanBytes / kSpanBlocks * n;
     __m256 x_scales[MT];
     for (int t = 0; t < MT; ++t) {
       x_scales[t] = ActivationSpanScales(x.d + (t0 + t) * (cols / 16) + 2 * b0, n);
     }
-    PrefetchRowBytes(w, row + w.prefetch_rows, static_cast<size_t>(span_byte), span_bytes);
+    // A whole span's lines even for a row's partial last span: past the row's end they are the
+    // next row's (a prefetch never faults).
+    PrefetchStretch<Type::kSpanBytes>(ahead + span_byte);
     __m256 mins;
     __m256 scales;
     Type::SpanScales(row_data + span_byte, n, &scales, &mins);

@@ -1,6 +1,6 @@
 // Readers of quantized blocks' bytes into AVX2 registers, shared by the AVX2 unpacker and the
-// AVX2 decode tiles so that both split codes the same way, and the tiles' prefetch of a row's
-// bytes. Include only from files compiled for AVX2 + F16C.
+// AVX2 decode tiles so that both split codes the same way, and the tiles' prefetch of the rows
+// ahead. Include only from files compiled for AVX2 + F16C.
 #pragma once
 
 #include <cstdint>
@@ -39,15 +39,24 @@ inline __m256i FifthBits(const uint8_t* qh_bytes) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-// Asks for `bytes` bytes from `first_byte` of row `row` of w into L2, where that row is this
-// thread's (row < w.prefetch_end): every cache line they touch (a row's stretches are not
-// line-aligned).
-inline void PrefetchRowBytes(const RawRows& w, int64_t row, size_t first_byte, size_t bytes) {
-  const size_t n = row < w.prefetch_end ? bytes : 0;  // a zero-trip loop, not a branch around it
-  const auto start =
-      reinterpret_cast<uintptr_t>(w.data + static_cast<size_t>(row) * w.row_bytes + first_byte);
-  for (uintptr_t line = start & ~uintptr_t{63}; line < start + n; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+// Where a tile reading row `row` of w asks for lines ahead: row `row + w.prefetch_rows` where that
+// row is this thread's (< w.prefetch_end), else `fallback`, lines the tile reads anyway. A select,
+// so that the prefetches that follow need no branch.
+inline const uint8_t* RowAhead(const RawRows& w, int64_t row, const uint8_t* fallback) {
+  const int64_t ahead = row + w.prefetch_rows;
+  return ahead < w.prefetch_end ? w.data + static_cast<size_t>(ahead) * w.row_bytes : fallback;
+}
+
+// Asks for every cache line of [p, p + kBytes) into L2, whatever p's alignment: one prefetch per
+// 64 bytes and one at the last byte, unrolled. A tile issues these once per block of its row; a
+// loop over the lines cost one instruction in eight of a K-quant decode tile's.
+template <size_t kBytes>
+inline void PrefetchStretch(const uint8_t* p) {
+  for (size_t offset = 0; offset < kBytes; offset += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + offset), _MM_HINT_T1);
+  }
+  if constexpr ((kBytes - 1) % 64 != 0) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + kBytes - 1), _MM_HINT_T1);
   }
 }
 
