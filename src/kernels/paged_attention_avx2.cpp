@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/attention_score_tile.h"
 #include "kernels/attention_softmax_avx2.h"
@@ -88,15 +89,19 @@ inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows,
 // The value pass of one block for the kRows rows from r0 (the rows present):
 // out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
 // p[r][j] = scores[r * scores_stride + j], a tile of kRows rows x 16 dimensions held in registers
-// across the block's slots.
-template <KvType kType, int kRows>
+// across the block's slots. kWholeChunks: head_dim is a multiple of 8 * kValueChunks, so no chunk
+// needs a width test (with them, a decoding token's value pass spent more instructions on tests
+// and branches than on its fused multiply-adds).
+template <KvType kType, int kRows, bool kWholeChunks>
 void ValueTile(const uint8_t* v_plane, size_t row_bytes, int head_dim, int r0, const int* filled,
                const float* scores, int scores_stride, float* const* out_rows) {
   const int common = filled[r0];  // slots every row of the tile reads
   const int tile_filled = filled[r0 + kRows - 1];
   for (int d0 = 0; d0 < head_dim; d0 += 8 * kValueChunks) {
     int widths[kValueChunks];  // lanes of each chunk inside head_dim (0: past it)
-    for (int c = 0; c < kValueChunks; ++c) widths[c] = std::clamp(head_dim - (d0 + 8 * c), 0, 8);
+    for (int c = 0; c < kValueChunks; ++c) {
+      widths[c] = kWholeChunks ? 8 : std::clamp(head_dim - (d0 + 8 * c), 0, 8);
+    }
     __m256 acc[kRows][kValueChunks];
     for (int i = 0; i < kRows; ++i) {
       for (int c = 0; c < kValueChunks; ++c) {
@@ -252,8 +257,17 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       if (stage_keys) {
         NoLines no_lines;
         score_rows([&](int d, int) { return _mm256_load_ps(kt[d]); }, no_lines);
+      } else if (count == 8) {
+        // A whole chunk (all but a sequence's last): loads with no width test, which the loop
+        // cannot hoist from a captured count (a decoding token's score loop spent most of its
+        // instructions on the tests and the tail path). Captured by value: the loop then keeps
+        // them in registers.
+        auto stored_keys = [k_plane, column_bytes, j0](int d, int) {
+          return LoadRow<kType>(k_plane + d * column_bytes, j0, 8);
+        };
+        ScoreStoredKeys<8, KvElementBytes(kType)>(score_rows, stored_keys, next_k, next_v, j0,
+                                                  head_dim);
       } else {
-        // Captured by value: the loop then keeps them in registers.
         auto stored_keys = [k_plane, column_bytes, j0, count](int d, int) {
           return LoadRow<kType>(k_plane + d * column_bytes, j0, count);
         };
@@ -300,25 +314,33 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       }
       continue;
     }
-    for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
-      switch (std::min(kValueHeads, num_rows - r0)) {
-        case 1:
-          ValueTile<kType, 1>(v_plane, row_bytes, head_dim, r0, filled, block_scores, kStride,
-                              out_rows);
-          break;
-        case 2:
-          ValueTile<kType, 2>(v_plane, row_bytes, head_dim, r0, filled, block_scores, kStride,
-                              out_rows);
-          break;
-        case 3:
-          ValueTile<kType, 3>(v_plane, row_bytes, head_dim, r0, filled, block_scores, kStride,
-                              out_rows);
-          break;
-        default:
-          ValueTile<kType, kValueHeads>(v_plane, row_bytes, head_dim, r0, filled, block_scores,
+    const auto value_tiles = [&](auto whole_chunks) {
+      constexpr bool kWhole = decltype(whole_chunks)::value;
+      for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
+        switch (std::min(kValueHeads, num_rows - r0)) {
+          case 1:
+            ValueTile<kType, 1, kWhole>(v_plane, row_bytes, head_dim, r0, filled, block_scores,
                                         kStride, out_rows);
-          break;
+            break;
+          case 2:
+            ValueTile<kType, 2, kWhole>(v_plane, row_bytes, head_dim, r0, filled, block_scores,
+                                        kStride, out_rows);
+            break;
+          case 3:
+            ValueTile<kType, 3, kWhole>(v_plane, row_bytes, head_dim, r0, filled, block_scores,
+                                        kStride, out_rows);
+            break;
+          default:
+            ValueTile<kType, kValueHeads, kWhole>(v_plane, row_bytes, head_dim, r0, filled,
+                                                  block_scores, kStride, out_rows);
+            break;
+        }
       }
+    };
+    if (head_dim % (8 * kValueChunks) == 0) {
+      value_tiles(std::true_type{});
+    } else {
+      value_tiles(std::false_type{});
     }
   }
   FinishRows(state, head_dim, blocks);
