@@ -142,9 +142,12 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   // each span's are formed while the previous span's blocks run, so that the blocks never wait
   // on the latency of unpacking scales.
   alignas(32) float products[2][MT][kSpanBlocks];
-  const auto prepare = [&](int64_t b0, float(&out)[MT][kSpanBlocks])
+  // Whole spans and the row's partial last one apart, so that a whole span's code has no width
+  // tests (kWhole: n is kSpanBlocks).
+  const auto prepare = [&](int64_t b0, int n, auto whole, float(&out)[MT][kSpanBlocks])
       __attribute__((always_inline)) {
-    const int n = static_cast<int>(std::min<int64_t>(kSpanBlocks, blocks - b0));
+    constexpr bool kWhole = decltype(whole)::value;
+    if constexpr (kWhole) n = kSpanBlocks;
     const int64_t span_byte = b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
     __m256 x_scales[MT];
     for (int t = 0; t < MT; ++t) {
@@ -168,13 +171,10 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       }
     }
   };
-  prepare(0, products[0]);
-  for (int64_t b0 = 0, slot = 0; b0 < blocks; b0 += kSpanBlocks, slot ^= 1) {
-    if (b0 + kSpanBlocks < blocks) prepare(b0 + kSpanBlocks, products[slot ^ 1]);
-    const int n = static_cast<int>(std::min<int64_t>(kSpanBlocks, blocks - b0));
+  const auto run_span = [&](int64_t b0, int n, const float(&span_products)[MT][kSpanBlocks])
+      __attribute__((always_inline)) {
     const uint8_t* const span =
         row_data + b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
-    const float(&span_products)[MT][kSpanBlocks] = products[slot];
     const auto block = [&](int b) __attribute__((always_inline)) {
       const __m256i codes = Type::BlockCodes(span, b);
       __m256i magnitude = codes;
@@ -202,7 +202,25 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
     } else {
       for (int b = 0; b < n; ++b) block(b);
     }
+  };
+  const int64_t whole_spans = blocks / kSpanBlocks;
+  const int tail = static_cast<int>(blocks % kSpanBlocks);
+  if (whole_spans > 0) {
+    prepare(0, kSpanBlocks, std::true_type{}, products[0]);
+  } else {
+    prepare(0, tail, std::false_type{}, products[0]);
   }
+  int slot = 0;
+  for (int64_t s = 0; s < whole_spans; ++s, slot ^= 1) {
+    const int64_t b0 = s * kSpanBlocks;
+    if (s + 1 < whole_spans) {
+      prepare(b0 + kSpanBlocks, kSpanBlocks, std::true_type{}, products[slot ^ 1]);
+    } else if (tail > 0) {
+      prepare(b0 + kSpanBlocks, tail, std::false_type{}, products[slot ^ 1]);
+    }
+    run_span(b0, kSpanBlocks, products[slot]);
+  }
+  if (tail > 0) run_span(whole_spans * kSpanBlocks, tail, products[slot]);
   for (int t = 0; t < MT; ++t) {
     float sum = HorizontalSum(acc[t]);
     if constexpr (Type::kMins) sum += HorizontalSum(min_acc[t]);
