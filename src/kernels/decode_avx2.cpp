@@ -142,12 +142,10 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   // each span's are formed while the previous span's blocks run, so that the blocks never wait
   // on the latency of unpacking scales.
   alignas(32) float products[2][MT][kSpanBlocks];
-  // Whole spans and the row's partial last one apart, so that a whole span's code has no width
-  // tests (kWhole: n is kSpanBlocks).
-  const auto prepare = [&](int64_t b0, int n, auto whole, float(&out)[MT][kSpanBlocks])
+  // Spans of n blocks from b0. Whole spans (n a constant kSpanBlocks where these are inlined) run
+  // apart from a row's partial last span, so that their code has no width tests.
+  const auto prepare = [&](int64_t b0, int n, float(&out)[MT][kSpanBlocks])
       __attribute__((always_inline)) {
-    constexpr bool kWhole = decltype(whole)::value;
-    if constexpr (kWhole) n = kSpanBlocks;
     const int64_t span_byte = b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
     __m256 x_scales[MT];
     for (int t = 0; t < MT; ++t) {
@@ -206,17 +204,17 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   const int64_t whole_spans = blocks / kSpanBlocks;
   const int tail = static_cast<int>(blocks % kSpanBlocks);
   if (whole_spans > 0) {
-    prepare(0, kSpanBlocks, std::true_type{}, products[0]);
+    prepare(0, kSpanBlocks, products[0]);
   } else {
-    prepare(0, tail, std::false_type{}, products[0]);
+    prepare(0, tail, products[0]);
   }
   int slot = 0;
   for (int64_t s = 0; s < whole_spans; ++s, slot ^= 1) {
     const int64_t b0 = s * kSpanBlocks;
     if (s + 1 < whole_spans) {
-      prepare(b0 + kSpanBlocks, kSpanBlocks, std::true_type{}, products[slot ^ 1]);
+      prepare(b0 + kSpanBlocks, kSpanBlocks, products[slot ^ 1]);
     } else if (tail > 0) {
-      prepare(b0 + kSpanBlocks, tail, std::false_type{}, products[slot ^ 1]);
+      prepare(b0 + kSpanBlocks, tail, products[slot ^ 1]);
     }
     run_span(b0, kSpanBlocks, products[slot]);
   }
