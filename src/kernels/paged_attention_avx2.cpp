@@ -86,15 +86,33 @@ inline __attribute__((always_inline)) void ScoreTile(const float* const* q_rows,
     _mm256_store_ps(out + i * out_stride, _mm256_mul_ps(sums[i][0], scale8));
 }
 
+// Where a value tile reads values: up to 8 dimensions from d of slot j's value as f32 (`width`
+// lanes, +0 in the others). StoredValues reads the block's stored values; StagedValues reads them
+// widened to f32 once per block ([slots][head_dim]) for every tile, which saves each tile its
+// conversions (for head dimensions of whole chunks only).
+template <KvType kType>
+struct StoredValues {
+  const uint8_t* plane;
+  size_t row_bytes;
+  __m256 Load(int j, int d, int width) const {
+    return LoadRow<kType>(plane + j * row_bytes, d, width);
+  }
+};
+struct StagedValues {
+  const float* values;
+  int head_dim;
+  __m256 Load(int j, int d, int) const { return _mm256_load_ps(values + j * head_dim + d); }
+};
+
 // The value pass of one block for the kRows rows from r0 (the rows present):
 // out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
 // p[r][j] = scores[r * scores_stride + j], a tile of kRows rows x 16 dimensions held in registers
 // across the block's slots. kWholeChunks: head_dim is a multiple of 8 * kValueChunks, so no chunk
 // needs a width test (with them, a decoding token's value pass spent more instructions on tests
 // and branches than on its fused multiply-adds).
-template <KvType kType, int kRows, bool kWholeChunks>
-void ValueTile(const uint8_t* v_plane, size_t row_bytes, int head_dim, int r0, const int* filled,
-               const float* scores, int scores_stride, float* const* out_rows) {
+template <int kRows, bool kWholeChunks, typename Values>
+void ValueTile(const Values& values, int head_dim, int r0, const int* filled, const float* scores,
+               int scores_stride, float* const* out_rows) {
   const int common = filled[r0];  // slots every row of the tile reads
   const int tile_filled = filled[r0 + kRows - 1];
   for (int d0 = 0; d0 < head_dim; d0 += 8 * kValueChunks) {
@@ -111,21 +129,19 @@ void ValueTile(const uint8_t* v_plane, size_t row_bytes, int head_dim, int r0, c
     }
     // Slots every row of the tile reads, then (rows of a later token only) the rest.
     for (int j = 0; j < common; ++j) {
-      const uint8_t* v_row = v_plane + j * row_bytes;
       __m256 p[kRows];
       for (int i = 0; i < kRows; ++i)
         p[i] = _mm256_broadcast_ss(scores + (r0 + i) * scores_stride + j);
       for (int c = 0; c < kValueChunks; ++c) {
         const __m256 v =
-            widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
+            widths[c] > 0 ? values.Load(j, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
         for (int i = 0; i < kRows; ++i) acc[i][c] = _mm256_fmadd_ps(p[i], v, acc[i][c]);
       }
     }
     for (int j = common; j < tile_filled; ++j) {
-      const uint8_t* v_row = v_plane + j * row_bytes;
       for (int c = 0; c < kValueChunks; ++c) {
         const __m256 v =
-            widths[c] > 0 ? LoadRow<kType>(v_row, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
+            widths[c] > 0 ? values.Load(j, d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
         for (int i = 0; i < kRows; ++i) {
           if (j < filled[r0 + i]) {
             acc[i][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(scores + (r0 + i) * scores_stride + j),
@@ -142,51 +158,7 @@ void ValueTile(const uint8_t* v_plane, size_t row_bytes, int head_dim, int r0, c
   }
 }
 
-// ValueTile over values widened to f32 once per block (`values`: [slots][head_dim]), for head
-// dimensions of whole pairs of 8-lane chunks: the same fused multiply-adds in the same order
-// (widening is exact), without a conversion per tile or a width test per slot.
-template <int kRows>
-void StagedValueTile(const float* values, int head_dim, int r0, const int* filled,
-                     const float* scores, int scores_stride, float* const* out_rows) {
-  const int common = filled[r0];  // slots every row of the tile reads
-  const int tile_filled = filled[r0 + kRows - 1];
-  for (int d0 = 0; d0 < head_dim; d0 += 8 * kValueChunks) {
-    __m256 acc[kRows][kValueChunks];
-    for (int i = 0; i < kRows; ++i) {
-      for (int c = 0; c < kValueChunks; ++c) {
-        acc[i][c] = _mm256_loadu_ps(out_rows[r0 + i] + d0 + 8 * c);
-      }
-    }
-    const float* v = values + d0;
-    for (int j = 0; j < common; ++j, v += head_dim) {
-      __m256 chunks[kValueChunks];
-      for (int c = 0; c < kValueChunks; ++c) chunks[c] = _mm256_load_ps(v + 8 * c);
-      for (int i = 0; i < kRows; ++i) {
-        const __m256 p = _mm256_broadcast_ss(scores + (r0 + i) * scores_stride + j);
-        for (int c = 0; c < kValueChunks; ++c) {
-          acc[i][c] = _mm256_fmadd_ps(p, chunks[c], acc[i][c]);
-        }
-      }
-    }
-    // Rows of a later token only.
-    for (int j = common; j < tile_filled; ++j, v += head_dim) {
-      for (int i = 0; i < kRows; ++i) {
-        if (j >= filled[r0 + i]) continue;
-        const __m256 p = _mm256_broadcast_ss(scores + (r0 + i) * scores_stride + j);
-        for (int c = 0; c < kValueChunks; ++c) {
-          acc[i][c] = _mm256_fmadd_ps(p, _mm256_load_ps(v + 8 * c), acc[i][c]);
-        }
-      }
-    }
-    for (int i = 0; i < kRows; ++i) {
-      for (int c = 0; c < kValueChunks; ++c) {
-        _mm256_storeu_ps(out_rows[r0 + i] + d0 + 8 * c, acc[i][c]);
-      }
-    }
-  }
-}
-
-// Values staged as f32 for StagedValueTile, on the stack: up to this many floats (16 slots of
+// Values staged as f32 (StagedValues), on the stack: up to this many floats (16 slots of
 // 512 dimensions, or 64 of 128).
 constexpr int kStagedValueFloats = 8192;
 
@@ -278,13 +250,34 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // Softmax bookkeeping, then values.
     SoftmaxBlockStep(state, head_dim, first_row, &scores[0][0]);
     // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order (ValueTile), in
-    // tiles of kValueHeads rows, the last one as many as remain.
+    // tiles of kValueHeads rows, the last one as many as remain, over one source of values.
     const float* block_scores = &scores[0][0];
     constexpr int kStride = kMaxAttentionBlockSize;
+    const auto value_tiles = [&](const auto& values, auto whole_chunks) {
+      constexpr bool kWhole = decltype(whole_chunks)::value;
+      for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
+        switch (std::min(kValueHeads, num_rows - r0)) {
+          case 1:
+            ValueTile<1, kWhole>(values, head_dim, r0, filled, block_scores, kStride, out_rows);
+            break;
+          case 2:
+            ValueTile<2, kWhole>(values, head_dim, r0, filled, block_scores, kStride, out_rows);
+            break;
+          case 3:
+            ValueTile<3, kWhole>(values, head_dim, r0, filled, block_scores, kStride, out_rows);
+            break;
+          default:
+            ValueTile<kValueHeads, kWhole>(values, head_dim, r0, filled, block_scores, kStride,
+                                           out_rows);
+            break;
+        }
+      }
+    };
+    const bool whole_chunks = head_dim % (8 * kValueChunks) == 0;
     // Several value tiles read the block's values: widened once (half the time of a warm turn's
     // attention, 125 tokens over 2,582 cached positions on Zen 3, where every tile converted
     // them again and tested each chunk's width per slot).
-    if (num_rows - first_row > kValueHeads && head_dim % (8 * kValueChunks) == 0 &&
+    if (num_rows - first_row > kValueHeads && whole_chunks &&
         max_filled * head_dim <= kStagedValueFloats) {
       for (int j = 0; j < max_filled; ++j) {
         for (int d = 0; d < head_dim; d += 8) {
@@ -292,55 +285,11 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
                           LoadRow<kType>(v_plane + j * row_bytes, d, 8));
         }
       }
-      for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
-        switch (std::min(kValueHeads, num_rows - r0)) {
-          case 1:
-            StagedValueTile<1>(staged_values, head_dim, r0, filled, block_scores, kStride,
-                               out_rows);
-            break;
-          case 2:
-            StagedValueTile<2>(staged_values, head_dim, r0, filled, block_scores, kStride,
-                               out_rows);
-            break;
-          case 3:
-            StagedValueTile<3>(staged_values, head_dim, r0, filled, block_scores, kStride,
-                               out_rows);
-            break;
-          default:
-            StagedValueTile<kValueHeads>(staged_values, head_dim, r0, filled, block_scores, kStride,
-                                         out_rows);
-            break;
-        }
-      }
-      continue;
-    }
-    const auto value_tiles = [&](auto whole_chunks) {
-      constexpr bool kWhole = decltype(whole_chunks)::value;
-      for (int r0 = first_row; r0 < num_rows; r0 += kValueHeads) {
-        switch (std::min(kValueHeads, num_rows - r0)) {
-          case 1:
-            ValueTile<kType, 1, kWhole>(v_plane, row_bytes, head_dim, r0, filled, block_scores,
-                                        kStride, out_rows);
-            break;
-          case 2:
-            ValueTile<kType, 2, kWhole>(v_plane, row_bytes, head_dim, r0, filled, block_scores,
-                                        kStride, out_rows);
-            break;
-          case 3:
-            ValueTile<kType, 3, kWhole>(v_plane, row_bytes, head_dim, r0, filled, block_scores,
-                                        kStride, out_rows);
-            break;
-          default:
-            ValueTile<kType, kValueHeads, kWhole>(v_plane, row_bytes, head_dim, r0, filled,
-                                                  block_scores, kStride, out_rows);
-            break;
-        }
-      }
-    };
-    if (head_dim % (8 * kValueChunks) == 0) {
-      value_tiles(std::true_type{});
+      value_tiles(StagedValues{staged_values, head_dim}, std::true_type{});
+    } else if (whole_chunks) {
+      value_tiles(StoredValues<kType>{v_plane, row_bytes}, std::true_type{});
     } else {
-      value_tiles(std::false_type{});
+      value_tiles(StoredValues<kType>{v_plane, row_bytes}, std::false_type{});
     }
   }
   FinishRows(state, head_dim, blocks);
