@@ -277,6 +277,8 @@ const TargetKernels& Avx2Kernels() {
       .activation_form = ActivationFormAvx2,
       .widen = Widen,
       .unpack = UnpackBlocksAvx2,
+      .has_row_group_tile = HasRowGroupTileAvx2,
+      .row_group_tile = RowGroupTileAvx2,
   };
   return kernels;
 }

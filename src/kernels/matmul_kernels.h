@@ -158,6 +158,11 @@ void KQuantTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w
                     int nr, float* y, int64_t y_stride);
 ActivationForm ActivationFormAvx2(WeightType type);
 
+// The row-group tile of the AVX2 target (row_groups_avx2.cpp): Q5_0, else none.
+bool HasRowGroupTileAvx2(WeightType type);
+void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
+                      const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
+
 // UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
 // The first prefetches ahead along the row (for reading a row from start to end); the second
 // leaves prefetching to its caller.

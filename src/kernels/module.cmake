@@ -23,6 +23,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/k_quant_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_q8_avx2.cpp
+                              ${CMAKE_CURRENT_SOURCE_DIR}/kernels/row_groups_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/unpack_avx2.cpp PROPERTIES
       COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
   target_compile_definitions(reprise_kernels PRIVATE REPRISE_KERNELS_AVX512 REPRISE_KERNELS_AVX2)

@@ -40,7 +40,17 @@ constexpr BlockPieces Q4_0Pieces() {
   return p;
 }
 
+// Q5_0: the four words of codes, then qh (recoded in place, Q5_0FifthBit), then d.
+constexpr BlockPieces Q5_0Pieces() {
+  BlockPieces p;
+  for (int i = 0; i < 4; ++i) p.pieces[p.count++] = {static_cast<uint8_t>(6 + 4 * i), 4};
+  p.pieces[p.count++] = {2, 4};  // qh
+  p.pieces[p.count++] = {0, 2};  // d
+  return p;
+}
+
 constexpr BlockPieces kQ4_0 = Q4_0Pieces();
+constexpr BlockPieces kQ5_0 = Q5_0Pieces();
 constexpr BlockPieces kQ4_K = WordPieces(36);
 constexpr BlockPieces kQ5_K = WordPieces(44);
 
@@ -48,6 +58,8 @@ const BlockPieces* PiecesOf(WeightType type) {
   switch (type) {
     case WeightType::kQ4_0:
       return &kQ4_0;
+    case WeightType::kQ5_0:
+      return &kQ5_0;
     case WeightType::kQ4_K:
       return &kQ4_K;
     case WeightType::kQ5_K:
@@ -57,20 +69,45 @@ const BlockPieces* PiecesOf(WeightType type) {
   }
 }
 
-// Calls move(row, offset in the row, offset in the group, bytes) for every piece of a group.
+// Calls move(row, offset in the row, offset in the group, bytes) for every piece of a group:
+// stream by stream, each block by block, each piece by piece, the stream's rows side by side.
 template <typename Move>
 void ForEachPiece(WeightType type, int64_t cols, const Move& move) {
   const BlockPieces* pieces = PiecesOf(type);
   REPRISE_CHECK(pieces != nullptr, "{} has no row-group layout", WeightTypeName(type));
   const auto block_bytes = static_cast<int64_t>(BlockBytes(type));
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(type));
+  const int stream_rows = RowGroupStreamRows(type);
   int64_t at = 0;
-  for (int64_t b = 0; b < blocks; ++b) {
-    for (const Piece& piece : std::span(pieces->pieces, static_cast<size_t>(pieces->count))) {
-      for (int r = 0; r < kRowGroupRows; ++r) {
-        move(r, b * block_bytes + piece.offset, at, piece.bytes);
-        at += piece.bytes;
+  for (int first = 0; first < kRowGroupRows; first += stream_rows) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (const Piece& piece : std::span(pieces->pieces, static_cast<size_t>(pieces->count))) {
+        for (int r = first; r < first + stream_rows; ++r) {
+          move(r, b * block_bytes + piece.offset, at, piece.bytes);
+          at += piece.bytes;
+        }
       }
+    }
+  }
+}
+
+// Q5_0's qh words in a group, recoded (Q5_0FifthBit) and back. The words of a stream's block
+// sit after its four code-word vectors.
+constexpr int64_t kQ5_0QhAt = 4 * 4 * kQ5_0StreamRows;
+
+template <bool kRecode>
+void Q5_0FifthBits(uint8_t* group, int64_t cols) {
+  const int64_t stream_block_bytes = kQ5_0StreamRows * static_cast<int64_t>(sizeof(BlockQ5_0));
+  for (int64_t b = 0; b < kRowGroupRows / kQ5_0StreamRows * (cols / kQk); ++b) {
+    for (int r = 0; r < kQ5_0StreamRows; ++r) {
+      uint8_t* word = group + b * stream_block_bytes + kQ5_0QhAt + 4 * r;
+      uint32_t in, out = 0;
+      std::memcpy(&in, word, sizeof(in));
+      for (int e = 0; e < kQk; ++e) {
+        const int from = kRecode ? e : Q5_0FifthBit(e), to = kRecode ? Q5_0FifthBit(e) : e;
+        out |= ((in >> from) & 1u) << to;
+      }
+      std::memcpy(word, &out, sizeof(out));
     }
   }
 }
@@ -116,6 +153,10 @@ void Q5KMasksToWords(uint8_t* block) {
 
 bool HasRowGroupLayout(WeightType type) { return PiecesOf(type) != nullptr; }
 
+int RowGroupStreamRows(WeightType type) {
+  return type == WeightType::kQ5_0 ? kQ5_0StreamRows : kRowGroupRows;
+}
+
 void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
@@ -126,16 +167,21 @@ void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out)
       Q5KWordsToMasks(out + b * kRowGroupRows * sizeof(BlockQ5_K));
     }
   }
+  if (type == WeightType::kQ5_0) Q5_0FifthBits<true>(out, cols);
 }
 
 void UngroupRows(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
-  std::vector<uint8_t> words;  // Q5_K: the group with its fifth bits as words again
+  std::vector<uint8_t> words;  // Q5_K, Q5_0: the group with its fifth bits as stored again
   if (type == WeightType::kQ5_K) {
     words.assign(group, group + kRowGroupRows * row_bytes);
     for (int64_t b = 0; b < cols / kQkK; ++b) {
       Q5KMasksToWords(words.data() + b * kRowGroupRows * sizeof(BlockQ5_K));
     }
+    group = words.data();
+  } else if (type == WeightType::kQ5_0) {
+    words.assign(group, group + kRowGroupRows * row_bytes);
+    Q5_0FifthBits<false>(words.data(), cols);
     group = words.data();
   }
   ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {

@@ -11,6 +11,11 @@
 // the masks its tile applies: 64 bits per code word u of chunk j and half (low nibbles: sub-block
 // 2j, high: 2j + 1), bit 4 r + i the fifth bit of row r's byte i (Q5KFifthBitMask). Rows past the
 // last whole group stay as stored.
+//
+// Q5_0's layout is the AVX2 tile's (row_groups_avx2.cpp), whose 32-byte vectors hold a piece of
+// 8 rows: a group is two streams of 8 rows (rows 0-7, then 8-15), each block by block, a block
+// as the four words of codes of its 8 rows, their qh words recoded (Q5_0FifthBit), then their 8
+// scales d.
 #pragma once
 
 #include <cstddef>
@@ -29,8 +34,18 @@ constexpr int64_t Q5KFifthBitMask(int j, int u, int half) {
   return kQ5KFifthBitsAt + 8 * (2 * (8 * j + u) + half);
 }
 
-// Whether `type` has a row-group layout (Q4_0, Q4_K, Q5_K).
+// Where a Q5_0 row's recoded qh word keeps the fifth bit of element e (0-31) of its block: byte
+// e % 4, bit 2 u + h for e = 4 u + (e % 4) + 16 h. Code word u's low (h = 0) or high (h = 1)
+// nibbles then find their fifth bits at one bit of their own bytes: one shift and one mask put
+// them at bit 4, where testing stored qh bits took a byte shuffle and a compare.
+inline constexpr int kQ5_0StreamRows = 8;
+constexpr int Q5_0FifthBit(int e) { return 8 * (e % 4) + 2 * (e % 16 / 4) + e / 16; }
+
+// Whether `type` has a row-group layout (Q4_0, Q5_0, Q4_K, Q5_K).
 bool HasRowGroupLayout(WeightType type);
+
+// Rows a group's stream holds side by side: 8 for Q5_0, else kRowGroupRows (see above).
+int RowGroupStreamRows(WeightType type);
 
 // The bytes of one group of 16 whole rows, [16][row_bytes], rearranged into the group layout
 // (`out`, 16 x row_bytes), and back. `cols` is the row length in elements.

@@ -29,38 +29,11 @@
 #include "kernels/reduce_avx512.h"
 #include "kernels/row_groups.h"
 #include "kernels/simd.h"
+#include "kernels/stream_ahead.h"
 
 namespace reprise::kernels {
 
 namespace {
-
-// Asks for a tile's bytes ahead of its reads, as it goes: kFarBytes ahead into L2 (one stream, so
-// about as far as memory needs to answer), and, where kNearBytes > 0, kNearBytes ahead from L2
-// into L1. Q4_0 takes both (86% -> 91% of the read bandwidth on an Emerald Rapids core); the
-// K-quants, which compute longer per byte, only the first (with both: 88% -> 82%).
-template <int64_t kFarBytes, int64_t kNearBytes>
-class StreamAhead {
- public:
-  StreamAhead(const uint8_t* start, const uint8_t* end)
-      : far_(start + kFarBytes), near_(start + kNearBytes), end_(end) {}
-  // The lines up to the distances past `read_end` (where the tile's next reads end), not past
-  // the caller's limit.
-  void Upto(const uint8_t* read_end) {
-    for (const uint8_t* stop = std::min(read_end + kFarBytes, end_); far_ < stop; far_ += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(far_), _MM_HINT_T1);
-    }
-    if constexpr (kNearBytes > 0) {
-      for (const uint8_t* stop = std::min(read_end + kNearBytes, end_); near_ < stop; near_ += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(near_), _MM_HINT_T0);
-      }
-    }
-  }
-
- private:
-  const uint8_t* far_;
-  const uint8_t* near_;
-  const uint8_t* end_;
-};
 
 template <int N, typename F>
 inline void Unroll(const F& f) {
@@ -290,6 +263,7 @@ inline void StoreTransposed(const __m512i (&in)[16], int n, uint8_t* rows, int64
 }  // namespace
 
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
+  if (!HasRowGroupTileAvx512(type)) return UngroupRows(type, group, cols, out);  // Q5_0's layout
   const auto row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   const auto block_bytes = static_cast<int64_t>(BlockBytes(type));
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(type));

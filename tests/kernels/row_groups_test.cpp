@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -23,7 +24,8 @@ namespace {
 using testing::RandomValues;
 using testing::TestWeights;
 
-const WeightType kGroupedTypes[] = {WeightType::kQ4_0, WeightType::kQ4_K, WeightType::kQ5_K};
+const WeightType kGroupedTypes[] = {WeightType::kQ4_0, WeightType::kQ5_0, WeightType::kQ4_K,
+                                    WeightType::kQ5_K};
 
 std::vector<CpuTarget> SupportedTargets() {
   std::vector<CpuTarget> targets;
@@ -42,9 +44,9 @@ WeightView Grouped(const TestWeights& w, std::vector<uint8_t>& storage) {
 }
 
 // Widths per type: K-quants with 8, 24 and 128 sub-blocks (MinsDot's masked last step or none);
-// Q4_0 with a lone last block, a span's masked last blocks, and a long row.
+// Q4_0 and Q5_0 with a lone last block, a span's masked last blocks, and a long row.
 std::vector<int64_t> WidthsFor(WeightType type) {
-  if (type == WeightType::kQ4_0) return {96, 544, 608, 4096};
+  if (type == WeightType::kQ4_0 || type == WeightType::kQ5_0) return {96, 544, 608, 4096};
   return {256, 768, 4096};
 }
 
@@ -67,16 +69,32 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
                           5 * row_bytes),
               0);
     // The documented order: in group 1, block 1, row r's copy of the block's first code word
-    // (Q4_0: bytes 2-5; K-quants: word 0, d and dmin) is 4-byte piece r of the block's group.
+    // (Q4_0: bytes 2-5; Q5_0: bytes 6-9; K-quants: word 0, d and dmin) is 4-byte piece r of the
+    // block's group, Q5_0's rows 8-15 in a stream after rows 0-7.
     const size_t block_bytes = BlockBytes(type);
     const uint8_t* group = storage.data() + 16 * row_bytes;
-    const uint8_t* block = group + 16 * block_bytes;
-    const size_t first = type == WeightType::kQ4_0 ? 2 : 0;
+    const size_t first = type == WeightType::kQ4_0 ? 2 : type == WeightType::kQ5_0 ? 6 : 0;
+    const int stream_rows = RowGroupStreamRows(type);
     for (int r = 0; r < 16; ++r) {
-      ASSERT_EQ(std::memcmp(block + 4 * r,
+      const uint8_t* stream = group + r / stream_rows * stream_rows * row_bytes;
+      const uint8_t* block = stream + stream_rows * block_bytes;
+      ASSERT_EQ(std::memcmp(block + 4 * (r % stream_rows),
                             w.bytes.data() + (16 + r) * row_bytes + block_bytes + first, 4),
                 0)
           << WeightTypeName(type) << " row " << r;
+      if (type == WeightType::kQ5_0) {
+        // After the four code-word vectors, the rows' qh words recoded: bit Q5_0FifthBit(e)
+        // holds the fifth bit of element e.
+        uint32_t stored, recoded;
+        std::memcpy(&stored, w.bytes.data() + (16 + r) * row_bytes + block_bytes + 2, 4);
+        std::memcpy(&recoded, block + 4 * 4 * stream_rows + 4 * (r % stream_rows), 4);
+        uint32_t placed = 0;
+        for (int e = 0; e < 32; ++e) {
+          ASSERT_EQ((recoded >> Q5_0FifthBit(e)) & 1, (stored >> e) & 1) << "row " << r;
+          placed |= 1u << Q5_0FifthBit(e);
+        }
+        ASSERT_EQ(placed, 0xFFFFFFFFu);  // one place per element
+      }
     }
     // Group, then ungroup: the stored bytes.
     std::vector<uint8_t> back(16 * row_bytes);
@@ -108,6 +126,7 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
     EXPECT_FALSE(PrefersRowGroups(target, WeightType::kQ8_0));
     EXPECT_FALSE(PrefersRowGroups(target, WeightType::kF16));
     EXPECT_EQ(PrefersRowGroups(target, WeightType::kQ4_K), target == CpuTarget::kAvx512);
+    EXPECT_EQ(PrefersRowGroups(target, WeightType::kQ5_0), target == CpuTarget::kAvx2);
   }
   TestWeights q8(WeightType::kQ8_0, 16, 64, 302);
   EXPECT_THROW(ArrangeRowGroups(q8.view, q8.bytes.data()), InternalError);
@@ -152,30 +171,37 @@ TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
 TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
   const int64_t cols = 512;
   TestWeights q4k(WeightType::kQ4_K, 37, cols, 305), q40(WeightType::kQ4_0, 53, cols, 306),
-      q8(WeightType::kQ8_0, 21, cols, 307), q5k(WeightType::kQ5_K, 96, cols, 308);
-  std::vector<uint8_t> s4k, s40, s5k;
-  const WeightView g4k = Grouped(q4k, s4k), g40 = Grouped(q40, s40), g5k = Grouped(q5k, s5k);
+      q8(WeightType::kQ8_0, 21, cols, 307), q5k(WeightType::kQ5_K, 96, cols, 308),
+      q50(WeightType::kQ5_0, 45, cols, 312);
+  std::vector<uint8_t> s4k, s40, s5k, s50;
+  const WeightView g4k = Grouped(q4k, s4k), g40 = Grouped(q40, s40), g5k = Grouped(q5k, s5k),
+                   g50 = Grouped(q50, s50);
   const std::vector<float> x = RandomValues(2 * cols, 309, 2.0f);
   for (CpuTarget target : SupportedTargets()) {
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (int64_t tokens : {int64_t{1}, int64_t{2}}) {
-        const WeightView* grouped[] = {&g4k, &q8.view, &g40, &g5k};
-        const WeightView* stored[] = {&q4k.view, &q8.view, &q40.view, &q5k.view};
-        std::vector<std::vector<float>> fused(4), each(4);
-        std::vector<MatMulOutput> outputs;
-        for (int m = 0; m < 4; ++m) {
-          fused[m].assign(tokens * stored[m]->rows, std::nanf(""));
-          each[m].assign(tokens * stored[m]->rows, std::nanf(""));
-          outputs.push_back({grouped[m], fused[m].data()});
-          MatMulOnTarget(target, *stored[m], x.data(), tokens, each[m].data(), pool);
-        }
-        MatMulsOnTarget(target, outputs, x.data(), tokens, pool);
-        for (int m = 0; m < 4; ++m) {
-          ASSERT_EQ(std::memcmp(fused[m].data(), each[m].data(), fused[m].size() * sizeof(float)),
-                    0)
-              << CpuTargetName(target) << " threads " << threads << " tokens " << tokens
-              << " matrix " << m;
+        const WeightView* grouped[] = {&g4k, &q8.view, &g40, &g5k, &g50};
+        const WeightView* stored[] = {&q4k.view, &q8.view, &q40.view, &q5k.view, &q50.view};
+        // Two passes of four (the most one pass fuses): Q5_0 in the second in Q4_K's place.
+        for (const std::array<int, 4>& fused_set :
+             {std::array{0, 1, 2, 3}, std::array{4, 1, 2, 3}}) {
+          std::vector<std::vector<float>> fused(4), each(4);
+          std::vector<MatMulOutput> outputs;
+          for (int i = 0; i < 4; ++i) {
+            const int m = fused_set[i];
+            fused[i].assign(tokens * stored[m]->rows, std::nanf(""));
+            each[i].assign(tokens * stored[m]->rows, std::nanf(""));
+            outputs.push_back({grouped[m], fused[i].data()});
+            MatMulOnTarget(target, *stored[m], x.data(), tokens, each[i].data(), pool);
+          }
+          MatMulsOnTarget(target, outputs, x.data(), tokens, pool);
+          for (int i = 0; i < 4; ++i) {
+            ASSERT_EQ(std::memcmp(fused[i].data(), each[i].data(), fused[i].size() * sizeof(float)),
+                      0)
+                << CpuTargetName(target) << " threads " << threads << " tokens " << tokens
+                << " matrix " << fused_set[i];
+          }
         }
       }
     }

@@ -1,0 +1,126 @@
+// Decode tiles (1 to 4 tokens) for AVX2 over rows in the row-group layout (row_groups.h): Q5_0,
+// the type small models keep most of their matrices in where their widths are not multiples of
+// 256 (a 135M model's Q4_K_M file holds 72% of its weight bytes in Q5_0).
+//
+// The row-by-row tile (decode_avx2.cpp) spent 19 instructions on a row's block of 32 codes, six
+// of them testing the stored fifth bits with a byte shuffle and a compare, and, on rows as short
+// as a small model's, a horizontal sum and a span set-up per few blocks. Here a 32-byte vector
+// holds one code word of 8 rows (row r in 32-bit lane r), the fifth bits come recoded so that one
+// shift and one mask place them, and a row's 8 lane sums stay in 8 registers, one per lane of the
+// row-by-row tile: about 12.5 instructions per row's block, and no per-row work but the final
+// tree of adds.
+//
+// The arithmetic is the row-by-row tile's, so the same bits: its lane i of block b holds the
+// exact integer sum of (code - 16) * x over elements 4i..4i+3, converted and fused into lane i's
+// chain with the product w_scale * x_scale; the chains in the order of the blocks; then
+// HorizontalSum's tree. Here chain i of row r is lane r of register i, and the tree adds
+// registers.
+#include <cstring>
+#include <utility>
+
+#include "core/error.h"
+#include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_reads_avx2.h"
+#include "kernels/row_groups.h"
+#include "kernels/simd.h"
+#include "kernels/stream_ahead.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+using avx2::Load32;
+
+// A stream's block: four code-word vectors, the recoded qh words, the 8 scales.
+constexpr int64_t kStreamBlockBytes = kQ5_0StreamRows * static_cast<int64_t>(sizeof(BlockQ5_0));
+constexpr int64_t kQhAt = 4 * 32;
+constexpr int64_t kScalesAt = kQhAt + 32;
+static_assert(kScalesAt + 2 * kQ5_0StreamRows == kStreamBlockBytes);
+
+template <int N, typename F>
+inline void Unroll(const F& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
+  (std::make_integer_sequence<int, N>());
+}
+
+// 0x10 in each byte whose bit kBit of the recoded qh is set (Q5_0FifthBit).
+template <int kBit>
+inline __m256i FifthBitsAt(__m256i qh) {
+  __m256i at_four = qh;
+  if constexpr (kBit < 4) at_four = _mm256_slli_epi16(qh, 4 - kBit);
+  if constexpr (kBit > 4) at_four = _mm256_srli_epi16(qh, kBit - 4);
+  return _mm256_and_si256(at_four, _mm256_set1_epi8(0x10));
+}
+
+// Per 32-bit lane: the exact sum of (code - 16) * x over its 4 codes, x the token's 4 bytes at p.
+inline __m256i LaneSums(__m256i codes, const int8_t* p) {
+  int32_t word;
+  std::memcpy(&word, p, sizeof(word));
+  const __m256i x = _mm256_set1_epi32(word);
+  const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(codes, x),
+                                         _mm256_maddubs_epi16(_mm256_set1_epi8(16), x));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// One token over one stream of 8 rows: y[r] = dot(x, row r) for r < 8. xq, xd: the token's codes
+// and scales (QuantizedRows, per-block form).
+void Q5_0StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const uint8_t* stream,
+                    StreamAhead<8192, 0>& ahead, float* y) {
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
+  __m256 chains[8];
+  for (__m256& chain : chains) chain = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* p = stream + b * kStreamBlockBytes;
+    ahead.Upto(p + kStreamBlockBytes);
+    const __m256i qh = Load32(p + kQhAt);
+    const __m256 scale = _mm256_mul_ps(
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kScalesAt))),
+        _mm256_set1_ps(xd[2 * b]));
+    const int8_t* xb = xq + b * kQk;
+    // Code word u: elements 4u..4u+3 in its low nibbles (chain u), 16 + 4u.. in its high ones
+    // (chain u + 4).
+    Unroll<4>([&](auto word_index) {
+      constexpr int u = decltype(word_index)::value;
+      const __m256i word = Load32(p + 32 * u);
+      const __m256i low =
+          _mm256_or_si256(_mm256_and_si256(word, low_nibbles), FifthBitsAt<2 * u>(qh));
+      const __m256i high = _mm256_or_si256(
+          _mm256_and_si256(_mm256_srli_epi16(word, 4), low_nibbles), FifthBitsAt<2 * u + 1>(qh));
+      chains[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums(low, xb + 4 * u)), scale, chains[u]);
+      chains[u + 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums(high, xb + 16 + 4 * u)), scale,
+                                      chains[u + 4]);
+    });
+  }
+  // HorizontalSum's tree (reduce_avx2.h) over the chains.
+  const __m256 even =
+      _mm256_add_ps(_mm256_add_ps(chains[0], chains[4]), _mm256_add_ps(chains[2], chains[6]));
+  const __m256 odd =
+      _mm256_add_ps(_mm256_add_ps(chains[1], chains[5]), _mm256_add_ps(chains[3], chains[7]));
+  _mm256_storeu_ps(y, _mm256_add_ps(even, odd));
+}
+
+}  // namespace
+
+bool HasRowGroupTileAvx2(WeightType type) { return type == WeightType::kQ5_0; }
+
+// Token by token, stream by stream: 8 chains per row take every register a stream's pass has to
+// spare, so a second stream or token reads the group again, from L1 or L2.
+void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
+                      const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  REPRISE_CHECK(type == WeightType::kQ5_0, "no AVX2 row-group tile for {}", WeightTypeName(type));
+  const int64_t cols = x.cols;
+  const int64_t blocks = cols / kQk;
+  const int64_t stream_bytes = blocks * kStreamBlockBytes;
+  StreamAhead<8192, 0> ahead(group, ahead_end);
+  for (int t = 0; t < mt; ++t) {
+    const int8_t* xq = x.q + (t0 + t) * cols;
+    const float* xd = x.d + (t0 + t) * (cols / 16);
+    for (int s = 0; s < kRowGroupRows / kQ5_0StreamRows; ++s) {
+      Q5_0StreamTile(xq, xd, blocks, group + s * stream_bytes, ahead,
+                     y + t * y_stride + s * kQ5_0StreamRows);
+    }
+  }
+}
+
+}  // namespace reprise::kernels
