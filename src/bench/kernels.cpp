@@ -219,7 +219,10 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
     AlignedBuffer<float> y(static_cast<size_t>(rows));
     kernels::WeightView w{type, weights.data(), rows, decode_cols};
     // Laid out as a model loaded into private memory lays it out for this target.
-    if (kernels::PrefersRowGroups(target, type)) w = kernels::ArrangeRowGroups(w, weights.data());
+    const kernels::WeightLayout layout = kernels::PreferredLayout(target, type);
+    if (layout != kernels::WeightLayout::kRowMajor) {
+      w = kernels::ArrangeRowGroups(w, layout, weights.data());
+    }
     // Each run is paired with a pass of the read probe just before it, and the type is compared
     // with the best of its own passes: a shared machine's bandwidth drifts over the seconds the
     // whole benchmark takes, and a peak taken at another moment would flatter or wrong it.

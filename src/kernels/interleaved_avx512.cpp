@@ -379,7 +379,8 @@ void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* ou
 
 bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout) {
   if (layout == WeightLayout::kRowMajor) return type == WeightType::kQ8_0;
-  return type == WeightType::kQ4_K || type == WeightType::kQ5_K;
+  return layout == WeightLayout::kRowGroups &&
+         (type == WeightType::kQ4_K || type == WeightType::kQ5_K);
 }
 
 void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,

@@ -94,8 +94,8 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
   __m256 acc[MT];
   for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
-  // Two super-blocks per pass halve the loop's own instructions (counters, pointers, branch):
-  // the tile is bound by instructions issued, and these were about one in twelve.
+    // Two super-blocks per pass halve the loop's own instructions (counters, pointers, branch):
+    // the tile is bound by instructions issued, and these were about one in twelve.
 #pragma GCC unroll 2
   for (int64_t s = 0; s < act.supers; ++s) {
     const Block& block = blocks[s];
@@ -162,7 +162,7 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
   const __m256i high_mask = _mm256_set1_epi8(0x30);
   __m256 acc[MT];
   for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
-  // Two super-blocks per pass, as KQuantRow.
+    // Two super-blocks per pass, as KQuantRow.
 #pragma GCC unroll 2
   for (int64_t s = 0; s < act.supers; ++s) {
     const BlockQ6_K& block = blocks[s];

@@ -313,16 +313,27 @@ void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   }
 }
 
-// Whether the target has a row-group tile for `type`.
-bool HasRowGroupTile(const TargetKernels& k, WeightType type) {
-  return k.has_row_group_tile != nullptr && k.has_row_group_tile(type);
+// Whether the target has a row-group tile for `type` in the grouped `layout`.
+bool HasRowGroupTile(const TargetKernels& k, WeightType type, WeightLayout layout) {
+  return k.has_row_group_tile != nullptr && k.group_layout == layout && k.has_row_group_tile(type);
 }
 
-// Whether the row-group tiles read w's grouped rows: w is in row groups, of a type the target
-// has a tile for, with rows short enough for a tile (else the panel path reads them back).
+// Whether the row-group tiles read w's grouped rows: w is in the target's grouped layout, of a
+// type the target has a tile for, with rows short enough for a tile (else the panel path reads
+// them back).
 bool TilesReadRowGroups(const TargetKernels& k, const WeightView& w) {
-  return w.layout == WeightLayout::kRowGroups && w.cols <= kMaxRawCols &&
-         HasRowGroupTile(k, w.type);
+  return w.layout != WeightLayout::kRowMajor && w.cols <= kMaxRawCols &&
+         HasRowGroupTile(k, w.type, w.layout);
+}
+
+// The group of w's grouped rows at `group` read back as stored into `out` (kRowGroupRows rows):
+// by the target's own reader where it has one for w's layout.
+void Ungroup(const TargetKernels& k, const WeightView& w, const uint8_t* group, uint8_t* out) {
+  if (k.ungroup_rows != nullptr && w.layout == k.group_layout) {
+    k.ungroup_rows(w.type, group, w.cols, out);
+  } else {
+    UngroupRows(w.type, w.layout, group, w.cols, out);
+  }
 }
 
 // Rows of a matrix in row groups [r_begin, r_end) for tokens [t_begin, t_end) with the target's
@@ -385,7 +396,6 @@ void RunGroupsOnRawTile(const Job& job, int64_t r_begin, int64_t r_end, int64_t 
   const WeightView& w = *job.w;
   const size_t row_bytes = RowBytes(w.type, w.cols);
   uint8_t* rows = ThreadScratch(Slot::kUngrouped, kRowGroupRows * row_bytes);
-  const auto ungroup = k.ungroup_rows != nullptr ? k.ungroup_rows : UngroupRows;
   const RawRows raw{.type = w.type,
                     .data = rows,
                     .row_bytes = row_bytes,
@@ -394,8 +404,7 @@ void RunGroupsOnRawTile(const Job& job, int64_t r_begin, int64_t r_end, int64_t 
                     .prefetch_rows = 0,
                     .prefetch_end = 0};  // the group is in L1
   for (int64_t g = r_begin / kRowGroupRows * kRowGroupRows; g < r_end; g += kRowGroupRows) {
-    ungroup(w.type, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(g) * row_bytes,
-            w.cols, rows);
+    Ungroup(k, w, static_cast<const uint8_t*>(w.data) + static_cast<size_t>(g) * row_bytes, rows);
     RunRawTiles(job, raw, g, std::max(g, r_begin), std::min(g + kRowGroupRows, r_end), t_begin,
                 t_end);
   }
@@ -412,7 +421,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   const size_t row_bytes = RowBytes(w.type, cols);
   // Rows before grouped_end are in row groups; the rest (all of a row-major matrix) as stored.
   const int64_t grouped_end =
-      w.layout == WeightLayout::kRowGroups ? w.rows / kRowGroupRows * kRowGroupRows : 0;
+      w.layout != WeightLayout::kRowMajor ? w.rows / kRowGroupRows * kRowGroupRows : 0;
   if (job.decode && r_begin < grouped_end && TilesReadRowGroups(k, w)) {
     RunRowGroupRange(job, r_begin, r_end, grouped_end, t_begin, t_end, prefetch_end);
     r_begin = std::max(r_begin, grouped_end);
@@ -457,7 +466,6 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
   uint8_t* ungrouped =
       grouped_end > 0 ? ThreadScratch(Slot::kUngrouped, kRowGroupRows * row_bytes) : nullptr;
   int64_t ungrouped_group = -1;
-  const auto ungroup = k.ungroup_rows != nullptr ? k.ungroup_rows : UngroupRows;
   // Rows [from, to) unpacked into the panel that starts at row p.
   const auto unpack_rows = [&](int64_t p, int64_t from, int64_t to) {
     for (int64_t row = from; row < to; ++row) {
@@ -465,8 +473,8 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
       if (row < grouped_end) {
         const int64_t group = row / kRowGroupRows;
         if (group != ungrouped_group) {
-          ungroup(w.type, static_cast<const uint8_t*>(w.data) + group * kRowGroupRows * row_bytes,
-                  cols, ungrouped);
+          Ungroup(k, w, static_cast<const uint8_t*>(w.data) + group * kRowGroupRows * row_bytes,
+                  ungrouped);
           ungrouped_group = group;
         }
         src = ungrouped + (row % kRowGroupRows) * row_bytes;
@@ -499,8 +507,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
       for (int64_t b = 0; b < num_blocks; ++b) {
         const int64_t r = b * kInterleavedRows;
         const int nr = static_cast<int>(std::min<int64_t>(kInterleavedRows, np - r));
-        const WeightLayout layout =
-            p + r < grouped_end ? WeightLayout::kRowGroups : WeightLayout::kRowMajor;
+        const WeightLayout layout = p + r < grouped_end ? w.layout : WeightLayout::kRowMajor;
         if (interleaves_weights(layout, p + r, nr)) {
           k.interleave_weights(w.type, layout,
                                static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes, row_bytes,
@@ -612,9 +619,9 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     }
   }
   if (quantized && decode) {
-    const int grain = w.layout == WeightLayout::kRowGroups ? kRowGroupRows
-                      : kernels.quant_tile_raw != nullptr  ? RawRowTile(kernels)
-                                                           : row_tile;
+    const int grain = w.layout != WeightLayout::kRowMajor ? kRowGroupRows
+                      : kernels.quant_tile_raw != nullptr ? RawRowTile(kernels)
+                                                          : row_tile;
     ParallelChunks(pool, w.rows, grain, [&](int64_t lo, int64_t hi, int64_t prefetch_end) {
       RunQuantRange(job, lo, hi, 0, tokens, prefetch_end);
     });
@@ -704,7 +711,7 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
   // Chunks of whole row groups where a matrix is grouped (its rows come in multiples of 16).
   int grain = RawRowTile(kernels);
   for (size_t m = 0; m < count; ++m) {
-    if (outputs[m].w->layout == WeightLayout::kRowGroups) grain = kRowGroupRows;
+    if (outputs[m].w->layout != WeightLayout::kRowMajor) grain = kRowGroupRows;
   }
   ParallelChunks(pool, total, grain, [&](int64_t begin, int64_t end, int64_t prefetch_end) {
     for (size_t m = 0; m < count; ++m) {
@@ -721,24 +728,29 @@ ActivationForm ActivationFormFor(CpuTarget target, const WeightView& w) {
   return IsQuantized(w.type) ? FormFor(KernelsFor(target), w) : ActivationForm::kPerBlock;
 }
 
-bool PrefersRowGroups(CpuTarget target, WeightType type) {
+WeightLayout PreferredLayout(CpuTarget target, WeightType type) {
+  if (!CpuTargetSupported(target)) return WeightLayout::kRowMajor;
   const TargetKernels& kernels = KernelsFor(target);
-  return CpuTargetSupported(target) && HasRowGroupLayout(type) && HasRowGroupTile(kernels, type);
+  const WeightLayout layout = kernels.group_layout;
+  const bool grouped = layout != WeightLayout::kRowMajor && HasGroupedLayout(type, layout) &&
+                       HasRowGroupTile(kernels, type, layout);
+  return grouped ? layout : WeightLayout::kRowMajor;
 }
 
-WeightView ArrangeRowGroups(const WeightView& w, void* data) {
+WeightView ArrangeRowGroups(const WeightView& w, WeightLayout layout, void* data) {
   REPRISE_CHECK(w.layout == WeightLayout::kRowMajor && data == w.data, "not a row-major matrix");
-  REPRISE_CHECK(HasRowGroupLayout(w.type), "{} has no row-group layout", WeightTypeName(w.type));
+  REPRISE_CHECK(HasGroupedLayout(w.type, layout), "{} has no such row-group layout",
+                WeightTypeName(w.type));
   const size_t group_bytes = kRowGroupRows * RowBytes(w.type, w.cols);
   AlignedBuffer<uint8_t> rows(group_bytes);
   auto* bytes = static_cast<uint8_t*>(data);
   for (int64_t g = 0; g + kRowGroupRows <= w.rows; g += kRowGroupRows) {
     uint8_t* group = bytes + static_cast<size_t>(g / kRowGroupRows) * group_bytes;
     std::memcpy(rows.data(), group, group_bytes);
-    GroupRows(w.type, rows.data(), w.cols, group);
+    GroupRows(w.type, layout, rows.data(), w.cols, group);
   }
   WeightView grouped = w;
-  grouped.layout = WeightLayout::kRowGroups;
+  grouped.layout = layout;
   return grouped;
 }
 

@@ -13,12 +13,6 @@
 
 namespace reprise::kernels {
 
-// How a matrix's bytes are ordered in memory.
-enum class WeightLayout {
-  kRowMajor,   // as a GGUF file stores them: row after row
-  kRowGroups,  // rearranged by ArrangeRowGroups for one-token products (same bytes, same size)
-};
-
 // A weight matrix: `rows` output features, each a row of `cols` input features in `type`
 // (RowBytes(type, cols) each; rows [r, r + n) fill bytes [r, r + n) x RowBytes in either layout,
 // r and n multiples of 16 in row groups).
@@ -30,14 +24,16 @@ struct WeightView {
   WeightLayout layout = WeightLayout::kRowMajor;
 };
 
-// Whether MatMul on `target` streams matrices of `type` faster in row groups for one token (on
-// AVX-512: Q4_0, Q4_K and Q5_K). Every target reads either layout, with the same bits.
-bool PrefersRowGroups(CpuTarget target, WeightType type);
+// The layout MatMul on `target` streams matrices of `type` fastest in for one token: kRowGroups
+// on AVX-512 for Q4_0, Q4_K and Q5_K, kRowStreams on AVX2 for Q4_0 and Q5_0, else kRowMajor.
+// Every target reads every layout, with the same bits.
+WeightLayout PreferredLayout(CpuTarget target, WeightType type);
 
-// Rearranges the row-major matrix `w` into row groups in place: `data` is w.data, writable (a
-// private copy of the file). Returns the view of the result (w with layout kRowGroups). Rows past
-// the last whole group of 16 keep their order. Throws Error for a type without the layout.
-WeightView ArrangeRowGroups(const WeightView& w, void* data);
+// Rearranges the row-major matrix `w` into `layout` (a grouped one) in place: `data` is w.data,
+// writable (a private copy of the file). Returns the view of the result (w with that layout).
+// Rows past the last whole group of 16 keep their order. Throws Error for a type without the
+// layout.
+WeightView ArrangeRowGroups(const WeightView& w, WeightLayout layout, void* data);
 
 // y[t][r] = sum_c x[t][c] * w[r][c]
 //   x: [tokens][w.cols] f32, y: [tokens][w.rows] f32.

@@ -277,6 +277,7 @@ const TargetKernels& Avx2Kernels() {
       .activation_form = ActivationFormAvx2,
       .widen = Widen,
       .unpack = UnpackBlocksAvx2,
+      .group_layout = WeightLayout::kRowStreams,
       .has_row_group_tile = HasRowGroupTileAvx2,
       .row_group_tile = RowGroupTileAvx2,
   };

@@ -656,6 +656,7 @@ const TargetKernels& Avx512Kernels() {
       .widen = Widen,
       .quantize_row = QuantizeActivationRowAvx512,
       .unpack = UnpackBlocksAvx2,
+      .group_layout = WeightLayout::kRowGroups,
       .has_row_group_tile = HasRowGroupTileAvx512,
       .row_group_tile = RowGroupTileAvx512,
       .ungroup_rows = UngroupRowsAvx512,

@@ -134,18 +134,20 @@ struct TargetKernels {
   void (*unpack)(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
                  uint8_t* q, float* scale, float* min) = nullptr;
 
-  // Decode over row groups (row_groups.h), for the types has_row_group_tile names (optional:
-  // elsewhere grouped rows are read back through the panel path). row_group_tile computes
+  // Decode over row groups (row_groups.h) in the grouped layout group_layout, for the types
+  // has_row_group_tile names (optional: elsewhere grouped rows, and groups of the other grouped
+  // layout, are read back through the panel path). row_group_tile computes
   // y[t * y_stride + r] = dot(x row t0 + t, row r of the group), t < mt (<= kRowGroupTokens),
   // r < 16, with the bits of the target's other tiles, reading the group once; it asks for the
   // bytes after the group's, up to ahead_end, as it goes.
+  WeightLayout group_layout = WeightLayout::kRowMajor;
   bool (*has_row_group_tile)(WeightType type) = nullptr;
   void (*row_group_tile)(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                          const uint8_t* group, const uint8_t* ahead_end, float* y,
                          int64_t y_stride) = nullptr;
 
-  // UngroupRows (row_groups.h), or a faster equivalent with byte-identical output (null: that
-  // function).
+  // UngroupRows (row_groups.h) for group_layout, or a faster equivalent with byte-identical
+  // output (null: that function).
   void (*ungroup_rows)(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) = nullptr;
 };
 
@@ -158,7 +160,8 @@ void KQuantTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w
                     int nr, float* y, int64_t y_stride);
 ActivationForm ActivationFormAvx2(WeightType type);
 
-// The row-group tile of the AVX2 target (row_groups_avx2.cpp): Q5_0, else none.
+// The row-group tile of the AVX2 target (row_groups_avx2.cpp), over WeightLayout::kRowStreams:
+// Q4_0 and Q5_0, else none.
 bool HasRowGroupTileAvx2(WeightType type);
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                       const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
@@ -193,7 +196,8 @@ NibbleSplit BestNibbleSplit();
 // BestNibbleSplit() says so.
 QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
 
-// The row-group tiles of the AVX-512 target (row_groups_avx512.cpp): Q4_0, Q4_K, Q5_K, else null.
+// The row-group tiles of the AVX-512 target (row_groups_avx512.cpp), over
+// WeightLayout::kRowGroups: Q4_0, Q4_K, Q5_K, else none.
 bool HasRowGroupTileAvx512(WeightType type);
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                         const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);

@@ -185,9 +185,10 @@ void DequantizeRow(const WeightView& w, int64_t row, float* out) {
   REPRISE_CHECK(row >= 0 && row < w.rows, "row {} out of [0, {})", row, w.rows);
   const uint8_t* base = static_cast<const uint8_t*>(w.data) + row * RowBytes(w.type, w.cols);
   std::vector<uint8_t> stored;  // the row in stored order, from a grouped matrix
-  if (w.layout == WeightLayout::kRowGroups) {
+  if (w.layout != WeightLayout::kRowMajor) {
     stored.resize(RowBytes(w.type, w.cols));
-    UngroupRow(w.type, static_cast<const uint8_t*>(w.data), w.rows, w.cols, row, stored.data());
+    UngroupRow(w.type, w.layout, static_cast<const uint8_t*>(w.data), w.rows, w.cols, row,
+               stored.data());
     base = stored.data();
   }
   switch (w.type) {

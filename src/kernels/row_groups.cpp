@@ -54,12 +54,17 @@ constexpr BlockPieces kQ5_0 = Q5_0Pieces();
 constexpr BlockPieces kQ4_K = WordPieces(36);
 constexpr BlockPieces kQ5_K = WordPieces(44);
 
-const BlockPieces* PiecesOf(WeightType type) {
+// The pieces of `type`'s block in `layout`, or null where the type lacks the layout.
+const BlockPieces* PiecesOf(WeightType type, WeightLayout layout) {
+  if (layout == WeightLayout::kRowStreams) {
+    if (type == WeightType::kQ4_0) return &kQ4_0;
+    if (type == WeightType::kQ5_0) return &kQ5_0;
+    return nullptr;
+  }
+  if (layout != WeightLayout::kRowGroups) return nullptr;
   switch (type) {
     case WeightType::kQ4_0:
       return &kQ4_0;
-    case WeightType::kQ5_0:
-      return &kQ5_0;
     case WeightType::kQ4_K:
       return &kQ4_K;
     case WeightType::kQ5_K:
@@ -72,12 +77,12 @@ const BlockPieces* PiecesOf(WeightType type) {
 // Calls move(row, offset in the row, offset in the group, bytes) for every piece of a group:
 // stream by stream, each block by block, each piece by piece, the stream's rows side by side.
 template <typename Move>
-void ForEachPiece(WeightType type, int64_t cols, const Move& move) {
-  const BlockPieces* pieces = PiecesOf(type);
-  REPRISE_CHECK(pieces != nullptr, "{} has no row-group layout", WeightTypeName(type));
+void ForEachPiece(WeightType type, WeightLayout layout, int64_t cols, const Move& move) {
+  const BlockPieces* pieces = PiecesOf(type, layout);
+  REPRISE_CHECK(pieces != nullptr, "{} has no such row-group layout", WeightTypeName(type));
   const auto block_bytes = static_cast<int64_t>(BlockBytes(type));
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(type));
-  const int stream_rows = RowGroupStreamRows(type);
+  const int stream_rows = StreamRows(layout);
   int64_t at = 0;
   for (int first = 0; first < kRowGroupRows; first += stream_rows) {
     for (int64_t b = 0; b < blocks; ++b) {
@@ -93,13 +98,13 @@ void ForEachPiece(WeightType type, int64_t cols, const Move& move) {
 
 // Q5_0's qh words in a group, recoded (Q5_0FifthBit) and back. The words of a stream's block
 // sit after its four code-word vectors.
-constexpr int64_t kQ5_0QhAt = 4 * 4 * kQ5_0StreamRows;
+constexpr int64_t kQ5_0QhAt = 4 * 4 * kRowStreamRows;
 
 template <bool kRecode>
 void Q5_0FifthBits(uint8_t* group, int64_t cols) {
-  const int64_t stream_block_bytes = kQ5_0StreamRows * static_cast<int64_t>(sizeof(BlockQ5_0));
-  for (int64_t b = 0; b < kRowGroupRows / kQ5_0StreamRows * (cols / kQk); ++b) {
-    for (int r = 0; r < kQ5_0StreamRows; ++r) {
+  const int64_t stream_block_bytes = kRowStreamRows * static_cast<int64_t>(sizeof(BlockQ5_0));
+  for (int64_t b = 0; b < kRowGroupRows / kRowStreamRows * (cols / kQk); ++b) {
+    for (int r = 0; r < kRowStreamRows; ++r) {
       uint8_t* word = group + b * stream_block_bytes + kQ5_0QhAt + 4 * r;
       uint32_t in, out = 0;
       std::memcpy(&in, word, sizeof(in));
@@ -151,15 +156,14 @@ void Q5KMasksToWords(uint8_t* block) {
 
 }  // namespace
 
-bool HasRowGroupLayout(WeightType type) { return PiecesOf(type) != nullptr; }
-
-int RowGroupStreamRows(WeightType type) {
-  return type == WeightType::kQ5_0 ? kQ5_0StreamRows : kRowGroupRows;
+bool HasGroupedLayout(WeightType type, WeightLayout layout) {
+  return PiecesOf(type, layout) != nullptr;
 }
 
-void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out) {
+void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_t cols,
+               uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
-  ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
+  ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     std::memcpy(out + in_group, rows + r * row_bytes + in_row, static_cast<size_t>(bytes));
   });
   if (type == WeightType::kQ5_K) {
@@ -170,7 +174,8 @@ void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out)
   if (type == WeightType::kQ5_0) Q5_0FifthBits<true>(out, cols);
 }
 
-void UngroupRows(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
+void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int64_t cols,
+                 uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   std::vector<uint8_t> words;  // Q5_K, Q5_0: the group with its fifth bits as stored again
   if (type == WeightType::kQ5_K) {
@@ -184,13 +189,13 @@ void UngroupRows(WeightType type, const uint8_t* group, int64_t cols, uint8_t* o
     Q5_0FifthBits<false>(words.data(), cols);
     group = words.data();
   }
-  ForEachPiece(type, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
+  ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     std::memcpy(out + r * row_bytes + in_row, group + in_group, static_cast<size_t>(bytes));
   });
 }
 
-void UngroupRow(WeightType type, const uint8_t* data, int64_t rows, int64_t cols, int64_t row,
-                uint8_t* out) {
+void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64_t rows,
+                int64_t cols, int64_t row, uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   const int64_t group = row / kRowGroupRows;
   if ((group + 1) * kRowGroupRows > rows) {  // past the last whole group: as stored
@@ -198,7 +203,7 @@ void UngroupRow(WeightType type, const uint8_t* data, int64_t rows, int64_t cols
     return;
   }
   std::vector<uint8_t> stored(static_cast<size_t>(kRowGroupRows * row_bytes));
-  UngroupRows(type, data + group * kRowGroupRows * row_bytes, cols, stored.data());
+  UngroupRows(type, layout, data + group * kRowGroupRows * row_bytes, cols, stored.data());
   std::memcpy(out, stored.data() + (row % kRowGroupRows) * row_bytes,
               static_cast<size_t>(row_bytes));
 }

@@ -11,11 +11,14 @@
 // the masks its tile applies: 64 bits per code word u of chunk j and half (low nibbles: sub-block
 // 2j, high: 2j + 1), bit 4 r + i the fifth bit of row r's byte i (Q5KFifthBitMask). Rows past the
 // last whole group stay as stored.
+// That is WeightLayout::kRowGroups, the AVX-512 tiles' (row_groups_avx512.cpp).
 //
-// Q5_0's layout is the AVX2 tile's (row_groups_avx2.cpp), whose 32-byte vectors hold a piece of
-// 8 rows: a group is two streams of 8 rows (rows 0-7, then 8-15), each block by block, a block
-// as the four words of codes of its 8 rows, their qh words recoded (Q5_0FifthBit), then their 8
-// scales d.
+// WeightLayout::kRowStreams is the AVX2 tiles' (row_groups_avx2.cpp), whose 32-byte vectors hold a
+// piece of 8 rows: the same pieces, but a group is two streams of 8 rows (rows 0-7, then 8-15),
+// each block by block, so that a tile reads each stream front to back (read as halves of the
+// 16-row pieces, Q4_0 streamed at 21-24 GB/s against 35-36 GB/s, 2 threads, Zen 3). Q4_0 and
+// Q5_0 have it; Q5_0's block is its four words of codes, its qh word recoded (Q5_0FifthBit), then
+// its scale d.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +29,7 @@
 namespace reprise::kernels {
 
 inline constexpr int kRowGroupRows = 16;
+inline constexpr int kRowStreamRows = 8;  // rows of a stream in kRowStreams
 
 // Where a Q5_K group block keeps the fifth-bit mask of code word u (0-7) of chunk j (0-3), half 0
 // or 1: in the 512 bytes after the four head vectors, where its qh words would be.
@@ -38,22 +42,26 @@ constexpr int64_t Q5KFifthBitMask(int j, int u, int half) {
 // e % 4, bit 2 u + h for e = 4 u + (e % 4) + 16 h. Code word u's low (h = 0) or high (h = 1)
 // nibbles then find their fifth bits at one bit of their own bytes: one shift and one mask put
 // them at bit 4, where testing stored qh bits took a byte shuffle and a compare.
-inline constexpr int kQ5_0StreamRows = 8;
 constexpr int Q5_0FifthBit(int e) { return 8 * (e % 4) + 2 * (e % 16 / 4) + e / 16; }
 
-// Whether `type` has a row-group layout (Q4_0, Q5_0, Q4_K, Q5_K).
-bool HasRowGroupLayout(WeightType type);
+// Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q4_K and Q5_K; kRowStreams for
+// Q4_0 and Q5_0.
+bool HasGroupedLayout(WeightType type, WeightLayout layout);
 
-// Rows a group's stream holds side by side: 8 for Q5_0, else kRowGroupRows (see above).
-int RowGroupStreamRows(WeightType type);
+// Rows a stream of a group in the grouped `layout` holds side by side (see above).
+constexpr int StreamRows(WeightLayout layout) {
+  return layout == WeightLayout::kRowStreams ? kRowStreamRows : kRowGroupRows;
+}
 
-// The bytes of one group of 16 whole rows, [16][row_bytes], rearranged into the group layout
+// The bytes of one group of 16 whole rows, [16][row_bytes], rearranged into the grouped `layout`
 // (`out`, 16 x row_bytes), and back. `cols` is the row length in elements.
-void GroupRows(WeightType type, const uint8_t* rows, int64_t cols, uint8_t* out);
-void UngroupRows(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
+void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_t cols,
+               uint8_t* out);
+void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int64_t cols,
+                 uint8_t* out);
 
-// Row `row` of a matrix in row-group layout as stored in a file (row_bytes bytes to `out`).
-void UngroupRow(WeightType type, const uint8_t* data, int64_t rows, int64_t cols, int64_t row,
-                uint8_t* out);
+// Row `row` of a matrix in the grouped `layout` as stored in a file (row_bytes bytes to `out`).
+void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64_t rows,
+                int64_t cols, int64_t row, uint8_t* out);
 
 }  // namespace reprise::kernels

@@ -16,6 +16,7 @@
 // HorizontalSum's tree. Here chain i of row r is lane r of register i, and the tree adds
 // registers.
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/error.h"
@@ -32,11 +33,23 @@ namespace {
 
 using avx2::Load32;
 
-// A stream's block: four code-word vectors, the recoded qh words, the 8 scales.
-constexpr int64_t kStreamBlockBytes = kQ5_0StreamRows * static_cast<int64_t>(sizeof(BlockQ5_0));
-constexpr int64_t kQhAt = 4 * 32;
-constexpr int64_t kScalesAt = kQhAt + 32;
-static_assert(kScalesAt + 2 * kQ5_0StreamRows == kStreamBlockBytes);
+// Where a stream of a group in kRowStreams keeps its pieces (row_groups.h): block b's code word u
+// of the stream's 8 rows at words + b * kBlockBytes + 32 u, Q5_0's recoded qh words at qh + b *
+// kBlockBytes, the 8 scales d at scales + b * kBlockBytes.
+template <typename Block>
+struct StreamLayout {
+  static constexpr bool kFifthBits = std::is_same_v<Block, BlockQ5_0>;
+  static constexpr int kZeroPoint = kFifthBits ? 16 : 8;
+  static constexpr int64_t kBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(Block));
+  static constexpr int64_t kQhAt = 4 * 32;
+  static constexpr int64_t kScalesAt = kQhAt + (kFifthBits ? 32 : 0);
+  static_assert(kScalesAt + 2 * kRowStreamRows == kBlockBytes);
+  const uint8_t* words;
+  StreamLayout(const uint8_t* group, int64_t blocks, int stream)
+      : words(group + stream * blocks * kBlockBytes) {}
+  const uint8_t* Block0Qh() const { return words + kQhAt; }
+  const uint8_t* Block0Scales() const { return words + kScalesAt; }
+};
 
 template <int N, typename F>
 inline void Unroll(const F& f) {
@@ -53,43 +66,52 @@ inline __m256i FifthBitsAt(__m256i qh) {
   return _mm256_and_si256(at_four, _mm256_set1_epi8(0x10));
 }
 
-// Per 32-bit lane: the exact sum of (code - 16) * x over its 4 codes, x the token's 4 bytes at p.
+// Per 32-bit lane: the exact sum of (code - kZeroPoint) * x over its 4 codes, x the token's 4
+// bytes at p.
+template <int kZeroPoint>
 inline __m256i LaneSums(__m256i codes, const int8_t* p) {
   int32_t word;
   std::memcpy(&word, p, sizeof(word));
   const __m256i x = _mm256_set1_epi32(word);
   const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(codes, x),
-                                         _mm256_maddubs_epi16(_mm256_set1_epi8(16), x));
+                                         _mm256_maddubs_epi16(_mm256_set1_epi8(kZeroPoint), x));
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
 // One token over one stream of 8 rows: y[r] = dot(x, row r) for r < 8. xq, xd: the token's codes
 // and scales (QuantizedRows, per-block form).
-void Q5_0StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const uint8_t* stream,
-                    StreamAhead<8192, 0>& ahead, float* y) {
+template <typename Layout>
+void StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const Layout& stream,
+                StreamAhead<8192, 0>& ahead, float* y) {
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
   __m256 chains[8];
   for (__m256& chain : chains) chain = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = stream + b * kStreamBlockBytes;
-    ahead.Upto(p + kStreamBlockBytes);
-    const __m256i qh = Load32(p + kQhAt);
+    const int64_t at = b * Layout::kBlockBytes;
+    ahead.Upto(stream.words + at + Layout::kBlockBytes);
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (Layout::kFifthBits) qh = Load32(stream.Block0Qh() + at);
     const __m256 scale = _mm256_mul_ps(
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kScalesAt))),
+        _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(stream.Block0Scales() + at))),
         _mm256_set1_ps(xd[2 * b]));
     const int8_t* xb = xq + b * kQk;
     // Code word u: elements 4u..4u+3 in its low nibbles (chain u), 16 + 4u.. in its high ones
     // (chain u + 4).
     Unroll<4>([&](auto word_index) {
       constexpr int u = decltype(word_index)::value;
-      const __m256i word = Load32(p + 32 * u);
-      const __m256i low =
-          _mm256_or_si256(_mm256_and_si256(word, low_nibbles), FifthBitsAt<2 * u>(qh));
-      const __m256i high = _mm256_or_si256(
-          _mm256_and_si256(_mm256_srli_epi16(word, 4), low_nibbles), FifthBitsAt<2 * u + 1>(qh));
-      chains[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums(low, xb + 4 * u)), scale, chains[u]);
-      chains[u + 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums(high, xb + 16 + 4 * u)), scale,
-                                      chains[u + 4]);
+      const __m256i word = Load32(stream.words + at + 32 * u);
+      __m256i low = _mm256_and_si256(word, low_nibbles);
+      __m256i high = _mm256_and_si256(_mm256_srli_epi16(word, 4), low_nibbles);
+      if constexpr (Layout::kFifthBits) {
+        low = _mm256_or_si256(low, FifthBitsAt<2 * u>(qh));
+        high = _mm256_or_si256(high, FifthBitsAt<2 * u + 1>(qh));
+      }
+      constexpr int kZero = Layout::kZeroPoint;
+      chains[u] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums<kZero>(low, xb + 4 * u)), scale, chains[u]);
+      chains[u + 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums<kZero>(high, xb + 16 + 4 * u)),
+                                      scale, chains[u + 4]);
     });
   }
   // HorizontalSum's tree (reduce_avx2.h) over the chains.
@@ -100,26 +122,39 @@ void Q5_0StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const uin
   _mm256_storeu_ps(y, _mm256_add_ps(even, odd));
 }
 
-}  // namespace
-
-bool HasRowGroupTileAvx2(WeightType type) { return type == WeightType::kQ5_0; }
-
 // Token by token, stream by stream: 8 chains per row take every register a stream's pass has to
 // spare, so a second stream or token reads the group again, from L1 or L2.
-void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
-                      const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride) {
-  REPRISE_CHECK(type == WeightType::kQ5_0, "no AVX2 row-group tile for {}", WeightTypeName(type));
+template <typename Layout>
+void GroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
+               const uint8_t* ahead_end, float* y, int64_t y_stride) {
   const int64_t cols = x.cols;
   const int64_t blocks = cols / kQk;
-  const int64_t stream_bytes = blocks * kStreamBlockBytes;
   StreamAhead<8192, 0> ahead(group, ahead_end);
   for (int t = 0; t < mt; ++t) {
     const int8_t* xq = x.q + (t0 + t) * cols;
     const float* xd = x.d + (t0 + t) * (cols / 16);
-    for (int s = 0; s < kRowGroupRows / kQ5_0StreamRows; ++s) {
-      Q5_0StreamTile(xq, xd, blocks, group + s * stream_bytes, ahead,
-                     y + t * y_stride + s * kQ5_0StreamRows);
+    for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
+      StreamTile(xq, xd, blocks, Layout(group, blocks, s), ahead,
+                 y + t * y_stride + s * kRowStreamRows);
     }
+  }
+}
+
+}  // namespace
+
+bool HasRowGroupTileAvx2(WeightType type) {
+  return type == WeightType::kQ4_0 || type == WeightType::kQ5_0;
+}
+
+void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
+                      const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  switch (type) {
+    case WeightType::kQ4_0:
+      return GroupTile<StreamLayout<BlockQ4_0>>(x, t0, mt, group, ahead_end, y, y_stride);
+    case WeightType::kQ5_0:
+      return GroupTile<StreamLayout<BlockQ5_0>>(x, t0, mt, group, ahead_end, y, y_stride);
+    default:
+      REPRISE_CHECK(false, "no AVX2 row-group tile for {}", WeightTypeName(type));
   }
 }
 

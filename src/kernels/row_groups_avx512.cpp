@@ -263,7 +263,6 @@ inline void StoreTransposed(const __m512i (&in)[16], int n, uint8_t* rows, int64
 }  // namespace
 
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
-  if (!HasRowGroupTileAvx512(type)) return UngroupRows(type, group, cols, out);  // Q5_0's layout
   const auto row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   const auto block_bytes = static_cast<int64_t>(BlockBytes(type));
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(type));

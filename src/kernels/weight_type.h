@@ -9,6 +9,13 @@
 
 namespace reprise::kernels {
 
+// How a matrix's bytes are ordered in memory (row_groups.h describes the grouped layouts).
+enum class WeightLayout {
+  kRowMajor,    // as a GGUF file stores them: row after row
+  kRowGroups,   // groups of 16 rows, a piece of each side by side (the AVX-512 tiles')
+  kRowStreams,  // groups of 16 rows as two streams of 8 rows side by side (the AVX2 tiles')
+};
+
 // Numbered as ggml numbers them, so that model/ converts a GGUF tensor type by value.
 enum class WeightType : uint32_t {
   kF32 = 0,

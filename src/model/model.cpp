@@ -132,8 +132,9 @@ void Model::ArrangeMatrices() {
   // Not the token embedding: its rows are looked up one by one. Nor the output matrix when it is
   // the embedding.
   if (output_.data != token_embedding_.data) views.push_back(&output_);
-  std::erase_if(views,
-                [&](const WeightView* w) { return !kernels::PrefersRowGroups(target, w->type); });
+  std::erase_if(views, [&](const WeightView* w) {
+    return kernels::PreferredLayout(target, w->type) == kernels::WeightLayout::kRowMajor;
+  });
   if (views.empty()) return;
   file_.Rewrite([&](std::span<uint8_t> bytes) {
     std::map<const void*, WeightView> arranged;  // each tensor once, however many views name it
@@ -141,7 +142,8 @@ void Model::ArrangeMatrices() {
       auto it = arranged.find(w->data);
       if (it == arranged.end()) {
         uint8_t* data = bytes.data() + (static_cast<const uint8_t*>(w->data) - bytes.data());
-        it = arranged.emplace(w->data, kernels::ArrangeRowGroups(*w, data)).first;
+        const kernels::WeightLayout layout = kernels::PreferredLayout(target, w->type);
+        it = arranged.emplace(w->data, kernels::ArrangeRowGroups(*w, layout, data)).first;
       }
       *w = it->second;
     }

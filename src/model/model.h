@@ -46,7 +46,7 @@ class Model {
  public:
   // Opens the file (its bytes held as `residence` says) and checks every tensor's presence, type
   // and shape. A private copy's matrices are then laid out as this CPU's kernels read them
-  // fastest (kernels::PrefersRowGroups); a file's map is read as stored. Throws Error.
+  // fastest (kernels::PreferredLayout); a file's map is read as stored. Throws Error.
   static std::unique_ptr<Model> Load(const std::string& path,
                                      FileResidence residence = FileResidence::kMapped);
 

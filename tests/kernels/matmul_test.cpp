@@ -297,7 +297,8 @@ TEST(KernelMatMulTest, InterleavingStraightFromTheMatrixGivesTheUnpackedBytes) {
     if (c.layout == WeightLayout::kRowGroups) {
       WeightView view = w.view;
       view.data = stored.data();
-      ASSERT_EQ(ArrangeRowGroups(view, stored.data()).layout, WeightLayout::kRowGroups);
+      ASSERT_EQ(ArrangeRowGroups(view, WeightLayout::kRowGroups, stored.data()).layout,
+                WeightLayout::kRowGroups);
     }
     const size_t block_bytes = k.interleaved_block_bytes(cols);
     // Row groups are rearranged whole; stored rows in any number up to a block.

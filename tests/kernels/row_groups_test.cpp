@@ -24,8 +24,21 @@ namespace {
 using testing::RandomValues;
 using testing::TestWeights;
 
-const WeightType kGroupedTypes[] = {WeightType::kQ4_0, WeightType::kQ5_0, WeightType::kQ4_K,
-                                    WeightType::kQ5_K};
+// Every grouped layout of every type that has one.
+struct Grouping {
+  WeightType type;
+  WeightLayout layout;
+};
+const Grouping kGroupings[] = {{WeightType::kQ4_0, WeightLayout::kRowGroups},
+                               {WeightType::kQ4_K, WeightLayout::kRowGroups},
+                               {WeightType::kQ5_K, WeightLayout::kRowGroups},
+                               {WeightType::kQ4_0, WeightLayout::kRowStreams},
+                               {WeightType::kQ5_0, WeightLayout::kRowStreams}};
+
+std::string Name(const Grouping& g) {
+  return std::string(WeightTypeName(g.type)) +
+         (g.layout == WeightLayout::kRowStreams ? " in streams" : " in groups");
+}
 
 std::vector<CpuTarget> SupportedTargets() {
   std::vector<CpuTarget> targets;
@@ -35,12 +48,12 @@ std::vector<CpuTarget> SupportedTargets() {
   return targets;
 }
 
-// A copy of `w` rearranged into row groups (its bytes in `storage`).
-WeightView Grouped(const TestWeights& w, std::vector<uint8_t>& storage) {
+// A copy of `w` rearranged into `layout` (its bytes in `storage`).
+WeightView Grouped(const TestWeights& w, WeightLayout layout, std::vector<uint8_t>& storage) {
   storage = w.bytes;
   WeightView view = w.view;
   view.data = storage.data();
-  return ArrangeRowGroups(view, storage.data());
+  return ArrangeRowGroups(view, layout, storage.data());
 }
 
 // Widths per type: K-quants with 8, 24 and 128 sub-blocks (MinsDot's masked last step or none);
@@ -52,36 +65,37 @@ std::vector<int64_t> WidthsFor(WeightType type) {
 
 TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
   const int64_t rows = 37, cols = 512;  // two groups and 5 rows as stored
-  for (WeightType type : kGroupedTypes) {
+  for (const Grouping& grouping : kGroupings) {
+    const WeightType type = grouping.type;
     TestWeights w(type, rows, cols, 301);
     std::vector<uint8_t> storage;
-    const WeightView grouped = Grouped(w, storage);
-    ASSERT_EQ(grouped.layout, WeightLayout::kRowGroups);
+    const WeightView grouped = Grouped(w, grouping.layout, storage);
+    ASSERT_EQ(grouped.layout, grouping.layout);
     const size_t row_bytes = RowBytes(type, cols);
     // Every row reads back as stored; the tail rows were not moved.
     std::vector<uint8_t> row(row_bytes);
     for (int64_t r = 0; r < rows; ++r) {
-      UngroupRow(type, storage.data(), rows, cols, r, row.data());
+      UngroupRow(type, grouping.layout, storage.data(), rows, cols, r, row.data());
       ASSERT_EQ(std::memcmp(row.data(), w.bytes.data() + r * row_bytes, row_bytes), 0)
-          << WeightTypeName(type) << " row " << r;
+          << Name(grouping) << " row " << r;
     }
     ASSERT_EQ(std::memcmp(storage.data() + 32 * row_bytes, w.bytes.data() + 32 * row_bytes,
                           5 * row_bytes),
               0);
     // The documented order: in group 1, block 1, row r's copy of the block's first code word
     // (Q4_0: bytes 2-5; Q5_0: bytes 6-9; K-quants: word 0, d and dmin) is 4-byte piece r of the
-    // block's group, Q5_0's rows 8-15 in a stream after rows 0-7.
+    // block's group; in streams, rows 8-15 in a stream after rows 0-7.
     const size_t block_bytes = BlockBytes(type);
     const uint8_t* group = storage.data() + 16 * row_bytes;
     const size_t first = type == WeightType::kQ4_0 ? 2 : type == WeightType::kQ5_0 ? 6 : 0;
-    const int stream_rows = RowGroupStreamRows(type);
+    const int stream_rows = StreamRows(grouping.layout);
     for (int r = 0; r < 16; ++r) {
       const uint8_t* stream = group + r / stream_rows * stream_rows * row_bytes;
       const uint8_t* block = stream + stream_rows * block_bytes;
       ASSERT_EQ(std::memcmp(block + 4 * (r % stream_rows),
                             w.bytes.data() + (16 + r) * row_bytes + block_bytes + first, 4),
                 0)
-          << WeightTypeName(type) << " row " << r;
+          << Name(grouping) << " row " << r;
       if (type == WeightType::kQ5_0) {
         // After the four code-word vectors, the rows' qh words recoded: bit Q5_0FifthBit(e)
         // holds the fifth bit of element e.
@@ -98,7 +112,7 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
     }
     // Group, then ungroup: the stored bytes.
     std::vector<uint8_t> back(16 * row_bytes);
-    UngroupRows(type, group, cols, back.data());
+    UngroupRows(type, grouping.layout, group, cols, back.data());
     ASSERT_EQ(std::memcmp(back.data(), w.bytes.data() + 16 * row_bytes, back.size()), 0);
   }
 }
@@ -106,13 +120,15 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
 // The AVX-512 reader of groups (prefill's) gives the portable one's bytes.
 TEST(KernelRowGroupsTest, VectorUngroupingGivesThePortableBytes) {
   if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "needs a CPU with AVX-512";
-  for (WeightType type : kGroupedTypes) {
+  for (const Grouping& grouping : kGroupings) {
+    if (grouping.layout != WeightLayout::kRowGroups) continue;  // the AVX-512 tiles' layout
+    const WeightType type = grouping.type;
     for (int64_t cols : WidthsFor(type)) {
       TestWeights w(type, 16, cols, 311);
       std::vector<uint8_t> storage;
-      Grouped(w, storage);
+      Grouped(w, grouping.layout, storage);
       std::vector<uint8_t> portable(storage.size(), 0xA5), vector(storage.size(), 0x5A);
-      UngroupRows(type, storage.data(), cols, portable.data());
+      UngroupRows(type, grouping.layout, storage.data(), cols, portable.data());
       UngroupRowsAvx512(type, storage.data(), cols, vector.data());
       ASSERT_EQ(portable, vector) << WeightTypeName(type) << " cols " << cols;
       ASSERT_EQ(portable, w.bytes);
@@ -121,15 +137,24 @@ TEST(KernelRowGroupsTest, VectorUngroupingGivesThePortableBytes) {
 }
 
 TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
-  EXPECT_FALSE(PrefersRowGroups(CpuTarget::kScalar, WeightType::kQ4_K));
+  constexpr WeightLayout kRowMajor = WeightLayout::kRowMajor;
+  EXPECT_EQ(PreferredLayout(CpuTarget::kScalar, WeightType::kQ4_K), kRowMajor);
   for (CpuTarget target : SupportedTargets()) {
-    EXPECT_FALSE(PrefersRowGroups(target, WeightType::kQ8_0));
-    EXPECT_FALSE(PrefersRowGroups(target, WeightType::kF16));
-    EXPECT_EQ(PrefersRowGroups(target, WeightType::kQ4_K), target == CpuTarget::kAvx512);
-    EXPECT_EQ(PrefersRowGroups(target, WeightType::kQ5_0), target == CpuTarget::kAvx2);
+    EXPECT_EQ(PreferredLayout(target, WeightType::kQ8_0), kRowMajor);
+    EXPECT_EQ(PreferredLayout(target, WeightType::kF16), kRowMajor);
+    const bool avx2 = target == CpuTarget::kAvx2, avx512 = target == CpuTarget::kAvx512;
+    EXPECT_EQ(PreferredLayout(target, WeightType::kQ4_K),
+              avx512 ? WeightLayout::kRowGroups : kRowMajor);
+    EXPECT_EQ(PreferredLayout(target, WeightType::kQ5_0),
+              avx2 ? WeightLayout::kRowStreams : kRowMajor);
+    EXPECT_EQ(PreferredLayout(target, WeightType::kQ4_0), avx2     ? WeightLayout::kRowStreams
+                                                          : avx512 ? WeightLayout::kRowGroups
+                                                                   : kRowMajor);
   }
-  TestWeights q8(WeightType::kQ8_0, 16, 64, 302);
-  EXPECT_THROW(ArrangeRowGroups(q8.view, q8.bytes.data()), InternalError);
+  TestWeights q8(WeightType::kQ8_0, 16, 64, 302), q5_0(WeightType::kQ5_0, 16, 64, 302);
+  EXPECT_THROW(ArrangeRowGroups(q8.view, WeightLayout::kRowGroups, q8.bytes.data()), InternalError);
+  EXPECT_THROW(ArrangeRowGroups(q5_0.view, WeightLayout::kRowGroups, q5_0.bytes.data()),
+               InternalError);
 }
 
 // The bits of the stored matrix from the grouped one: each token alone and in batches (the
@@ -139,12 +164,13 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
 TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
   const int64_t tokens = kRowGroupMaxTokens + 5;
   for (CpuTarget target : SupportedTargets()) {
-    for (WeightType type : kGroupedTypes) {
+    for (const Grouping& grouping : kGroupings) {
+      const WeightType type = grouping.type;
       for (int64_t cols : WidthsFor(type)) {
         for (int64_t rows : {int64_t{16}, int64_t{37}, int64_t{67}}) {
           TestWeights w(type, rows, cols, 303);
           std::vector<uint8_t> storage;
-          const WeightView grouped = Grouped(w, storage);
+          const WeightView grouped = Grouped(w, grouping.layout, storage);
           std::vector<float> x = RandomValues(tokens * cols, 304, 2.0f);
           std::fill(x.begin(), x.begin() + 64, 0.0f);  // zero blocks: signed zeros kept
           for (int threads : {1, 2, 3}) {
@@ -156,8 +182,8 @@ TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
               MatMulOnTarget(target, w.view, x.data(), batch, stored.data(), pool);
               MatMulOnTarget(target, grouped, x.data(), batch, read.data(), pool);
               ASSERT_EQ(std::memcmp(stored.data(), read.data(), stored.size() * sizeof(float)), 0)
-                  << CpuTargetName(target) << " " << WeightTypeName(type) << " rows " << rows
-                  << " cols " << cols << " batch " << batch << " threads " << threads;
+                  << CpuTargetName(target) << " " << Name(grouping) << " rows " << rows << " cols "
+                  << cols << " batch " << batch << " threads " << threads;
             }
           }
         }
@@ -173,19 +199,24 @@ TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
   TestWeights q4k(WeightType::kQ4_K, 37, cols, 305), q40(WeightType::kQ4_0, 53, cols, 306),
       q8(WeightType::kQ8_0, 21, cols, 307), q5k(WeightType::kQ5_K, 96, cols, 308),
       q50(WeightType::kQ5_0, 45, cols, 312);
-  std::vector<uint8_t> s4k, s40, s5k, s50;
-  const WeightView g4k = Grouped(q4k, s4k), g40 = Grouped(q40, s40), g5k = Grouped(q5k, s5k),
-                   g50 = Grouped(q50, s50);
+  std::vector<uint8_t> s4k, s40, s5k, s50, s40s;
+  const WeightView g4k = Grouped(q4k, WeightLayout::kRowGroups, s4k),
+                   g40 = Grouped(q40, WeightLayout::kRowGroups, s40),
+                   g5k = Grouped(q5k, WeightLayout::kRowGroups, s5k),
+                   g50 = Grouped(q50, WeightLayout::kRowStreams, s50),
+                   g40s = Grouped(q40, WeightLayout::kRowStreams, s40s);
   const std::vector<float> x = RandomValues(2 * cols, 309, 2.0f);
   for (CpuTarget target : SupportedTargets()) {
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (int64_t tokens : {int64_t{1}, int64_t{2}}) {
-        const WeightView* grouped[] = {&g4k, &q8.view, &g40, &g5k, &g50};
-        const WeightView* stored[] = {&q4k.view, &q8.view, &q40.view, &q5k.view, &q50.view};
-        // Two passes of four (the most one pass fuses): Q5_0 in the second in Q4_K's place.
+        const WeightView* grouped[] = {&g4k, &q8.view, &g40, &g5k, &g50, &g40s};
+        const WeightView* stored[] = {&q4k.view, &q8.view,  &q40.view,
+                                      &q5k.view, &q50.view, &q40.view};
+        // Two passes of four (the most one pass fuses): the second with the streams layouts,
+        // and with both layouts at once.
         for (const std::array<int, 4>& fused_set :
-             {std::array{0, 1, 2, 3}, std::array{4, 1, 2, 3}}) {
+             {std::array{0, 1, 2, 3}, std::array{4, 1, 5, 3}}) {
           std::vector<std::vector<float>> fused(4), each(4);
           std::vector<MatMulOutput> outputs;
           for (int i = 0; i < 4; ++i) {
@@ -209,11 +240,11 @@ TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
 }
 
 TEST(KernelRowGroupsTest, DequantizedRowsAsStored) {
-  for (WeightType type : kGroupedTypes) {
+  for (const Grouping& grouping : kGroupings) {
     const int64_t rows = 35, cols = 256;
-    TestWeights w(type, rows, cols, 310);
+    TestWeights w(grouping.type, rows, cols, 310);
     std::vector<uint8_t> storage;
-    const WeightView grouped = Grouped(w, storage);
+    const WeightView grouped = Grouped(w, grouping.layout, storage);
     std::vector<float> a(cols), b(cols);
     for (int64_t r = 0; r < rows; ++r) {
       DequantizeRow(w.view, r, a.data());

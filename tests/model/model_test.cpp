@@ -110,7 +110,8 @@ TEST(ModelTest, FingerprintIsTheStoredFilesWhateverTheLayout) {
   ASSERT_NE(q, nullptr);
   const bool same = std::memcmp(q->data, mapped->file().FindTensor("blk.0.attn_q.weight")->data,
                                 q->num_bytes) == 0;
-  EXPECT_EQ(same, !kernels::PrefersRowGroups(kernels::BestCpuTarget(), kernels::WeightType::kQ4_0));
+  EXPECT_EQ(same, kernels::PreferredLayout(kernels::BestCpuTarget(), kernels::WeightType::kQ4_0) ==
+                      kernels::WeightLayout::kRowMajor);
   std::filesystem::remove(path);
 }
 
