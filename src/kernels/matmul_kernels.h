@@ -161,7 +161,7 @@ void KQuantTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w
 ActivationForm ActivationFormAvx2(WeightType type);
 
 // The row-group tile of the AVX2 target (row_groups_avx2.cpp), over WeightLayout::kRowStreams:
-// Q4_0 and Q5_0, else none.
+// Q4_0, Q5_0 and Q8_0, else none.
 bool HasRowGroupTileAvx2(WeightType type);
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                       const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);

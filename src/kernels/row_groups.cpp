@@ -49,7 +49,16 @@ constexpr BlockPieces Q5_0Pieces() {
   return p;
 }
 
+// Q8_0: the eight words of codes, then d.
+constexpr BlockPieces Q8_0Pieces() {
+  BlockPieces p;
+  for (int i = 0; i < 8; ++i) p.pieces[p.count++] = {static_cast<uint8_t>(2 + 4 * i), 4};
+  p.pieces[p.count++] = {0, 2};  // d
+  return p;
+}
+
 constexpr BlockPieces kQ4_0 = Q4_0Pieces();
+constexpr BlockPieces kQ8_0 = Q8_0Pieces();
 constexpr BlockPieces kQ5_0 = Q5_0Pieces();
 constexpr BlockPieces kQ4_K = WordPieces(36);
 constexpr BlockPieces kQ5_K = WordPieces(44);
@@ -59,6 +68,7 @@ const BlockPieces* PiecesOf(WeightType type, WeightLayout layout) {
   if (layout == WeightLayout::kRowStreams) {
     if (type == WeightType::kQ4_0) return &kQ4_0;
     if (type == WeightType::kQ5_0) return &kQ5_0;
+    if (type == WeightType::kQ8_0) return &kQ8_0;
     return nullptr;
   }
   if (layout != WeightLayout::kRowGroups) return nullptr;

@@ -1,14 +1,14 @@
-// Decode tiles (1 to 4 tokens) for AVX2 over rows in the row-group layout (row_groups.h): Q5_0,
-// the type small models keep most of their matrices in where their widths are not multiples of
-// 256 (a 135M model's Q4_K_M file holds 72% of its weight bytes in Q5_0).
+// Decode tiles (1 to 4 tokens) for AVX2 over rows in the row-streams layout (row_groups.h): Q4_0,
+// Q5_0 and Q8_0. Q5_0 is the type small models keep most of their matrices in where their widths
+// are not multiples of 256 (a 135M model's Q4_K_M file holds 72% of its weight bytes in Q5_0).
 //
-// The row-by-row tile (decode_avx2.cpp) spent 19 instructions on a row's block of 32 codes, six
-// of them testing the stored fifth bits with a byte shuffle and a compare, and, on rows as short
-// as a small model's, a horizontal sum and a span set-up per few blocks. Here a 32-byte vector
-// holds one code word of 8 rows (row r in 32-bit lane r), the fifth bits come recoded so that one
-// shift and one mask place them, and a row's 8 lane sums stay in 8 registers, one per lane of the
-// row-by-row tile: about 12.5 instructions per row's block, and no per-row work but the final
-// tree of adds.
+// The row-by-row tile (decode_avx2.cpp) spent 19 instructions on a row's Q5_0 block of 32 codes,
+// six of them testing the stored fifth bits with a byte shuffle and a compare, and, on rows as
+// short as a small model's, a horizontal sum and a span set-up per few blocks. Here a 32-byte
+// vector holds one code word of 8 rows (row r in 32-bit lane r), the fifth bits come recoded so
+// that one shift and one mask place them, and a row's 8 lane sums stay in 8 registers, one per lane
+// of the row-by-row tile: about 12.5 instructions per row's block, and no per-row work but the
+// final tree of adds.
 //
 // The arithmetic is the row-by-row tile's, so the same bits: its lane i of block b holds the
 // exact integer sum of (code - 16) * x over elements 4i..4i+3, converted and fused into lane i's
@@ -34,14 +34,16 @@ namespace {
 using avx2::Load32;
 
 // Where a stream of a group in kRowStreams keeps its pieces (row_groups.h): block b's code word u
-// of the stream's 8 rows at words + b * kBlockBytes + 32 u, Q5_0's recoded qh words at qh + b *
-// kBlockBytes, the 8 scales d at scales + b * kBlockBytes.
+// of the stream's 8 rows at words + b * kBlockBytes + 32 u, Q5_0's recoded qh words after the
+// code words, then the 8 scales d.
 template <typename Block>
 struct StreamLayout {
   static constexpr bool kFifthBits = std::is_same_v<Block, BlockQ5_0>;
+  static constexpr bool kEightBit = std::is_same_v<Block, BlockQ8_0>;
   static constexpr int kZeroPoint = kFifthBits ? 16 : 8;
+  static constexpr int kWords = kEightBit ? 8 : 4;
   static constexpr int64_t kBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(Block));
-  static constexpr int64_t kQhAt = 4 * 32;
+  static constexpr int64_t kQhAt = kWords * 32;
   static constexpr int64_t kScalesAt = kQhAt + (kFifthBits ? 32 : 0);
   static_assert(kScalesAt + 2 * kRowStreamRows == kBlockBytes);
   const uint8_t* words;
@@ -96,6 +98,20 @@ void StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const Layout&
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(stream.Block0Scales() + at))),
         _mm256_set1_ps(xd[2 * b]));
     const int8_t* xb = xq + b * kQk;
+    if constexpr (Layout::kEightBit) {
+      // Code word u: elements 4u..4u+3 (chain u), signed: maddubs(|w|, sign(x, w)).
+      Unroll<8>([&](auto word_index) {
+        constexpr int u = decltype(word_index)::value;
+        const __m256i word = Load32(stream.words + at + 32 * u);
+        int32_t x4;
+        std::memcpy(&x4, xb + 4 * u, sizeof(x4));
+        const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(word),
+                                                   _mm256_sign_epi8(_mm256_set1_epi32(x4), word));
+        const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+        chains[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, chains[u]);
+      });
+      continue;
+    }
     // Code word u: elements 4u..4u+3 in its low nibbles (chain u), 16 + 4u.. in its high ones
     // (chain u + 4).
     Unroll<4>([&](auto word_index) {
@@ -143,7 +159,7 @@ void GroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
 }  // namespace
 
 bool HasRowGroupTileAvx2(WeightType type) {
-  return type == WeightType::kQ4_0 || type == WeightType::kQ5_0;
+  return type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0;
 }
 
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
@@ -153,6 +169,8 @@ void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int m
       return GroupTile<StreamLayout<BlockQ4_0>>(x, t0, mt, group, ahead_end, y, y_stride);
     case WeightType::kQ5_0:
       return GroupTile<StreamLayout<BlockQ5_0>>(x, t0, mt, group, ahead_end, y, y_stride);
+    case WeightType::kQ8_0:
+      return GroupTile<StreamLayout<BlockQ8_0>>(x, t0, mt, group, ahead_end, y, y_stride);
     default:
       REPRISE_CHECK(false, "no AVX2 row-group tile for {}", WeightTypeName(type));
   }

@@ -29,11 +29,10 @@ struct Grouping {
   WeightType type;
   WeightLayout layout;
 };
-const Grouping kGroupings[] = {{WeightType::kQ4_0, WeightLayout::kRowGroups},
-                               {WeightType::kQ4_K, WeightLayout::kRowGroups},
-                               {WeightType::kQ5_K, WeightLayout::kRowGroups},
-                               {WeightType::kQ4_0, WeightLayout::kRowStreams},
-                               {WeightType::kQ5_0, WeightLayout::kRowStreams}};
+const Grouping kGroupings[] = {
+    {WeightType::kQ4_0, WeightLayout::kRowGroups},  {WeightType::kQ4_K, WeightLayout::kRowGroups},
+    {WeightType::kQ5_K, WeightLayout::kRowGroups},  {WeightType::kQ4_0, WeightLayout::kRowStreams},
+    {WeightType::kQ5_0, WeightLayout::kRowStreams}, {WeightType::kQ8_0, WeightLayout::kRowStreams}};
 
 std::string Name(const Grouping& g) {
   return std::string(WeightTypeName(g.type)) +
@@ -57,9 +56,11 @@ WeightView Grouped(const TestWeights& w, WeightLayout layout, std::vector<uint8_
 }
 
 // Widths per type: K-quants with 8, 24 and 128 sub-blocks (MinsDot's masked last step or none);
-// Q4_0 and Q5_0 with a lone last block, a span's masked last blocks, and a long row.
+// Q4_0, Q5_0 and Q8_0 with a lone last block, a span's masked last blocks, and a long row.
 std::vector<int64_t> WidthsFor(WeightType type) {
-  if (type == WeightType::kQ4_0 || type == WeightType::kQ5_0) return {96, 544, 608, 4096};
+  if (type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0) {
+    return {96, 544, 608, 4096};
+  }
   return {256, 768, 4096};
 }
 
@@ -83,11 +84,13 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
                           5 * row_bytes),
               0);
     // The documented order: in group 1, block 1, row r's copy of the block's first code word
-    // (Q4_0: bytes 2-5; Q5_0: bytes 6-9; K-quants: word 0, d and dmin) is 4-byte piece r of the
-    // block's group; in streams, rows 8-15 in a stream after rows 0-7.
+    // (Q4_0, Q8_0: bytes 2-5; Q5_0: bytes 6-9; K-quants: word 0, d and dmin) is 4-byte piece r of
+    // the block's group; in streams, rows 8-15 in a stream after rows 0-7.
     const size_t block_bytes = BlockBytes(type);
     const uint8_t* group = storage.data() + 16 * row_bytes;
-    const size_t first = type == WeightType::kQ4_0 ? 2 : type == WeightType::kQ5_0 ? 6 : 0;
+    const size_t first = type == WeightType::kQ5_0                                ? 6
+                         : type == WeightType::kQ4_0 || type == WeightType::kQ8_0 ? 2
+                                                                                  : 0;
     const int stream_rows = StreamRows(grouping.layout);
     for (int r = 0; r < 16; ++r) {
       const uint8_t* stream = group + r / stream_rows * stream_rows * row_bytes;
@@ -140,7 +143,8 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
   constexpr WeightLayout kRowMajor = WeightLayout::kRowMajor;
   EXPECT_EQ(PreferredLayout(CpuTarget::kScalar, WeightType::kQ4_K), kRowMajor);
   for (CpuTarget target : SupportedTargets()) {
-    EXPECT_EQ(PreferredLayout(target, WeightType::kQ8_0), kRowMajor);
+    EXPECT_EQ(PreferredLayout(target, WeightType::kQ8_0),
+              target == CpuTarget::kAvx2 ? WeightLayout::kRowStreams : kRowMajor);
     EXPECT_EQ(PreferredLayout(target, WeightType::kF16), kRowMajor);
     const bool avx2 = target == CpuTarget::kAvx2, avx512 = target == CpuTarget::kAvx512;
     EXPECT_EQ(PreferredLayout(target, WeightType::kQ4_K),
@@ -151,7 +155,10 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
                                                           : avx512 ? WeightLayout::kRowGroups
                                                                    : kRowMajor);
   }
-  TestWeights q8(WeightType::kQ8_0, 16, 64, 302), q5_0(WeightType::kQ5_0, 16, 64, 302);
+  TestWeights q8(WeightType::kQ8_0, 16, 64, 302), q5_0(WeightType::kQ5_0, 16, 64, 302),
+      q6k(WeightType::kQ6_K, 16, 256, 302);
+  EXPECT_THROW(ArrangeRowGroups(q6k.view, WeightLayout::kRowStreams, q6k.bytes.data()),
+               InternalError);
   EXPECT_THROW(ArrangeRowGroups(q8.view, WeightLayout::kRowGroups, q8.bytes.data()), InternalError);
   EXPECT_THROW(ArrangeRowGroups(q5_0.view, WeightLayout::kRowGroups, q5_0.bytes.data()),
                InternalError);
@@ -199,24 +206,25 @@ TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
   TestWeights q4k(WeightType::kQ4_K, 37, cols, 305), q40(WeightType::kQ4_0, 53, cols, 306),
       q8(WeightType::kQ8_0, 21, cols, 307), q5k(WeightType::kQ5_K, 96, cols, 308),
       q50(WeightType::kQ5_0, 45, cols, 312);
-  std::vector<uint8_t> s4k, s40, s5k, s50, s40s;
+  std::vector<uint8_t> s4k, s40, s5k, s50, s40s, s8s;
   const WeightView g4k = Grouped(q4k, WeightLayout::kRowGroups, s4k),
                    g40 = Grouped(q40, WeightLayout::kRowGroups, s40),
                    g5k = Grouped(q5k, WeightLayout::kRowGroups, s5k),
                    g50 = Grouped(q50, WeightLayout::kRowStreams, s50),
-                   g40s = Grouped(q40, WeightLayout::kRowStreams, s40s);
+                   g40s = Grouped(q40, WeightLayout::kRowStreams, s40s),
+                   g8s = Grouped(q8, WeightLayout::kRowStreams, s8s);
   const std::vector<float> x = RandomValues(2 * cols, 309, 2.0f);
   for (CpuTarget target : SupportedTargets()) {
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (int64_t tokens : {int64_t{1}, int64_t{2}}) {
-        const WeightView* grouped[] = {&g4k, &q8.view, &g40, &g5k, &g50, &g40s};
-        const WeightView* stored[] = {&q4k.view, &q8.view,  &q40.view,
-                                      &q5k.view, &q50.view, &q40.view};
+        const WeightView* grouped[] = {&g4k, &q8.view, &g40, &g5k, &g50, &g40s, &g8s};
+        const WeightView* stored[] = {&q4k.view, &q8.view,  &q40.view, &q5k.view,
+                                      &q50.view, &q40.view, &q8.view};
         // Two passes of four (the most one pass fuses): the second with the streams layouts,
         // and with both layouts at once.
         for (const std::array<int, 4>& fused_set :
-             {std::array{0, 1, 2, 3}, std::array{4, 1, 5, 3}}) {
+             {std::array{0, 1, 2, 3}, std::array{4, 6, 5, 3}}) {
           std::vector<std::vector<float>> fused(4), each(4);
           std::vector<MatMulOutput> outputs;
           for (int i = 0; i < 4; ++i) {
