@@ -280,6 +280,7 @@ const TargetKernels& Avx2Kernels() {
       .group_layout = WeightLayout::kRowStreams,
       .has_row_group_tile = HasRowGroupTileAvx2,
       .row_group_tile = RowGroupTileAvx2,
+      .ungroup_rows = UngroupRowStreamsAvx2,
   };
   return kernels;
 }

@@ -165,6 +165,8 @@ ActivationForm ActivationFormAvx2(WeightType type);
 bool HasRowGroupTileAvx2(WeightType type);
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                       const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
+// UngroupRows for kRowStreams with AVX2 (8 x 8 word transposes), the same bytes.
+void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
 
 // UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
 // The first prefetches ahead along the row (for reading a row from start to end); the second

@@ -3,6 +3,8 @@
 // where prefill or a target without row-group tiles reads a grouped matrix.
 #include "kernels/row_groups.h"
 
+#include <array>
+#include <cstddef>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -106,24 +108,29 @@ void ForEachPiece(WeightType type, WeightLayout layout, int64_t cols, const Move
   }
 }
 
-// Q5_0's qh words in a group, recoded (Q5_0FifthBit) and back. The words of a stream's block
-// sit after its four code-word vectors.
+// Q5_0's qh words in a group, recoded (Q5_0FifthBit) in place; the words of a stream's block sit
+// after its four code-word vectors.
 constexpr int64_t kQ5_0QhAt = 4 * 4 * kRowStreamRows;
 
-template <bool kRecode>
-void Q5_0FifthBits(uint8_t* group, int64_t cols) {
+void RecodeQ5_0FifthBits(uint8_t* group, int64_t cols) {
   const int64_t stream_block_bytes = kRowStreamRows * static_cast<int64_t>(sizeof(BlockQ5_0));
   for (int64_t b = 0; b < kRowGroupRows / kRowStreamRows * (cols / kQk); ++b) {
     for (int r = 0; r < kRowStreamRows; ++r) {
       uint8_t* word = group + b * stream_block_bytes + kQ5_0QhAt + 4 * r;
       uint32_t in, out = 0;
       std::memcpy(&in, word, sizeof(in));
-      for (int e = 0; e < kQk; ++e) {
-        const int from = kRecode ? e : Q5_0FifthBit(e), to = kRecode ? Q5_0FifthBit(e) : e;
-        out |= ((in >> from) & 1u) << to;
-      }
+      for (int e = 0; e < kQk; ++e) out |= ((in >> e) & 1u) << Q5_0FifthBit(e);
       std::memcpy(word, &out, sizeof(out));
     }
+  }
+}
+
+// A piece's bytes (2 or 4): copies of a constant size, which compile to moves.
+inline void MovePiece(uint8_t* to, const uint8_t* from, int bytes) {
+  if (bytes == 4) {
+    std::memcpy(to, from, 4);
+  } else {
+    std::memcpy(to, from, 2);
   }
 }
 
@@ -166,6 +173,33 @@ void Q5KMasksToWords(uint8_t* block) {
 
 }  // namespace
 
+// Byte k of a recoded qh word back in place, before a shift by k: its bit 2u + h is the stored
+// word's bit 4u + k + 16h (Q5_0FifthBit). Prefill reads groups back per panel, so this is a
+// table rather than a loop over the bits.
+constexpr std::array<uint32_t, 256> kQ5_0StoredBits = [] {
+  std::array<uint32_t, 256> table{};
+  for (int byte = 0; byte < 256; ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      if ((byte >> bit) & 1) table[byte] |= 1u << (4 * (bit / 2) + 16 * (bit % 2));
+    }
+  }
+  return table;
+}();
+
+void StoreQ5_0FifthBits(uint8_t* rows, int64_t cols) {
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(WeightType::kQ5_0, cols));
+  for (int r = 0; r < kRowGroupRows; ++r) {
+    for (int64_t b = 0; b < cols / kQk; ++b) {
+      uint8_t* word = rows + r * row_bytes + b * static_cast<int64_t>(sizeof(BlockQ5_0)) +
+                      offsetof(BlockQ5_0, qh);
+      uint32_t recoded, stored = 0;
+      std::memcpy(&recoded, word, sizeof(recoded));
+      for (int k = 0; k < 4; ++k) stored |= kQ5_0StoredBits[(recoded >> (8 * k)) & 255] << k;
+      std::memcpy(word, &stored, sizeof(stored));
+    }
+  }
+}
+
 bool HasGroupedLayout(WeightType type, WeightLayout layout) {
   return PiecesOf(type, layout) != nullptr;
 }
@@ -174,34 +208,31 @@ void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_
                uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
-    std::memcpy(out + in_group, rows + r * row_bytes + in_row, static_cast<size_t>(bytes));
+    MovePiece(out + in_group, rows + r * row_bytes + in_row, bytes);
   });
   if (type == WeightType::kQ5_K) {
     for (int64_t b = 0; b < cols / kQkK; ++b) {
       Q5KWordsToMasks(out + b * kRowGroupRows * sizeof(BlockQ5_K));
     }
   }
-  if (type == WeightType::kQ5_0) Q5_0FifthBits<true>(out, cols);
+  if (type == WeightType::kQ5_0) RecodeQ5_0FifthBits(out, cols);
 }
 
 void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int64_t cols,
                  uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
-  std::vector<uint8_t> words;  // Q5_K, Q5_0: the group with its fifth bits as stored again
+  std::vector<uint8_t> words;  // Q5_K: the group with its fifth bits as words again
   if (type == WeightType::kQ5_K) {
     words.assign(group, group + kRowGroupRows * row_bytes);
     for (int64_t b = 0; b < cols / kQkK; ++b) {
       Q5KMasksToWords(words.data() + b * kRowGroupRows * sizeof(BlockQ5_K));
     }
     group = words.data();
-  } else if (type == WeightType::kQ5_0) {
-    words.assign(group, group + kRowGroupRows * row_bytes);
-    Q5_0FifthBits<false>(words.data(), cols);
-    group = words.data();
   }
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
-    std::memcpy(out + r * row_bytes + in_row, group + in_group, static_cast<size_t>(bytes));
+    MovePiece(out + r * row_bytes + in_row, group + in_group, bytes);
   });
+  if (type == WeightType::kQ5_0) StoreQ5_0FifthBits(out, cols);
 }
 
 void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64_t rows,

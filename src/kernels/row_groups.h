@@ -60,6 +60,10 @@ void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_
 void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int64_t cols,
                  uint8_t* out);
 
+// A Q5_0 group's rows moved back to stored order (`rows`, [16][row_bytes]) with their qh words
+// still recoded: the qh words as stored, in place.
+void StoreQ5_0FifthBits(uint8_t* rows, int64_t cols);
+
 // Row `row` of a matrix in the grouped `layout` as stored in a file (row_bytes bytes to `out`).
 void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64_t rows,
                 int64_t cols, int64_t row, uint8_t* out);

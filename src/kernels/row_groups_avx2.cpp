@@ -156,7 +156,69 @@ void GroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
   }
 }
 
+// Row r of each stream block's code words, as stored: word vectors W[j] (dword r: row r's word j)
+// transposed so that row r's words are contiguous, then stored at `offset` of the row's block.
+template <int kWords>
+inline void StoreRowWords(const __m256i (&w)[kWords], uint8_t* first_row, int64_t row_bytes,
+                          int64_t offset) {
+  const auto row = [&](int r) { return first_row + r * row_bytes + offset; };
+  for (int half = 0; half < kWords / 4; ++half) {
+    const __m256i* q = w + 4 * half;
+    const __m256i t0 = _mm256_unpacklo_epi32(q[0], q[1]), t1 = _mm256_unpackhi_epi32(q[0], q[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(q[2], q[3]), t3 = _mm256_unpackhi_epi32(q[2], q[3]);
+    // u[i], 128-bit lane L: words 4 half .. 4 half + 3 of row i + 4 L.
+    const __m256i u[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                          _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+    for (int i = 0; i < 4; ++i) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(row(i) + 16 * half),
+                       _mm256_castsi256_si128(u[i]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(row(i + 4) + 16 * half),
+                       _mm256_extracti128_si256(u[i], 1));
+    }
+  }
+}
+
 }  // namespace
+
+void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  const int64_t blocks = cols / kQk;
+  const auto ungroup = [&]<typename Block>(Block*) {
+    using Layout = StreamLayout<Block>;
+    constexpr int64_t kCodesAt = Layout::kFifthBits ? 6 : 2;  // the codes' offset in a block
+    for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
+      const Layout stream(group, blocks, s);
+      uint8_t* first_row = out + s * kRowStreamRows * row_bytes;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t at = b * Layout::kBlockBytes;
+        __m256i words[Layout::kWords];
+        for (int u = 0; u < Layout::kWords; ++u) words[u] = Load32(stream.words + at + 32 * u);
+        uint8_t* block = first_row + b * static_cast<int64_t>(sizeof(Block));
+        StoreRowWords<Layout::kWords>(words, block, row_bytes, kCodesAt);
+        for (int r = 0; r < kRowStreamRows; ++r) {
+          std::memcpy(block + r * row_bytes, stream.Block0Scales() + at + 2 * r, 2);
+          if constexpr (Layout::kFifthBits) {
+            std::memcpy(block + r * row_bytes + 2, stream.Block0Qh() + at + 4 * r, 4);
+          }
+        }
+      }
+    }
+  };
+  switch (type) {
+    case WeightType::kQ4_0:
+      ungroup(static_cast<BlockQ4_0*>(nullptr));
+      return;
+    case WeightType::kQ5_0:
+      ungroup(static_cast<BlockQ5_0*>(nullptr));
+      StoreQ5_0FifthBits(out, cols);  // the recoded qh words copied above, as stored
+      return;
+    case WeightType::kQ8_0:
+      ungroup(static_cast<BlockQ8_0*>(nullptr));
+      return;
+    default:
+      return UngroupRows(type, WeightLayout::kRowStreams, group, cols, out);
+  }
+}
 
 bool HasRowGroupTileAvx2(WeightType type) {
   return type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0;

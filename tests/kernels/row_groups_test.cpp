@@ -139,6 +139,25 @@ TEST(KernelRowGroupsTest, VectorUngroupingGivesThePortableBytes) {
   }
 }
 
+// The AVX2 reader of row streams (prefill's) gives the portable one's bytes.
+TEST(KernelRowGroupsTest, Avx2StreamUngroupingGivesThePortableBytes) {
+  if (!CpuTargetSupported(CpuTarget::kAvx2)) GTEST_SKIP() << "needs a CPU with AVX2";
+  for (const Grouping& grouping : kGroupings) {
+    if (grouping.layout != WeightLayout::kRowStreams) continue;
+    const WeightType type = grouping.type;
+    for (int64_t cols : WidthsFor(type)) {
+      TestWeights w(type, 16, cols, 313);
+      std::vector<uint8_t> storage;
+      Grouped(w, grouping.layout, storage);
+      std::vector<uint8_t> portable(storage.size(), 0xA5), vector(storage.size(), 0x5A);
+      UngroupRows(type, grouping.layout, storage.data(), cols, portable.data());
+      UngroupRowStreamsAvx2(type, storage.data(), cols, vector.data());
+      ASSERT_EQ(portable, vector) << Name(grouping) << " cols " << cols;
+      ASSERT_EQ(portable, w.bytes);
+    }
+  }
+}
+
 TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
   constexpr WeightLayout kRowMajor = WeightLayout::kRowMajor;
   EXPECT_EQ(PreferredLayout(CpuTarget::kScalar, WeightType::kQ4_K), kRowMajor);
