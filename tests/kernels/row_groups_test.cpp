@@ -120,42 +120,34 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
   }
 }
 
-// The AVX-512 reader of groups (prefill's) gives the portable one's bytes.
-TEST(KernelRowGroupsTest, VectorUngroupingGivesThePortableBytes) {
-  if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "needs a CPU with AVX-512";
+// A target's reader of its grouped layout (TargetKernels::ungroup_rows, prefill's) gives the
+// portable one's bytes.
+void ExpectPortableBytes(WeightLayout layout,
+                         void (*reader)(WeightType, const uint8_t*, int64_t, uint8_t*)) {
   for (const Grouping& grouping : kGroupings) {
-    if (grouping.layout != WeightLayout::kRowGroups) continue;  // the AVX-512 tiles' layout
+    if (grouping.layout != layout) continue;
     const WeightType type = grouping.type;
     for (int64_t cols : WidthsFor(type)) {
       TestWeights w(type, 16, cols, 311);
       std::vector<uint8_t> storage;
-      Grouped(w, grouping.layout, storage);
+      Grouped(w, layout, storage);
       std::vector<uint8_t> portable(storage.size(), 0xA5), vector(storage.size(), 0x5A);
-      UngroupRows(type, grouping.layout, storage.data(), cols, portable.data());
-      UngroupRowsAvx512(type, storage.data(), cols, vector.data());
-      ASSERT_EQ(portable, vector) << WeightTypeName(type) << " cols " << cols;
+      UngroupRows(type, layout, storage.data(), cols, portable.data());
+      reader(type, storage.data(), cols, vector.data());
+      ASSERT_EQ(portable, vector) << Name(grouping) << " cols " << cols;
       ASSERT_EQ(portable, w.bytes);
     }
   }
 }
 
-// The AVX2 reader of row streams (prefill's) gives the portable one's bytes.
+TEST(KernelRowGroupsTest, VectorUngroupingGivesThePortableBytes) {
+  if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "needs a CPU with AVX-512";
+  ExpectPortableBytes(WeightLayout::kRowGroups, UngroupRowsAvx512);
+}
+
 TEST(KernelRowGroupsTest, Avx2StreamUngroupingGivesThePortableBytes) {
   if (!CpuTargetSupported(CpuTarget::kAvx2)) GTEST_SKIP() << "needs a CPU with AVX2";
-  for (const Grouping& grouping : kGroupings) {
-    if (grouping.layout != WeightLayout::kRowStreams) continue;
-    const WeightType type = grouping.type;
-    for (int64_t cols : WidthsFor(type)) {
-      TestWeights w(type, 16, cols, 313);
-      std::vector<uint8_t> storage;
-      Grouped(w, grouping.layout, storage);
-      std::vector<uint8_t> portable(storage.size(), 0xA5), vector(storage.size(), 0x5A);
-      UngroupRows(type, grouping.layout, storage.data(), cols, portable.data());
-      UngroupRowStreamsAvx2(type, storage.data(), cols, vector.data());
-      ASSERT_EQ(portable, vector) << Name(grouping) << " cols " << cols;
-      ASSERT_EQ(portable, w.bytes);
-    }
-  }
+  ExpectPortableBytes(WeightLayout::kRowStreams, UngroupRowStreamsAvx2);
 }
 
 TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
