@@ -112,15 +112,28 @@ void ForEachPiece(WeightType type, WeightLayout layout, int64_t cols, const Move
 // after its four code-word vectors.
 constexpr int64_t kQ5_0QhAt = 4 * 4 * kRowStreamRows;
 
+// The recoded bits of byte m of a stored qh word: its bit i is element 8m + i's.
+constexpr std::array<std::array<uint32_t, 256>, 4> kQ5_0RecodedBits = [] {
+  std::array<std::array<uint32_t, 256>, 4> table{};
+  for (int m = 0; m < 4; ++m) {
+    for (int byte = 0; byte < 256; ++byte) {
+      for (int bit = 0; bit < 8; ++bit) {
+        if ((byte >> bit) & 1) table[m][byte] |= 1u << Q5_0FifthBit(8 * m + bit);
+      }
+    }
+  }
+  return table;
+}();
+
 void RecodeQ5_0FifthBits(uint8_t* group, int64_t cols) {
   const int64_t stream_block_bytes = kRowStreamRows * static_cast<int64_t>(sizeof(BlockQ5_0));
   for (int64_t b = 0; b < kRowGroupRows / kRowStreamRows * (cols / kQk); ++b) {
     for (int r = 0; r < kRowStreamRows; ++r) {
       uint8_t* word = group + b * stream_block_bytes + kQ5_0QhAt + 4 * r;
-      uint32_t in, out = 0;
-      std::memcpy(&in, word, sizeof(in));
-      for (int e = 0; e < kQk; ++e) out |= ((in >> e) & 1u) << Q5_0FifthBit(e);
-      std::memcpy(word, &out, sizeof(out));
+      uint32_t stored, recoded = 0;
+      std::memcpy(&stored, word, sizeof(stored));
+      for (int m = 0; m < 4; ++m) recoded |= kQ5_0RecodedBits[m][(stored >> (8 * m)) & 255];
+      std::memcpy(word, &recoded, sizeof(recoded));
     }
   }
 }
