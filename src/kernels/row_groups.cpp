@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -35,33 +36,22 @@ constexpr BlockPieces WordPieces(int words) {
   return p;
 }
 
-constexpr BlockPieces Q4_0Pieces() {
+// A legacy block (Block's d first): its words of codes, then Q5_0's qh (recoded in place,
+// Q5_0FifthBit), then the 16-bit scale d.
+template <typename Block>
+constexpr BlockPieces CodeWordPieces() {
   BlockPieces p;
-  for (int i = 0; i < 4; ++i) p.pieces[p.count++] = {static_cast<uint8_t>(2 + 4 * i), 4};
-  p.pieces[p.count++] = {0, 2};  // d
+  for (size_t at = offsetof(Block, qs); at < sizeof(Block); at += 4) {
+    p.pieces[p.count++] = {static_cast<uint8_t>(at), 4};
+  }
+  if constexpr (std::is_same_v<Block, BlockQ5_0>) p.pieces[p.count++] = {offsetof(Block, qh), 4};
+  p.pieces[p.count++] = {offsetof(Block, d), 2};
   return p;
 }
 
-// Q5_0: the four words of codes, then qh (recoded in place, Q5_0FifthBit), then d.
-constexpr BlockPieces Q5_0Pieces() {
-  BlockPieces p;
-  for (int i = 0; i < 4; ++i) p.pieces[p.count++] = {static_cast<uint8_t>(6 + 4 * i), 4};
-  p.pieces[p.count++] = {2, 4};  // qh
-  p.pieces[p.count++] = {0, 2};  // d
-  return p;
-}
-
-// Q8_0: the eight words of codes, then d.
-constexpr BlockPieces Q8_0Pieces() {
-  BlockPieces p;
-  for (int i = 0; i < 8; ++i) p.pieces[p.count++] = {static_cast<uint8_t>(2 + 4 * i), 4};
-  p.pieces[p.count++] = {0, 2};  // d
-  return p;
-}
-
-constexpr BlockPieces kQ4_0 = Q4_0Pieces();
-constexpr BlockPieces kQ8_0 = Q8_0Pieces();
-constexpr BlockPieces kQ5_0 = Q5_0Pieces();
+constexpr BlockPieces kQ4_0 = CodeWordPieces<BlockQ4_0>();
+constexpr BlockPieces kQ5_0 = CodeWordPieces<BlockQ5_0>();
+constexpr BlockPieces kQ8_0 = CodeWordPieces<BlockQ8_0>();
 constexpr BlockPieces kQ4_K = WordPieces(36);
 constexpr BlockPieces kQ5_K = WordPieces(44);
 
@@ -108,10 +98,7 @@ void ForEachPiece(WeightType type, WeightLayout layout, int64_t cols, const Move
   }
 }
 
-// Q5_0's qh words in a group, recoded (Q5_0FifthBit) in place; the words of a stream's block sit
-// after its four code-word vectors.
-constexpr int64_t kQ5_0QhAt = 4 * 4 * kRowStreamRows;
-
+// Q5_0's qh words in a group, recoded (Q5_0FifthBit) in place.
 // The recoded bits of byte m of a stored qh word: its bit i is element 8m + i's.
 constexpr std::array<std::array<uint32_t, 256>, 4> kQ5_0RecodedBits = [] {
   std::array<std::array<uint32_t, 256>, 4> table{};
@@ -129,7 +116,7 @@ void RecodeQ5_0FifthBits(uint8_t* group, int64_t cols) {
   const int64_t stream_block_bytes = kRowStreamRows * static_cast<int64_t>(sizeof(BlockQ5_0));
   for (int64_t b = 0; b < kRowGroupRows / kRowStreamRows * (cols / kQk); ++b) {
     for (int r = 0; r < kRowStreamRows; ++r) {
-      uint8_t* word = group + b * stream_block_bytes + kQ5_0QhAt + 4 * r;
+      uint8_t* word = group + b * stream_block_bytes + kQ5_0StreamQhAt + 4 * r;
       uint32_t stored, recoded = 0;
       std::memcpy(&stored, word, sizeof(stored));
       for (int m = 0; m < 4; ++m) recoded |= kQ5_0RecodedBits[m][(stored >> (8 * m)) & 255];

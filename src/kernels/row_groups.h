@@ -44,6 +44,10 @@ constexpr int64_t Q5KFifthBitMask(int j, int u, int half) {
 // them at bit 4, where testing stored qh bits took a byte shuffle and a compare.
 constexpr int Q5_0FifthBit(int e) { return 8 * (e % 4) + 2 * (e % 16 / 4) + e / 16; }
 
+// Where a Q5_0 stream block (kRowStreams) keeps its rows' qh words: after its four vectors of
+// code words.
+inline constexpr int64_t kQ5_0StreamQhAt = 4 * 4 * kRowStreamRows;
+
 // Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q4_K and Q5_K; kRowStreams for
 // Q4_0, Q5_0 and Q8_0.
 bool HasGroupedLayout(WeightType type, WeightLayout layout);

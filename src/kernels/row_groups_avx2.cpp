@@ -17,7 +17,6 @@
 // registers.
 #include <cstring>
 #include <type_traits>
-#include <utility>
 
 #include "core/error.h"
 #include "kernels/matmul_kernels.h"
@@ -43,7 +42,8 @@ struct StreamLayout {
   static constexpr int kZeroPoint = kFifthBits ? 16 : 8;
   static constexpr int kWords = kEightBit ? 8 : 4;
   static constexpr int64_t kBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(Block));
-  static constexpr int64_t kQhAt = kWords * 32;
+  static constexpr int64_t kQhAt = kWords * 4 * kRowStreamRows;
+  static_assert(!kFifthBits || kQhAt == kQ5_0StreamQhAt);
   static constexpr int64_t kScalesAt = kQhAt + (kFifthBits ? 32 : 0);
   static_assert(kScalesAt + 2 * kRowStreamRows == kBlockBytes);
   const uint8_t* words;
@@ -52,12 +52,6 @@ struct StreamLayout {
   const uint8_t* Block0Qh() const { return words + kQhAt; }
   const uint8_t* Block0Scales() const { return words + kScalesAt; }
 };
-
-template <int N, typename F>
-inline void Unroll(const F& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
-  (std::make_integer_sequence<int, N>());
-}
 
 // 0x10 in each byte whose bit kBit of the recoded qh is set (Q5_0FifthBit).
 template <int kBit>

@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
-#include <utility>
 
 #include "kernels/k_group_avx512.h"
 #include "kernels/matmul_kernels.h"
@@ -34,12 +33,6 @@
 namespace reprise::kernels {
 
 namespace {
-
-template <int N, typename F>
-inline void Unroll(const F& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
-  (std::make_integer_sequence<int, N>());
-}
 
 inline __m512i Vec(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
