@@ -109,6 +109,65 @@ inline void SoftmaxBlockStep(AttentionRows& state, int head_dim, int first_row, 
   }
 }
 
+// A row's scores of one softmax span (the f32/f16 kernel's), kSpanScoreStride floats apart.
+inline constexpr int kSpanScoreStride = std::max(kMaxAttentionBlockSize, kSoftmaxSpanPositions);
+
+// The online-softmax step of rows [first_row, num_rows) over the span of `span_length` positions
+// from span_start (the f32/f16 kernel's), whose scores are in scores[r * kSpanScoreStride + j] (a
+// row's own positions in the span: j < its positions - span_start): first each row's new max, then
+// the corrections exp(old max - new max) of 8 rows per ExpNonPositive (the same lane operations as
+// one row's, so the same values, without a dependency chain per row), then each row's
+// probabilities (written over its scores), sum, and accumulators times the correction.
+inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, int span_start,
+                            int span_length, float* scores) {
+  const int num_rows = state.num_rows;
+  alignas(32) float span_max[kMaxAttentionRows + 8];
+  alignas(32) float corrections[kMaxAttentionRows + 8];
+  const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int r = first_row; r < num_rows; ++r) {
+    const int n = std::min(span_length, state.positions[r] - span_start);
+    const float* row = scores + r * kSpanScoreStride;
+    __m256 maxes = minus_inf;  // a max is exact in any order
+    for (int j = 0; j < n; j += 8) {
+      const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
+      maxes = _mm256_max_ps(maxes, _mm256_blendv_ps(minus_inf, _mm256_load_ps(row + j), live));
+    }
+    span_max[r] = std::max(state.running_max[r], HorizontalMax(maxes));
+  }
+  for (int r = first_row; r < num_rows; r += 8) {
+    const __m256i mask = LaneMask(num_rows - r);
+    const __m256 old_max = _mm256_maskload_ps(state.running_max + r, mask);
+    const __m256 new_max = _mm256_maskload_ps(span_max + r, mask);
+    // Lanes past num_rows hold 0 - 0: their exp is computed and never read.
+    _mm256_store_ps(corrections + (r - first_row), ExpNonPositive(_mm256_sub_ps(old_max, new_max)));
+  }
+  for (int r = first_row; r < num_rows; ++r) {
+    const int n = std::min(span_length, state.positions[r] - span_start);
+    float* row = scores + r * kSpanScoreStride;
+    const float correction = corrections[r - first_row];
+    // The span's probabilities summed lane-wise over its 8-slot chunks, then by the fixed tree of
+    // HorizontalSum (0 in the lanes past n, which adds exactly nothing).
+    const __m256 max = _mm256_set1_ps(span_max[r]);
+    __m256 sums = _mm256_setzero_ps();
+    for (int j = 0; j < n; j += 8) {
+      const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
+      const __m256 e =
+          _mm256_and_ps(ExpNonPositive(_mm256_sub_ps(_mm256_load_ps(row + j), max)), live);
+      _mm256_store_ps(row + j, e);
+      sums = _mm256_add_ps(sums, e);
+    }
+    state.running_max[r] = span_max[r];
+    state.running_sum[r] = state.running_sum[r] * correction + HorizontalSum(sums);
+    if (correction == 1.0f) continue;  // the max held: acc * 1 is acc
+    float* acc = state.out_rows[r];
+    const __m256 c = _mm256_set1_ps(correction);
+    for (int d = 0; d < head_dim; d += 8) {
+      const int m = std::min(8, head_dim - d);
+      StoreAcc(acc + d, m, _mm256_mul_ps(LoadAcc(acc + d, m), c));
+    }
+  }
+}
+
 // The end of a kernel call: each row's out = acc * (1 / sum), or, for a split (blocks.max set),
 // its running max and sum handed out with acc left as it is.
 inline void FinishRows(const AttentionRows& state, int head_dim, const AttentionBlocks& blocks) {

@@ -105,7 +105,7 @@ inline void PrefetchBlockPlanes(const uint8_t* k, const uint8_t* v, size_t plane
 // stalled issue while the memory queues were full. The chunk of kLanes slots from slot j0 asks
 // for its share of the next block's planes, bytes [j0, j0 + kLanes) * head_dim elements, in
 // order: together the chunks of a full block ask for every line. One object per chunk, called
-// once per pair of key dimensions (ScoreRowTile's each_pair).
+// once per pair of key dimensions (a score tile's each_pair).
 template <int kLanes, size_t kElementBytes>
 class NextBlockLines {
  public:
@@ -129,7 +129,7 @@ class NextBlockLines {
   const uint8_t* v_;
 };
 
-// ScoreRowTile's each_pair where nothing is asked for.
+// A score tile's each_pair where nothing is asked for.
 struct NoLines {
   void operator()() const {}
 };
