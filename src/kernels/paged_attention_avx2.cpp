@@ -141,8 +141,8 @@ inline __attribute__((always_inline)) void ScoreSlots(const float* const* q_rows
   }
 }
 
-constexpr int kValueHeads = 4;   // query rows x
-constexpr int kValueChunks = 2;  //   8-wide chunks of V accumulated in registers
+constexpr int kValueHeads = 3;   // query rows x
+constexpr int kValueChunks = 4;  //   8-wide chunks of V accumulated in registers
 
 // Where a value tile reads values: rows of up to 8 dimensions from d of slot j as f32 (`width`
 // lanes, +0 in the others), walked slot by slot. StoredValues reads a block's stored values;
@@ -174,7 +174,7 @@ struct StagedValues {
 
 // The value pass of a run of slots (one block, or a span's staged values) for the kRows rows from
 // r0 (the rows present): out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r]
-// in order, with p[r][j] = scores[r * kSpanScoreStride + j], a tile of kRows rows x 16 dimensions
+// in order, with p[r][j] = scores[r * kSpanScoreStride + j], a tile of kRows rows x 32 dimensions
 // held in registers across the slots. kWholeChunks: head_dim is a multiple of 8 * kValueChunks,
 // so no chunk needs a width test (with them, a decoding token's value pass spent more
 // instructions on tests and branches than on its fused multiply-adds).

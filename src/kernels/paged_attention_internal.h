@@ -67,26 +67,24 @@ struct AttentionRows {
 };
 
 // Calls tile(std::integral_constant<int, n>{}, r0) for query rows [first, end) in tiles of kTile
-// (at most 4) rows from r0, the last one as many as remain: a constant row count keeps a tile's
+// (at most 8) rows from r0, the last one as many as remain: a constant row count keeps a tile's
 // accumulators in registers.
+template <int kRows, typename Tile>
+inline void RemainderRowTile(int rows, int r0, const Tile& tile) {
+  if constexpr (kRows >= 1) {
+    if (rows == kRows) {
+      tile(std::integral_constant<int, kRows>{}, r0);
+      return;
+    }
+    RemainderRowTile<kRows - 1>(rows, r0, tile);
+  }
+}
 template <int kTile, typename Tile>
 inline void ForRowTiles(int first, int end, const Tile& tile) {
-  static_assert(kTile >= 1 && kTile <= 4, "the remainders are 1 to 3 rows");
+  static_assert(kTile >= 1 && kTile <= 8, "tiles of 1 to 8 rows");
   int r0 = first;
   for (; r0 + kTile <= end; r0 += kTile) tile(std::integral_constant<int, kTile>{}, r0);
-  switch (end - r0) {
-    case 3:
-      if constexpr (kTile > 3) tile(std::integral_constant<int, 3>{}, r0);
-      break;
-    case 2:
-      if constexpr (kTile > 2) tile(std::integral_constant<int, 2>{}, r0);
-      break;
-    case 1:
-      if constexpr (kTile > 1) tile(std::integral_constant<int, 1>{}, r0);
-      break;
-    default:
-      break;
-  }
+  RemainderRowTile<kTile - 1>(end - r0, r0, tile);
 }
 
 // Asks for a block's K and V planes (of one layer and KV head), `plane_bytes` each, into L2
