@@ -27,7 +27,7 @@ std::string_view CpuTargetName(CpuTarget target);
 // or in Redis by an older build are not reused by one that would compute other bits.
 inline constexpr int kKernelNumericsVersion = 3;
 
-// What a KV block computed by this process can be reused under, e.g. "avx512.2": the target's
+// What a KV block computed by this process can be reused under, e.g. "avx512.3": the target's
 // name and kKernelNumericsVersion. Each target sums in its own order, so the same prompt gives
 // other K/V bits on another target; reusing them there would change that replica's answers.
 std::string KernelNumerics(CpuTarget target);
