@@ -1,6 +1,7 @@
 // The online softmax of the AVX2 PagedAttention kernels (f32/f16 and q8 K/V), written once: its
-// exp, its step over one block and the rows' last normalization, with the masks and row helpers
-// they use. Include only from files compiled for AVX2.
+// exp, its step over one span of blocks (f32/f16) or one block (q8), and the rows' last
+// normalization, with the masks and row helpers they use. Include only from files compiled for
+// AVX2.
 #pragma once
 
 #include <algorithm>
@@ -58,7 +59,7 @@ inline void StoreAcc(float* p, int n, __m256 v) {
 // A row's scores of one block, kMaxAttentionBlockSize floats apart; whole 8-lane chunks.
 inline constexpr int kBlockScoreStride = kMaxAttentionBlockSize;
 
-// The online-softmax step of rows [first_row, num_rows) over the block entered last
+// The online-softmax step of the q8 kernel: rows [first_row, num_rows) over the block entered last
 // (state.filled), whose scores are in scores[r * kBlockScoreStride + j]: each row's new max and
 // correction, its probabilities (written over its scores, 0 in the lanes past its filled
 // slots), sum, and accumulators times the correction.

@@ -1,6 +1,7 @@
 // PagedAttention over q8 K/V with AVX2 (compiled with those flags only for this file; chosen at
-// run time). The f32/f16 AVX2 kernel's blocks and online softmax (attention_softmax_avx2.h)
-// around the q8 integer sums (paged_attention_q8.h), without VNNI:
+// run time). An online softmax step per block (SoftmaxBlockStep in attention_softmax_avx2.h;
+// the f32/f16 kernel steps per span of blocks) around the q8 integer sums (paged_attention_q8.h),
+// without VNNI:
 //
 //   scores: per 8 slots and group of kKvQ8KeyGroup key dimensions, the exact integer sum of
 //     key code x query code: the keys' bias taken off by an exclusive or, then VPMADDUBSW of the
