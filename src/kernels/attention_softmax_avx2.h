@@ -113,20 +113,20 @@ inline void SoftmaxBlockStep(AttentionRows& state, int head_dim, int first_row, 
 // A row's scores of one softmax span (the f32/f16 kernel's), kSpanScoreStride floats apart.
 inline constexpr int kSpanScoreStride = std::max(kMaxAttentionBlockSize, kSoftmaxSpanPositions);
 
-// The online-softmax step of rows [first_row, num_rows) over the span of `span_length` positions
-// from span_start (the f32/f16 kernel's), whose scores are in scores[r * kSpanScoreStride + j] (a
-// row's own positions in the span: j < its positions - span_start): first each row's new max, then
-// the corrections exp(old max - new max) of 8 rows per ExpNonPositive (the same lane operations as
-// one row's, so the same values, without a dependency chain per row), then each row's
-// probabilities (written over its scores), sum, and accumulators times the correction.
-inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, int span_start,
-                            int span_length, float* scores) {
+// The online-softmax step of rows [first_row, num_rows) over `span` (the f32/f16 kernel's), whose
+// scores are in scores[r * kSpanScoreStride + j] (a row's own positions in the span:
+// j < state.PositionsIn(span, r)): first each row's new max, then the corrections
+// exp(old max - new max) of 8 rows per ExpNonPositive (the same lane operations as one row's, so
+// the same values, without a dependency chain per row), then each row's probabilities (written
+// over its scores), sum, and accumulators times the correction.
+inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row,
+                            const SoftmaxSpan& span, float* scores) {
   const int num_rows = state.num_rows;
   alignas(32) float span_max[kMaxAttentionRows + 8];
   alignas(32) float corrections[kMaxAttentionRows + 8];
   const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   for (int r = first_row; r < num_rows; ++r) {
-    const int n = std::min(span_length, state.positions[r] - span_start);
+    const int n = state.PositionsIn(span, r);
     const float* row = scores + r * kSpanScoreStride;
     __m256 maxes = minus_inf;  // a max is exact in any order
     for (int j = 0; j < n; j += 8) {
@@ -143,7 +143,7 @@ inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, i
     _mm256_store_ps(corrections + (r - first_row), ExpNonPositive(_mm256_sub_ps(old_max, new_max)));
   }
   for (int r = first_row; r < num_rows; ++r) {
-    const int n = std::min(span_length, state.positions[r] - span_start);
+    const int n = state.PositionsIn(span, r);
     float* row = scores + r * kSpanScoreStride;
     const float correction = corrections[r - first_row];
     // The span's probabilities summed lane-wise over its 8-slot chunks, then by the fixed tree of

@@ -39,20 +39,19 @@ inline __m512 ExpNonPositive(__m512 x) {
   return _mm512_scalef_ps(y, n);
 }
 
-// The online-softmax step of rows [first_row, num_rows) over the span of `span_length` positions
-// from span_start, whose scores are in scores[r * kScoreStride + j] (a row's own positions in the
-// span: j < its positions - span_start): first each row's new max, then the corrections
-// exp(old max - new max) of 16 rows per ExpNonPositive (the same lane operations as one row's,
-// so the same values; one row at a time, each waited on its own exp's dependency chain), then
-// each row's probabilities (written over its scores), sum, and accumulators times the
-// correction.
-inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, int span_start,
-                            int span_length, float* scores) {
+// The online-softmax step of rows [first_row, num_rows) over `span`, whose scores are in
+// scores[r * kScoreStride + j] (a row's own positions in the span: j < state.PositionsIn(span, r)):
+// first each row's new max, then the corrections exp(old max - new max) of 16 rows per
+// ExpNonPositive (the same lane operations as one row's, so the same values; one row at a time,
+// each waited on its own exp's dependency chain), then each row's probabilities (written over its
+// scores), sum, and accumulators times the correction.
+inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row,
+                            const SoftmaxSpan& span, float* scores) {
   const int num_rows = state.num_rows;
   float span_max[kMaxAttentionRows];
   alignas(64) float corrections[kMaxAttentionRows + 16];
   for (int r = first_row; r < num_rows; ++r) {
-    const int n = std::min(span_length, state.positions[r] - span_start);
+    const int n = state.PositionsIn(span, r);
     const float* row = scores + r * kScoreStride;
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     __m512 maxes = minus_inf;  // a max is exact in any order
@@ -69,7 +68,7 @@ inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row, i
                     ExpNonPositive(_mm512_maskz_sub_ps(mask, old_max, new_max)));
   }
   for (int r = first_row; r < num_rows; ++r) {
-    const int n = std::min(span_length, state.positions[r] - span_start);
+    const int n = state.PositionsIn(span, r);
     float* row = scores + r * kScoreStride;
     const float new_max = span_max[r];
     const float correction = corrections[r - first_row];

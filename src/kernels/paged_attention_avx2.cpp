@@ -271,19 +271,17 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   // never cut), not per block, and a value tile runs through a whole span: with 16-position
   // blocks, per-block steps spent a third of a warm turn's attention on that bookkeeping and on
   // the accumulators' loads and stores.
-  const int span_blocks = std::max(1, kSoftmaxSpanPositions / block_size);
+  const int span_blocks = SoftmaxSpanBlocks(kSoftmaxSpanPositions, block_size);
   for (int span_first = blocks.first_block; span_first < end_block;) {
-    const int span_end = std::min(end_block, (span_first / span_blocks + 1) * span_blocks);
-    const int span_start = span_first * block_size;  // its first position
-    const int span_length = (span_end - span_first) * block_size;
+    const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     // Rows [first_row, num_rows) reach into the span; a row's positions in it are contiguous from
-    // span_start, and a row that ends inside one block reaches no later block.
+    // span.start, and a row that ends inside one block reaches no later block.
     const int first_row = state.EnterBlock(span_first, block_size);
     // Scores, block by block, kTileSlots slots at a time, one slot per lane: slots up to the
     // longest row's are computed; a row reads only its own filled ones. A single row tile
     // (decode) reads the stored keys directly, asking for the next block's lines as it goes;
     // several widen them once.
-    for (int b = span_first; b < span_end; ++b) {
+    for (int b = span_first; b < span.end_block; ++b) {
       const int block_row = state.EnterBlock(b, block_size);
       const int max_filled = filled[num_rows - 1];
       const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
@@ -329,10 +327,10 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // Softmax bookkeeping over the rows' positions in the span, then values: with several value
     // tiles and a span that fits, the span's values widened once (exact) and each tile run
     // through the whole span; otherwise block by block from storage.
-    SoftmaxSpanStep(state, head_dim, first_row, span_start, span_length, &scores[0][0]);
+    SoftmaxSpanStep(state, head_dim, first_row, span, &scores[0][0]);
     int span_filled[kMaxAttentionRows];  // [num_rows] the row's positions in the span
     for (int r = first_row; r < num_rows; ++r) {
-      span_filled[r] = std::min(span_length, state.positions[r] - span_start);
+      span_filled[r] = state.PositionsIn(span, r);
     }
     const int max_span_filled = span_filled[num_rows - 1];
     if (num_rows - first_row > kValueHeads && whole_chunks &&
@@ -350,7 +348,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       ValuePass<true>(StagedValues{staged_values, head_dim}, head_dim, first_row, num_rows,
                       span_filled, &scores[0][0], out_rows);
     } else {
-      for (int b = span_first; b < span_end; ++b) {
+      for (int b = span_first; b < span.end_block; ++b) {
         const int block_row = state.EnterBlock(b, block_size);
         const float* block_scores = &scores[0][0] + (b - span_first) * block_size;
         const StoredValues<kType> values{kv.Plane(block_table[b], layer, 1, kv_head), row_bytes};
@@ -361,7 +359,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         }
       }
     }
-    span_first = span_end;
+    span_first = span.end_block;
   }
   FinishRows(state, head_dim, blocks);
 }

@@ -222,23 +222,10 @@ template <KvType kSrc>
 void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
                int first_row, int num_rows, const int* filled, const float* scores,
                float* const* out_rows, int d0) {
-  int r0 = first_row;
-  for (; r0 + kValueHeads <= num_rows; r0 += kValueHeads) {
-    ValueTile<kSrc, kValueHeads>(v, stride, offset, masks, r0, filled, scores, out_rows, d0);
-  }
-  switch (num_rows - r0) {
-    case 3:
-      ValueTile<kSrc, 3>(v, stride, offset, masks, r0, filled, scores, out_rows, d0);
-      break;
-    case 2:
-      ValueTile<kSrc, 2>(v, stride, offset, masks, r0, filled, scores, out_rows, d0);
-      break;
-    case 1:
-      ValueTile<kSrc, 1>(v, stride, offset, masks, r0, filled, scores, out_rows, d0);
-      break;
-    default:
-      break;
-  }
+  ForRowTiles<kValueHeads>(first_row, num_rows, [&](auto rows, int r0) {
+    ValueTile<kSrc, decltype(rows)::value>(v, stride, offset, masks, r0, filled, scores, out_rows,
+                                           d0);
+  });
 }
 
 // A run of consecutive tokens; query row r = t * group + g is head g of token t, at position
@@ -269,19 +256,17 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   // Softmax spans: the online softmax's max, correction and sums are taken once per span of
   // kSoftmaxSpanPositions positions (whole blocks, a fixed partition of positions that splits
   // never cut), not per block, so small blocks do not pay that bookkeeping every 16 positions.
-  const int span_blocks = std::max(1, kSoftmaxSpanPositions / block_size);
+  const int span_blocks = SoftmaxSpanBlocks(kSoftmaxSpanPositions, block_size);
   for (int span_first = blocks.first_block; span_first < end_block;) {
-    const int span_end = std::min(end_block, (span_first / span_blocks + 1) * span_blocks);
-    const int span_start = span_first * block_size;  // its first position
-    const int span_length = (span_end - span_first) * block_size;
+    const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     // Rows [first_row, num_rows) reach into the span; a row's positions in it are contiguous from
-    // span_start, and a row that ends inside one block reaches no later block.
+    // span.start, and a row that ends inside one block reaches no later block.
     const int first_row = state.EnterBlock(span_first, block_size);
     // The span's chunks of 16 slots, block by block: slots up to the longest row's are computed;
     // a row reads only its own filled ones.
     KeyChunk chunks[kMaxSpanChunks];
     int num_chunks = 0;
-    for (int b = span_first; b < span_end; ++b) {
+    for (int b = span_first; b < span.end_block; ++b) {
       const int block_row = state.EnterBlock(b, block_size);
       const int max_filled = filled[num_rows - 1];
       const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
@@ -349,7 +334,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       i += taken;
     }
     // Softmax bookkeeping over the rows' positions in the span, then values block by block.
-    SoftmaxSpanStep(state, head_dim, first_row, span_start, span_length, &scores[0][0]);
+    SoftmaxSpanStep(state, head_dim, first_row, span, &scores[0][0]);
     // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
     // 4 rows x 64 dimensions held in registers across the slots. A slot past a row's filled
     // ones leaves that row's accumulators as they are (masked fma), so garbage in later slots
@@ -364,7 +349,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       if (kType == KvType::kF16 && num_rows - first_row > kValueHeads) {
         int span_filled[kMaxAttentionRows];  // [num_rows] the row's positions in the span
         for (int r = first_row; r < num_rows; ++r) {
-          span_filled[r] = std::min(span_length, state.positions[r] - span_start);
+          span_filled[r] = state.PositionsIn(span, r);
         }
         const int max_filled = span_filled[num_rows - 1];
         for (int b = span_first, j0 = 0; j0 < max_filled; ++b, j0 += block_size) {
@@ -382,7 +367,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
                                 d0);
         continue;
       }
-      for (int b = span_first; b < span_end; ++b) {
+      for (int b = span_first; b < span.end_block; ++b) {
         const int block_row = state.EnterBlock(b, block_size);
         const float* block_scores = &scores[0][0] + (b - span_first) * block_size;
         const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
@@ -390,7 +375,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
                          out_rows, d0);
       }
     }
-    span_first = span_end;
+    span_first = span.end_block;
   }
   FinishRows(state, head_dim, blocks);
 }

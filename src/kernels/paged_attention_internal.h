@@ -25,6 +25,29 @@ inline constexpr int kMaxAttentionHeadDim = 512;
 // splits longer runs into calls of at most this many rows.
 inline constexpr int kMaxAttentionRows = 64;
 
+// One online-softmax span of a kernel call: blocks [first_block, end_block) of the block table,
+// positions [start, start + length).
+struct SoftmaxSpan {
+  int first_block;
+  int end_block;
+  int start;
+  int length;
+};
+
+// Blocks per softmax span of `span_positions` positions: whole blocks, one at the least.
+inline int SoftmaxSpanBlocks(int span_positions, int block_size) {
+  return std::max(1, span_positions / block_size);
+}
+
+// The softmax span that starts at block `first_block`: up to the next multiple of `span_blocks`
+// (SoftmaxSpanBlocks), cut at end_block. Taken one after another from a call's first block, spans
+// follow a fixed partition of the block table, whatever the call's rows.
+inline SoftmaxSpan SoftmaxSpanFrom(int first_block, int end_block, int block_size,
+                                   int span_blocks) {
+  const int end = std::min(end_block, (first_block / span_blocks + 1) * span_blocks);
+  return {first_block, end, first_block * block_size, (end - first_block) * block_size};
+}
+
 // The query rows of one kernel call and their online-softmax state. Row r = t * group + g is
 // head g of token t of the run, at position first_position + t; it attends over positions
 // [0, positions[r]) and accumulates into its out row, which starts at zero.
@@ -55,6 +78,11 @@ struct AttentionRows {
     return first_row;
   }
 
+  // Row r's positions in `span`: its first ones from span.start (a row reaching into a span).
+  int PositionsIn(const SoftmaxSpan& span, int r) const {
+    return std::min(span.length, positions[r] - span.start);
+  }
+
   int group;
   int first_position;
   int num_rows;
@@ -66,9 +94,7 @@ struct AttentionRows {
   int filled[kMaxAttentionRows];  // [num_rows] in the current block (EnterBlock)
 };
 
-// Calls tile(std::integral_constant<int, n>{}, r0) for query rows [first, end) in tiles of kTile
-// (at most 8) rows from r0, the last one as many as remain: a constant row count keeps a tile's
-// accumulators in registers.
+// ForRowTiles' last tile: tile(std::integral_constant<int, rows>{}, r0) for 1 <= rows <= kRows.
 template <int kRows, typename Tile>
 inline void RemainderRowTile(int rows, int r0, const Tile& tile) {
   if constexpr (kRows >= 1) {
@@ -79,6 +105,9 @@ inline void RemainderRowTile(int rows, int r0, const Tile& tile) {
     RemainderRowTile<kRows - 1>(rows, r0, tile);
   }
 }
+// Calls tile(std::integral_constant<int, n>{}, r0) for query rows [first, end) in tiles of kTile
+// (at most 8) rows from r0, the last one as many as remain: a constant row count keeps a tile's
+// accumulators in registers.
 template <int kTile, typename Tile>
 inline void ForRowTiles(int first, int end, const Tile& tile) {
   static_assert(kTile >= 1 && kTile <= 8, "tiles of 1 to 8 rows");

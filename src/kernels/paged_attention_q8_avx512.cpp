@@ -187,7 +187,7 @@ inline __m512 LogScale(__m512 x) {
 
 // The online-softmax step of rows [first_row, num_rows) over one span (the f32/f16 kernel's
 // SoftmaxSpanStep), with the probabilities coded for the value pass as they are made. Row r's
-// own positions in the span are its first n = min(span_length, positions - span_start); with
+// own positions in the span are its first n = state.PositionsIn(span, r); with
 // m its largest score there, M its running max before the span and M' = max(M, m):
 //   w[j]       = exp(s[j] - m) x value scale[j] (the row's largest score at 1);
 //   codes[j]   = round(w[j] x 255 / W), and 0 from n on: ProbabilityScale's rule, with the
@@ -199,13 +199,13 @@ inline __m512 LogScale(__m512 x) {
 // Exps relative to m, not M', leave each row three exps of its own per span (taken 16 rows at
 // a time), and a row's bits depend on its own positions only. `value_scales`: the span's, by
 // position.
-inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row, int span_start,
-                             int span_length, float (*scores)[kScoreStride],
+inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
+                             const SoftmaxSpan& span, float (*scores)[kScoreStride],
                              const float* value_scales, uint8_t (*codes)[kScoreStride],
                              float* code_scales) {
   const int num_rows = state.num_rows;
   alignas(64) float log_scales[kScoreStride];  // ln value scale, by position
-  const int longest = std::min(span_length, state.positions[num_rows - 1] - span_start);
+  const int longest = state.PositionsIn(span, num_rows - 1);
   for (int j = 0; j < longest; j += 16) {
     const __mmask16 mask = ChunkMask(longest, j);
     _mm512_store_ps(log_scales + j, LogScale(_mm512_maskz_loadu_ps(mask, value_scales + j)));
@@ -214,7 +214,7 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row, 
   alignas(64) float row_max[kMaxAttentionRows + 16];
   alignas(64) float weight_max[kMaxAttentionRows + 16];  // max_j (s[j] + ln value scale[j])
   for (int r = first_row; r < num_rows; ++r) {
-    n[r] = std::min(span_length, state.positions[r] - span_start);
+    n[r] = state.PositionsIn(span, r);
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     __m512 maxes = minus_inf;  // a max is exact in any order
     __m512 weight_maxes = minus_inf;
@@ -253,7 +253,7 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row, 
     const __m512 code_inverse = _mm512_set1_ps(inverse);
     const __m512 m = _mm512_set1_ps(row_max[r]);
     __m512 sums = _mm512_setzero_ps();
-    for (int j = 0; j < span_length; j += 16) {
+    for (int j = 0; j < span.length; j += 16) {
       const __mmask16 valid = j < n[r] ? ChunkMask(n[r], j) : static_cast<__mmask16>(0);
       const __m512 u =
           _mm512_maskz_mov_ps(valid, ExpProbability(_mm512_maskz_sub_ps(
@@ -261,7 +261,7 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row, 
       sums = _mm512_add_ps(sums, u);
       const __m512 weights = _mm512_mul_ps(u, _mm512_maskz_loadu_ps(valid, value_scales + j));
       _mm512_mask_cvtusepi32_storeu_epi8(
-          codes[r] + j, ChunkMask(span_length, j),
+          codes[r] + j, ChunkMask(span.length, j),
           _mm512_maskz_cvtps_epi32(valid, _mm512_mul_ps(weights, code_inverse)));
     }
     const float correction = corrections[r - first_row];
@@ -367,16 +367,14 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
   const int num_blocks = (total_positions + block_size - 1) / block_size;
   const int end_block = std::min(num_blocks, blocks.end_block);
   const size_t key_plane_bytes = kv.PlaneBytes(0);  // the larger plane
-  const int span_blocks = std::max(1, kQ8SoftmaxSpanPositions / block_size);
+  const int span_blocks = SoftmaxSpanBlocks(kQ8SoftmaxSpanPositions, block_size);
   for (int span_first = blocks.first_block; span_first < end_block;) {
-    const int span_end = std::min(end_block, (span_first / span_blocks + 1) * span_blocks);
-    const int span_start = span_first * block_size;
-    const int span_length = (span_end - span_first) * block_size;
+    const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     const int first_row = state.EnterBlock(span_first, block_size);
     // The span's key chunks and value blocks, up to the slots its longest row reads.
     int num_chunks = 0;
-    const int span_blocks_here = span_end - span_first;
-    for (int b = span_first; b < span_end; ++b) {
+    const int span_blocks_here = span.end_block - span_first;
+    for (int b = span_first; b < span.end_block; ++b) {
       state.EnterBlock(b, block_size);
       const int max_filled = state.filled[num_rows - 1];
       const int column = (b - span_first) * block_size;
@@ -390,7 +388,7 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
       std::copy_n(Q8PlaneScales(kv, v_plane), block_size, span_value_scales + column);
     }
     // The next span's blocks asked for while this one is scored (the planes are small: a burst).
-    for (int b = span_end; b < std::min(end_block, span_end + span_blocks); ++b) {
+    for (int b = span.end_block; b < std::min(end_block, span.end_block + span_blocks); ++b) {
       PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
                           kv.Plane(block_table[b], layer, 1, kv_head), key_plane_bytes);
     }
@@ -405,8 +403,8 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
         ScoreTileQ8<kRows, 1>(queries + r0, chunks + c, block_size, head_dim, tile_out);
       }
     });
-    SpanSoftmaxCodes(state, head_dim, first_row, span_start, span_length, scores, span_value_scales,
-                     codes, code_scales);
+    SpanSoftmaxCodes(state, head_dim, first_row, span, scores, span_value_scales, codes,
+                     code_scales);
     for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
       __mmask16 masks[kValueChunks];
       for (int c = 0; c < kValueChunks; ++c) {
@@ -419,7 +417,7 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
                                            state.out_rows + r0, d0);
       });
     }
-    span_first = span_end;
+    span_first = span.end_block;
   }
   FinishRows(state, head_dim, blocks);
 }
