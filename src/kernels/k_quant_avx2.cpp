@@ -14,6 +14,7 @@
 // tokens, so the float work (the same per lane and super-block, in order) gives the same bits.
 // The integers fit: |maddubs pair| <= 2 * 63 * 127, times a scale <= 128 in pairs, eight blocks
 // to a lane: under 2^26.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -30,6 +31,7 @@ namespace reprise::kernels {
 namespace {
 
 using avx2::Half;
+using avx2::kKQuantChains;
 using avx2::Load32;
 using avx2::PrefetchStretch;
 using avx2::RowAhead;
@@ -92,17 +94,13 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
   const auto* blocks = reinterpret_cast<const Block*>(row_data);
   const uint8_t* const ahead = RowAhead(w, row, row_data);
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
-  __m256 acc[MT];
-  for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
-    // Two super-blocks per pass halve the loop's own instructions (counters, pointers, branch):
-    // the tile is bound by instructions issued, and these were about one in twelve.
-#pragma GCC unroll 2
-  for (int64_t s = 0; s < act.supers; ++s) {
+  // Super-block s's lane sums per token, both kinds in one vector: (s01, s23, m01, m23 | s45,
+  // s67, m45, m67) of its codes' products (scaled) and its mins' products. Returns its d, dmin.
+  const auto integer_sums = [&](int64_t s, __m256i(&pairs)[MT]) {
     const Block& block = blocks[s];
     PrefetchStretch<sizeof(Block)>(ahead + s * sizeof(Block));
     uint32_t d_dmin;
     std::memcpy(&d_dmin, &block.d, sizeof(d_dmin));
-    const __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(d_dmin)));  // d, dmin
     const __m128i bytes = KScaleBytes(block.scales);
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));  // sc[0..7] x2
     const __m128i mins = _mm_srli_si128(bytes, 8);
@@ -139,14 +137,73 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
       }
     }
     for (int t = 0; t < MT; ++t) {
-      const __m128 scaled = _mm_mul_ps(both, _mm_set1_ps(act.Scale(t, s)));  // d x_d, dmin x_d
-      const __m256i min_sums = _mm256_madd_epi16(min_words, act.GroupSums(t, s));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_broadcastss_ps(scaled), acc[t]);
-      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_sums),
-                                _mm256_broadcastss_ps(_mm_movehdup_ps(scaled)), acc[t]);
+      pairs[t] = _mm256_hadd_epi32(sums[t], _mm256_madd_epi16(min_words, act.GroupSums(t, s)));
     }
+    return d_dmin;
+  };
+  // Token t's four chains in acc[t]: lane k takes super-blocks k, k + 4, ...: + S d x_d, then
+  // - M dmin x_d. Four super-blocks per pass, their integers added up together.
+  __m128 acc[MT];
+  for (__m128& a : acc) a = _mm_setzero_ps();
+  // Super-blocks s .. s + n - 1 (n <= 4; kFull: n = 4) into the chains.
+  const auto add_super_blocks = [&]<bool kFull>(int64_t s, int n) {
+    uint32_t d_dmin[kKQuantChains] = {};  // none past the row's last super-block
+    __m128i quads[MT][2];  // (S, M, S', M') of super-blocks s, s + 1, then s + 2, s + 3
+    Unroll<2>([&](auto half_index) {
+      constexpr int half = decltype(half_index)::value;
+      __m256i first[MT], second[MT];
+      if (kFull || 2 * half < n) {
+        d_dmin[2 * half] = integer_sums(s + 2 * half, first);
+      } else {
+        for (__m256i& v : first) v = _mm256_setzero_si256();
+      }
+      if (kFull || 2 * half + 1 < n) {
+        d_dmin[2 * half + 1] = integer_sums(s + 2 * half + 1, second);
+      } else {
+        for (__m256i& v : second) v = _mm256_setzero_si256();
+      }
+      for (int t = 0; t < MT; ++t) {
+        // (s0123, m0123, s'0123, m'0123 | s4567, m4567, s'4567, m'4567), halves added.
+        const __m256i both = _mm256_hadd_epi32(first[t], second[t]);
+        quads[t][half] =
+            _mm_add_epi32(_mm256_castsi256_si128(both), _mm256_extracti128_si256(both, 1));
+      }
+    });
+    // d and dmin of the four (d0, dmin0, d1, dmin1 | d2, dmin2, d3, dmin3), split.
+    const __m256 halves =
+        _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(d_dmin[0]), static_cast<int>(d_dmin[1]),
+                                       static_cast<int>(d_dmin[2]), static_cast<int>(d_dmin[3])));
+    const __m128 low = _mm256_castps256_ps128(halves), high = _mm256_extractf128_ps(halves, 1);
+    const __m128 d = _mm_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m128 dmin = _mm_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1));
+    for (int t = 0; t < MT; ++t) {
+      __m128 x_d;
+      if constexpr (kFull) {
+        x_d = _mm_loadu_ps(&act.x.d[(act.t0 + t) * act.supers + s]);
+      } else {
+        alignas(16) float x_scales[kKQuantChains] = {};
+        for (int k = 0; k < n; ++k) x_scales[k] = act.Scale(t, s + k);
+        x_d = _mm_load_ps(x_scales);
+      }
+      const __m128 front = _mm_castsi128_ps(quads[t][0]), back = _mm_castsi128_ps(quads[t][1]);
+      const __m128i s_all = _mm_castps_si128(_mm_shuffle_ps(front, back, _MM_SHUFFLE(2, 0, 2, 0)));
+      const __m128i m_all = _mm_castps_si128(_mm_shuffle_ps(front, back, _MM_SHUFFLE(3, 1, 3, 1)));
+      acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(s_all), _mm_mul_ps(d, x_d), acc[t]);
+      acc[t] = _mm_fnmadd_ps(_mm_cvtepi32_ps(m_all), _mm_mul_ps(dmin, x_d), acc[t]);
+    }
+  };
+  int64_t s = 0;
+  for (; s + kKQuantChains <= act.supers; s += kKQuantChains) {
+    add_super_blocks.template operator()<true>(s, kKQuantChains);
   }
-  for (int t = 0; t < MT; ++t) y[t * y_stride] = HorizontalSum(acc[t]);
+  if (s < act.supers) {
+    add_super_blocks.template operator()<false>(s, static_cast<int>(act.supers - s));
+  }
+  // The chains' tree: (c0 + c2) + (c1 + c3).
+  for (int t = 0; t < MT; ++t) {
+    const __m128 two = _mm_add_ps(acc[t], _mm_movehl_ps(acc[t], acc[t]));
+    y[t * y_stride] = _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
+  }
 }
 
 // Q6_K: w = d * sc[g] * (code - 32) over group g of 16. Per super-block and token:

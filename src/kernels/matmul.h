@@ -25,7 +25,7 @@ struct WeightView {
 };
 
 // The layout MatMul on `target` streams matrices of `type` fastest in for one token: kRowGroups
-// on AVX-512 for Q4_0, Q4_K and Q5_K, kRowStreams on AVX2 for Q4_0, Q5_0 and Q8_0, else
+// on AVX-512 for Q4_0, Q4_K and Q5_K, kRowStreams on AVX2 for Q4_0, Q5_0, Q8_0, Q4_K and Q5_K, else
 // kRowMajor.
 // Every target reads every layout, with the same bits.
 WeightLayout PreferredLayout(CpuTarget target, WeightType type);

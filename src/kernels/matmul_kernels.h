@@ -161,10 +161,14 @@ void KQuantTileAvx2(const QuantizedRows& x, int64_t t0, int mt, const RawRows& w
 ActivationForm ActivationFormAvx2(WeightType type);
 
 // The row-group tile of the AVX2 target (row_groups_avx2.cpp), over WeightLayout::kRowStreams:
-// Q4_0, Q5_0 and Q8_0, else none.
+// Q4_0, Q5_0, Q8_0, Q4_K and Q5_K, else none. K-quants take activations in the super-block form
+// (their tile: k_quant_streams_avx2.cpp).
 bool HasRowGroupTileAvx2(WeightType type);
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                       const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
+void KQuantStreamTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
+                          const uint8_t* group, const uint8_t* ahead_end, float* y,
+                          int64_t y_stride);
 // UngroupRows for kRowStreams with AVX2 (8 x 8 word transposes), the same bytes.
 void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
 

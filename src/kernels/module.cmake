@@ -21,6 +21,7 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/matmul_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/decode_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/k_quant_avx2.cpp
+                              ${CMAKE_CURRENT_SOURCE_DIR}/kernels/k_quant_streams_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_q8_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/row_groups_avx2.cpp

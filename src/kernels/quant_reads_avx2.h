@@ -17,6 +17,23 @@ inline __m256i Load32(const void* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// The AVX2 Q4_K and Q5_K tiles' sum, the same in the row-by-row tile (k_quant_avx2.cpp) and the
+// row-streams tile (k_quant_streams_avx2.cpp): per row, token and super-block the exact integers
+// S = sum_j sc[j] dot(codes_j, x_j) and M = sum_j m[j] sum(x_j); chain k (of kKQuantChains)
+// takes the super-blocks s = k mod kKQuantChains in order, each + S * (d * x_d), then
+// - M * (dmin * x_d) (fused); the result is (chain 0 + chain 2) + (chain 1 + chain 3).
+inline constexpr int kKQuantChains = 4;
+
+// 0x10 in each byte whose bit kBit is set in `bits` (a fifth bit of each byte's code, kept at a
+// known bit of its own byte: Q5_0's recoded qh, Q5_K's qh).
+template <int kBit>
+inline __m256i FifthBitsAt(__m256i bits) {
+  __m256i at_four = bits;
+  if constexpr (kBit < 4) at_four = _mm256_slli_epi16(bits, 4 - kBit);
+  if constexpr (kBit > 4) at_four = _mm256_srli_epi16(bits, kBit - 4);
+  return _mm256_and_si256(at_four, _mm256_set1_epi8(0x10));
+}
+
 // 16 packed bytes -> 32 codes: low nibbles (elements 0-15), then high nibbles (16-31).
 inline __m256i Nibbles(const uint8_t* qs) {
   const __m256i both =

@@ -61,6 +61,8 @@ const BlockPieces* PiecesOf(WeightType type, WeightLayout layout) {
     if (type == WeightType::kQ4_0) return &kQ4_0;
     if (type == WeightType::kQ5_0) return &kQ5_0;
     if (type == WeightType::kQ8_0) return &kQ8_0;
+    if (type == WeightType::kQ4_K) return &kQ4_K;
+    if (type == WeightType::kQ5_K) return &kQ5_K;
     return nullptr;
   }
   if (layout != WeightLayout::kRowGroups) return nullptr;
@@ -210,7 +212,7 @@ void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     MovePiece(out + in_group, rows + r * row_bytes + in_row, bytes);
   });
-  if (type == WeightType::kQ5_K) {
+  if (type == WeightType::kQ5_K && layout == WeightLayout::kRowGroups) {
     for (int64_t b = 0; b < cols / kQkK; ++b) {
       Q5KWordsToMasks(out + b * kRowGroupRows * sizeof(BlockQ5_K));
     }
@@ -222,7 +224,7 @@ void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int
                  uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   std::vector<uint8_t> words;  // Q5_K: the group with its fifth bits as words again
-  if (type == WeightType::kQ5_K) {
+  if (type == WeightType::kQ5_K && layout == WeightLayout::kRowGroups) {
     words.assign(group, group + kRowGroupRows * row_bytes);
     for (int64_t b = 0; b < cols / kQkK; ++b) {
       Q5KMasksToWords(words.data() + b * kRowGroupRows * sizeof(BlockQ5_K));

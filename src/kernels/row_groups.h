@@ -16,9 +16,10 @@
 // WeightLayout::kRowStreams is the AVX2 tiles' (row_groups_avx2.cpp), whose 32-byte vectors hold a
 // piece of 8 rows: the same pieces, but a group is two streams of 8 rows (rows 0-7, then 8-15),
 // each block by block, so that a tile reads each stream front to back (read as halves of the
-// 16-row pieces, Q4_0 streamed at 21-24 GB/s against 35-36 GB/s, 2 threads, Zen 3). Q4_0, Q5_0
-// and Q8_0 have it: Q4_0's block as above, Q8_0's its eight words of codes then d, Q5_0's its
-// four words of codes, its qh word recoded (Q5_0FifthBit), then d.
+// 16-row pieces, Q4_0 streamed at 21-24 GB/s against 35-36 GB/s, 2 threads, Zen 3). Q4_0, Q5_0,
+// Q8_0, Q4_K and Q5_K have it: Q4_0's block as above, Q8_0's its eight words of codes then d,
+// Q5_0's its four words of codes, its qh word recoded (Q5_0FifthBit), then d; the K-quants' their
+// words in order (Q5_K's qh as stored).
 #pragma once
 
 #include <cstddef>
@@ -49,7 +50,7 @@ constexpr int Q5_0FifthBit(int e) { return 8 * (e % 4) + 2 * (e % 16 / 4) + e / 
 inline constexpr int64_t kQ5_0StreamQhAt = 4 * 4 * kRowStreamRows;
 
 // Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q4_K and Q5_K; kRowStreams for
-// Q4_0, Q5_0 and Q8_0.
+// Q4_0, Q5_0, Q8_0, Q4_K and Q5_K.
 bool HasGroupedLayout(WeightType type, WeightLayout layout);
 
 // Rows a stream of a group in the grouped `layout` holds side by side (see above).

@@ -1,6 +1,7 @@
 // Decode tiles (1 to 4 tokens) for AVX2 over rows in the row-streams layout (row_groups.h): Q4_0,
-// Q5_0 and Q8_0. Q5_0 is the type small models keep most of their matrices in where their widths
-// are not multiples of 256 (a 135M model's Q4_K_M file holds 72% of its weight bytes in Q5_0).
+// Q5_0 and Q8_0 (Q4_K and Q5_K: k_quant_streams_avx2.cpp), and the layout's reader. Q5_0 is the
+// type small models keep most of their matrices in where their widths are not multiples of 256 (a
+// 135M model's Q4_K_M file holds 72% of its weight bytes in Q5_0).
 //
 // The row-by-row tile (decode_avx2.cpp) spent 19 instructions on a row's Q5_0 block of 32 codes,
 // six of them testing the stored fifth bits with a byte shuffle and a compare, and, on rows as
@@ -30,6 +31,7 @@ namespace reprise::kernels {
 
 namespace {
 
+using avx2::FifthBitsAt;
 using avx2::Load32;
 
 // Where a stream of a group in kRowStreams keeps its pieces (row_groups.h): block b's code word u
@@ -52,15 +54,6 @@ struct StreamLayout {
   const uint8_t* Block0Qh() const { return words + kQhAt; }
   const uint8_t* Block0Scales() const { return words + kScalesAt; }
 };
-
-// 0x10 in each byte whose bit kBit of the recoded qh is set (Q5_0FifthBit).
-template <int kBit>
-inline __m256i FifthBitsAt(__m256i qh) {
-  __m256i at_four = qh;
-  if constexpr (kBit < 4) at_four = _mm256_slli_epi16(qh, 4 - kBit);
-  if constexpr (kBit > 4) at_four = _mm256_srli_epi16(qh, kBit - 4);
-  return _mm256_and_si256(at_four, _mm256_set1_epi8(0x10));
-}
 
 // Per 32-bit lane: the exact sum of (code - kZeroPoint) * x over its 4 codes, x the token's 4
 // bytes at p.
@@ -198,7 +191,29 @@ void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, 
       }
     }
   };
+  // K-quant blocks are all 4-byte words (d and dmin, scales, Q5_K's qh, codes), in order.
+  const auto ungroup_words = [&]<typename Block>(Block*) {
+    constexpr int kWords = sizeof(Block) / 4;
+    constexpr int64_t kStreamBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(Block));
+    const int64_t supers = cols / kQkK;
+    for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
+      const uint8_t* stream = group + s * supers * kStreamBlockBytes;
+      uint8_t* first_row = out + s * kRowStreamRows * row_bytes;
+      for (int64_t b = 0; b < supers; ++b) {
+        __m256i words[kWords];
+        for (int u = 0; u < kWords; ++u) words[u] = Load32(stream + b * kStreamBlockBytes + 32 * u);
+        StoreRowWords<kWords>(words, first_row + b * static_cast<int64_t>(sizeof(Block)), row_bytes,
+                              0);
+      }
+    }
+  };
   switch (type) {
+    case WeightType::kQ4_K:
+      ungroup_words(static_cast<BlockQ4_K*>(nullptr));
+      return;
+    case WeightType::kQ5_K:
+      ungroup_words(static_cast<BlockQ5_K*>(nullptr));
+      return;
     case WeightType::kQ4_0:
       ungroup(static_cast<BlockQ4_0*>(nullptr));
       return;
@@ -215,7 +230,8 @@ void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, 
 }
 
 bool HasRowGroupTileAvx2(WeightType type) {
-  return type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0;
+  return type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0 ||
+         type == WeightType::kQ4_K || type == WeightType::kQ5_K;
 }
 
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
@@ -227,6 +243,9 @@ void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int m
       return GroupTile<StreamLayout<BlockQ5_0>>(x, t0, mt, group, ahead_end, y, y_stride);
     case WeightType::kQ8_0:
       return GroupTile<StreamLayout<BlockQ8_0>>(x, t0, mt, group, ahead_end, y, y_stride);
+    case WeightType::kQ4_K:
+    case WeightType::kQ5_K:
+      return KQuantStreamTileAvx2(type, x, t0, mt, group, ahead_end, y, y_stride);
     default:
       REPRISE_CHECK(false, "no AVX2 row-group tile for {}", WeightTypeName(type));
   }

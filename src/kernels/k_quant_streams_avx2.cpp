@@ -1,0 +1,236 @@
+// Decode tiles (1 to 4 tokens) for AVX2 over Q4_K and Q5_K rows in the row-streams layout
+// (row_groups.h): a 32-byte vector holds one 4-byte word of a super-block of 8 rows, row r in
+// 32-bit lane r. The row-by-row tile (k_quant_avx2.cpp) decodes each row's packed 6-bit scales
+// and picks them out with byte shuffles per super-block, and converts and adds its lanes for
+// every row: about 30 of its 75 instructions per row's super-block. Here the scales of 8 rows
+// are decoded in one pass of shifts and masks, each shuffle serves 8 rows, and a row's work but
+// its codes is an eighth of a vector instruction.
+//
+// The arithmetic is the row-by-row tile's, so the same bits: its lane i of a super-block holds
+// the exact integer sum_j sc[j] * dot(codes of word i of sub-block j's 32, x) (code word i of
+// each 32-byte chunk, low nibbles for sub-block 2p, high for 2p + 1), converted and fused into
+// lane i's chain with d * x_d, then m[i] * (the token's sum of sub-block i) with dmin * x_d;
+// the chains in the order of the super-blocks; then HorizontalSum's tree. Here chain i of row
+// r is lane r of register i, and the tree adds registers.
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/quant_reads_avx2.h"
+#include "kernels/row_groups.h"
+#include "kernels/simd.h"
+#include "kernels/stream_ahead.h"
+
+namespace reprise::kernels {
+
+namespace {
+
+using avx2::FifthBitsAt;
+using avx2::kKQuantChains;
+using avx2::Load32;
+
+// Where a stream block keeps its words (row_groups.h: a K-quant block is all 4-byte pieces, in
+// the block's order): d and dmin (word 0), the packed scales (1-3), Q5_K's qh (4-11), the codes.
+template <bool kFifth>
+struct KStream {
+  using Block = std::conditional_t<kFifth, BlockQ5_K, BlockQ4_K>;
+  static constexpr int64_t kBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(Block));
+  static constexpr int kScaleWord = 1;
+  static constexpr int kQhWord = 4;
+  static constexpr int kCodeWord = kFifth ? 12 : 4;
+  static_assert(kCodeWord * 4 == offsetof(Block, qs));
+};
+
+inline __m256i Broadcast4(const void* p) {
+  int32_t word;
+  std::memcpy(&word, p, sizeof(word));
+  return _mm256_set1_epi32(word);
+}
+
+// Byte kByte (0-3) of each 32-bit lane of v, zero-extended into both 16-bit words of the lane:
+// row r's scale in lane r, for a madd.
+template <int kByte>
+inline __m256i LaneByteWords(__m256i v) {
+  constexpr char a = kByte, b = 4 + kByte, c = 8 + kByte, d = 12 + kByte;
+  return _mm256_shuffle_epi8(
+      v, _mm256_setr_epi8(a, -1, a, -1, b, -1, b, -1, c, -1, c, -1, d, -1, d, -1, a, -1, a, -1, b,
+                          -1, b, -1, c, -1, c, -1, d, -1, d, -1));
+}
+
+// Bytes kByte and kByte + 1 (kByte 0 or 2) of each 32-bit lane of v, zero-extended into the
+// lane's two 16-bit words.
+template <int kByte>
+inline __m256i LaneBytePairWords(__m256i v) {
+  constexpr char a = kByte, b = 4 + kByte, c = 8 + kByte, d = 12 + kByte;
+  return _mm256_shuffle_epi8(
+      v, _mm256_setr_epi8(a, -1, a + 1, -1, b, -1, b + 1, -1, c, -1, c + 1, -1, d, -1, d + 1, -1, a,
+                          -1, a + 1, -1, b, -1, b + 1, -1, c, -1, c + 1, -1, d, -1, d + 1, -1));
+}
+
+// A token's sums of the eight sub-blocks of 32 of a super-block, as 16-bit words (each at most
+// 32 * 127), from its 16 sums of 16.
+inline __m128i SubBlockSums(const int16_t* sums_of_16) {
+  const __m256i pairs = _mm256_madd_epi16(Load32(sums_of_16), _mm256_set1_epi16(1));
+  return _mm_packs_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+}
+
+// A token's activations in the super-block form (QuantizedRows): its codes, its scale per
+// super-block and its sums of 16.
+struct Token {
+  const int8_t* q;
+  const float* d;
+  const int16_t* group_sums;
+};
+
+// MT tokens (1 or 2) over one stream of 8 rows: y[t * y_stride + r] = dot(token t, row r) for
+// r < 8. Tokens share each word's split into codes and each super-block's scales.
+template <bool kFifth, int MT>
+void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* words,
+                 StreamAhead<8192, 0>& ahead, float* y, int64_t y_stride) {
+  using Layout = KStream<kFifth>;
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
+  __m256 chains[MT][kKQuantChains];
+  for (auto& token_chains : chains) {
+    for (__m256& chain : token_chains) chain = _mm256_setzero_ps();
+  }
+  // Super-block s into chain k of each token.
+  const auto add_super_block = [&](int64_t s, int k) {
+    const uint8_t* const block = words + s * Layout::kBlockBytes;
+    ahead.Upto(block + Layout::kBlockBytes);
+    const auto word = [block](int index) { return Load32(block + 32 * index); };
+    // The 6-bit scales and mins (GetScaleMinK4), four to a lane: sc[0..3], sc[4..7], m[0..3],
+    // m[4..7] from the packed s[0..3], s[4..7], s[8..11].
+    const __m256i s0 = word(Layout::kScaleWord), s1 = word(Layout::kScaleWord + 1),
+                  s2 = word(Layout::kScaleWord + 2);
+    const __m256i six_bits = _mm256_set1_epi8(63), top_bits = _mm256_set1_epi8(0x30);
+    const __m256i sc_low = _mm256_and_si256(s0, six_bits);
+    const __m256i sc_high = _mm256_or_si256(_mm256_and_si256(s2, low_nibbles),
+                                            _mm256_and_si256(_mm256_srli_epi16(s0, 2), top_bits));
+    // S: chunk p of 32 code bytes holds sub-block 2p in its words' low nibbles and 2p + 1 in
+    // their high ones. A sub-block's products add up in 16 bits over its words (Q4_K: 8 words,
+    // at most 8 * 2 * 15 * 127 = 30480; Q5_K's codes to 31: 4 words at a time), then take its
+    // scale in one madd.
+    constexpr int kWordsPerSum = kFifth ? 4 : 8;
+    __m256i codes_sum[MT];
+    for (__m256i& sum : codes_sum) sum = _mm256_setzero_si256();
+    Unroll<4>([&](auto chunk_index) {
+      constexpr int p = decltype(chunk_index)::value;
+      const __m256i low_scale = LaneByteWords<2 * p % 4>(p < 2 ? sc_low : sc_high);
+      const __m256i high_scale = LaneByteWords<(2 * p + 1) % 4>(p < 2 ? sc_low : sc_high);
+      Unroll<8 / kWordsPerSum>([&](auto part_index) {
+        constexpr int first = decltype(part_index)::value * kWordsPerSum;
+        __m256i low_sum[MT], high_sum[MT];
+        for (int t = 0; t < MT; ++t) low_sum[t] = high_sum[t] = _mm256_setzero_si256();
+        Unroll<kWordsPerSum>([&](auto word_index) {
+          constexpr int i = first + decltype(word_index)::value;
+          const __m256i packed = word(Layout::kCodeWord + 8 * p + i);
+          __m256i low = _mm256_and_si256(packed, low_nibbles);
+          __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
+          if constexpr (kFifth) {
+            const __m256i qh = word(Layout::kQhWord + i);
+            low = _mm256_or_si256(low, FifthBitsAt<2 * p>(qh));
+            high = _mm256_or_si256(high, FifthBitsAt<2 * p + 1>(qh));
+          }
+          for (int t = 0; t < MT; ++t) {
+            const int8_t* const x = tokens[t].q + s * kQkK + 64 * p + 4 * i;
+            low_sum[t] = _mm256_add_epi16(low_sum[t], _mm256_maddubs_epi16(low, Broadcast4(x)));
+            high_sum[t] =
+                _mm256_add_epi16(high_sum[t], _mm256_maddubs_epi16(high, Broadcast4(x + 32)));
+          }
+        });
+        for (int t = 0; t < MT; ++t) {
+          codes_sum[t] = _mm256_add_epi32(
+              codes_sum[t], _mm256_add_epi32(_mm256_madd_epi16(low_sum[t], low_scale),
+                                             _mm256_madd_epi16(high_sum[t], high_scale)));
+        }
+      });
+    });
+    // M: sum_j m[j] * (the token's sum of sub-block j), two sub-blocks per madd: words
+    // (m[2k], m[2k + 1]) of each lane against the sums of sub-blocks 2k and 2k + 1.
+    const __m256i m_low = _mm256_and_si256(s1, six_bits);
+    const __m256i m_high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s2, 4), low_nibbles),
+                                           _mm256_and_si256(_mm256_srli_epi16(s1, 2), top_bits));
+    __m128i sub_block_sums[MT];
+    __m256i mins_sum[MT];
+    for (int t = 0; t < MT; ++t) {
+      sub_block_sums[t] = SubBlockSums(tokens[t].group_sums + s * 16);
+      mins_sum[t] = _mm256_setzero_si256();
+    }
+    Unroll<4>([&](auto pair_index) {
+      constexpr int j = decltype(pair_index)::value;
+      const __m256i mins = LaneBytePairWords<2 * j % 4>(j < 2 ? m_low : m_high);
+      for (int t = 0; t < MT; ++t) {
+        const __m256i sums = _mm256_broadcastd_epi32(_mm_srli_si128(sub_block_sums[t], 4 * j));
+        mins_sum[t] = _mm256_add_epi32(mins_sum[t], _mm256_madd_epi16(mins, sums));
+      }
+    });
+    // d (low half of each lane) and dmin (high half) of the 8 rows, times each token's scale.
+    const __m256i halves = _mm256_permute4x64_epi64(
+        _mm256_shuffle_epi8(
+            word(0), _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4,
+                                      5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)),
+        0xD8);
+    const __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
+    const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
+    for (int t = 0; t < MT; ++t) {
+      const __m256 x_scale = _mm256_set1_ps(tokens[t].d[s]);
+      __m256& acc = chains[t][k];
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes_sum[t]), _mm256_mul_ps(d, x_scale), acc);
+      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_sum[t]), _mm256_mul_ps(dmin, x_scale), acc);
+    }
+  };
+  int64_t s = 0;
+  for (; s + kKQuantChains <= supers; s += kKQuantChains) {
+    Unroll<kKQuantChains>([&](auto chain_index) {
+      constexpr int k = decltype(chain_index)::value;
+      add_super_block(s + k, k);
+    });
+  }
+  for (int k = 0; s + k < supers; ++k) add_super_block(s + k, k);
+  // The chains' tree (kKQuantChains).
+  for (int t = 0; t < MT; ++t) {
+    const auto& c = chains[t];
+    _mm256_storeu_ps(y + t * y_stride,
+                     _mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[1], c[3])));
+  }
+}
+
+// Two tokens at a time (one for an odd last), stream by stream: a stream's words, split once,
+// serve both; the second stream or pair reads the group again, from L1 or L2.
+template <bool kFifth>
+void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
+                const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  const int64_t cols = x.cols;
+  const int64_t supers = cols / kQkK;
+  const auto token = [&](int t) {
+    const int64_t row = t0 + t;
+    return Token{x.q + row * cols, x.d + row * supers, x.group_sum + row * (cols / 16)};
+  };
+  StreamAhead<8192, 0> ahead(group, ahead_end);
+  for (int t = 0; t < mt; t += 2) {
+    for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
+      const uint8_t* const stream = group + s * supers * KStream<kFifth>::kBlockBytes;
+      float* const out = y + t * y_stride + s * kRowStreamRows;
+      if (t + 1 < mt) {
+        const Token pair[2] = {token(t), token(t + 1)};
+        KStreamTile<kFifth, 2>(pair, supers, stream, ahead, out, y_stride);
+      } else {
+        const Token one[1] = {token(t)};
+        KStreamTile<kFifth, 1>(one, supers, stream, ahead, out, y_stride);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void KQuantStreamTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
+                          const uint8_t* group, const uint8_t* ahead_end, float* y,
+                          int64_t y_stride) {
+  if (type == WeightType::kQ5_K) return KGroupTile<true>(x, t0, mt, group, ahead_end, y, y_stride);
+  KGroupTile<false>(x, t0, mt, group, ahead_end, y, y_stride);
+}
+
+}  // namespace reprise::kernels
