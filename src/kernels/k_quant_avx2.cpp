@@ -1,19 +1,22 @@
-// The AVX2 tiles of the K-quants (Q4_K, Q5_K, Q6_K), over activations quantized per super-block
-// of 256 (ActivationForm::kPerSuperBlock). One tile serves decode and prefill (the driver hands
-// it a panel of rows in L2 for prefill), so every output of such a matrix has its bits.
+// The AVX2 tiles of the K-quants (Q4_K, Q5_K, Q6_K) over rows as stored, with activations
+// quantized per super-block of 256 (ActivationForm::kPerSuperBlock). One tile serves decode and
+// prefill (the driver hands it a panel of rows in L2 for prefill); Q4_K and Q5_K kept in row
+// streams take k_quant_streams_avx2.cpp's tile, with the same bits.
 //
 // With one activation scale per super-block, a super-block's sub-blocks add up in integers:
 // per block of 32 the codes' products with the activations (maddubs) are multiplied by the
-// sub-block's integer scale as they are added in pairs (madd), and a super-block ends with one
-// conversion and one fused multiply-add by d * x_d per token. The per-block form needs a
+// sub-block's integer scale as they are added in pairs (madd). The per-block form needs a
 // conversion, a scale product and a fused multiply-add for every block: one core streamed
 // Q4_K rows 1.6-1.7x faster this way (Zen 3, 2048 columns, from L2 and from memory), at the
 // cost of coarser activations (llama.cpp's Q8_K makes the same trade for these types).
+// Q4_K and Q5_K then reduce a super-block to two integers per row and token (S and M, whose
+// float chains kKQuantChains describes); Q6_K keeps eight lane chains per row (lane i: the
+// super-block's integers of elements 4i..4i+3 of each block), each converted and fused per
+// super-block, then HorizontalSum.
 //
-// Every integer is exact and every tile forms lane i's integers the same way, whatever its
-// tokens, so the float work (the same per lane and super-block, in order) gives the same bits.
-// The integers fit: |maddubs pair| <= 2 * 63 * 127, times a scale <= 128 in pairs, eight blocks
-// to a lane: under 2^26.
+// Every integer is exact and every tile forms them the same way, whatever its tokens, so the
+// float work (the same per chain and super-block, in order) gives the same bits. The integers
+// fit: S is at most 256 * 31 * 127 * 63 (Q5_K's codes and scales) < 2^26, M 8 * 63 * 32 * 127.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

@@ -1,17 +1,14 @@
-// Decode tiles (1 to 4 tokens) for AVX2 over Q4_K and Q5_K rows in the row-streams layout
+// Decode and prefill tiles for AVX2 over Q4_K and Q5_K rows in the row-streams layout
 // (row_groups.h): a 32-byte vector holds one 4-byte word of a super-block of 8 rows, row r in
-// 32-bit lane r. The row-by-row tile (k_quant_avx2.cpp) decodes each row's packed 6-bit scales
-// and picks them out with byte shuffles per super-block, and converts and adds its lanes for
-// every row: about 30 of its 75 instructions per row's super-block. Here the scales of 8 rows
-// are decoded in one pass of shifts and masks, each shuffle serves 8 rows, and a row's work but
-// its codes is an eighth of a vector instruction.
+// 32-bit lane r. The row-by-row tile (k_quant_avx2.cpp) decodes each row's packed 6-bit scales,
+// picks them out with byte shuffles and takes a madd per 32 codes. Here the scales of 8 rows are
+// decoded in one pass of shifts and masks, each shuffle serves 8 rows, and since a lane holds one
+// row, a sub-block's products add up in 16 bits over its words before one madd by its scale.
 //
-// The arithmetic is the row-by-row tile's, so the same bits: its lane i of a super-block holds
-// the exact integer sum_j sc[j] * dot(codes of word i of sub-block j's 32, x) (code word i of
-// each 32-byte chunk, low nibbles for sub-block 2p, high for 2p + 1), converted and fused into
-// lane i's chain with d * x_d, then m[i] * (the token's sum of sub-block i) with dmin * x_d;
-// the chains in the order of the super-blocks; then HorizontalSum's tree. Here chain i of row
-// r is lane r of register i, and the tree adds registers.
+// The arithmetic is the row-by-row tile's (kKQuantChains, quant_reads_avx2.h), so the same
+// bits: lane r of the codes' sum is row r's exact S for the super-block, of the mins' sum its M,
+// and chain k of row r is lane r of register k.
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
