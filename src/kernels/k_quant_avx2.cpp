@@ -80,7 +80,8 @@ struct Activations {
   const int8_t* Block(int t, int64_t s, int j) const {
     return x.q + (t0 + t) * x.cols + s * kQkK + j * kQk;
   }
-  float Scale(int t, int64_t s) const { return x.d[(t0 + t) * supers + s]; }
+  const float* Scales(int t, int64_t s) const { return x.d + (t0 + t) * supers + s; }
+  float Scale(int t, int64_t s) const { return *Scales(t, s); }
   __m256i GroupSums(int t, int64_t s) const {  // the super-block's 16 sums of 16
     return Load32(x.group_sum + (t0 + t) * (x.cols / 16) + s * 16);
   }
@@ -182,7 +183,7 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
     for (int t = 0; t < MT; ++t) {
       __m128 x_d;
       if constexpr (kFull) {
-        x_d = _mm_loadu_ps(&act.x.d[(act.t0 + t) * act.supers + s]);
+        x_d = _mm_loadu_ps(act.Scales(t, s));
       } else {
         alignas(16) float x_scales[kKQuantChains] = {};
         for (int k = 0; k < n; ++k) x_scales[k] = act.Scale(t, s + k);

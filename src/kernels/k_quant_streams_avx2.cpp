@@ -10,7 +10,6 @@
 // and chain k of row r is lane r of register k.
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/matmul_kernels.h"
@@ -24,6 +23,7 @@ namespace reprise::kernels {
 
 namespace {
 
+using avx2::Broadcast4;
 using avx2::FifthBitsAt;
 using avx2::kKQuantChains;
 using avx2::Load32;
@@ -39,12 +39,6 @@ struct KStream {
   static constexpr int kCodeWord = kFifth ? 12 : 4;
   static_assert(kCodeWord * 4 == offsetof(Block, qs));
 };
-
-inline __m256i Broadcast4(const void* p) {
-  int32_t word;
-  std::memcpy(&word, p, sizeof(word));
-  return _mm256_set1_epi32(word);
-}
 
 // Byte kByte (0-3) of each 32-bit lane of v, zero-extended into both 16-bit words of the lane:
 // row r's scale in lane r, for a madd.

@@ -593,10 +593,10 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   // activations come per super-block (the raw tile is the only other one) at any count: the
   // row-group tiles split a group's codes once for two tokens (AVX2's Q4_K and Q5_K streams
   // prefilled 1.07-1.13x as fast as stored rows on the raw tile, Zen 3).
-  const bool super_block_groups =
-      TilesReadRowGroups(kernels, w) && FormFor(kernels, w) == ActivationForm::kPerSuperBlock;
-  const bool decode = tokens <= token_tile || super_block_groups ||
-                      (TilesReadRowGroups(kernels, w) && tokens <= kRowGroupMaxTokens);
+  const ActivationForm form = FormFor(kernels, w);
+  const bool decode = tokens <= token_tile ||
+                      (TilesReadRowGroups(kernels, w) &&
+                       (tokens <= kRowGroupMaxTokens || form == ActivationForm::kPerSuperBlock));
   job.decode = decode;
   // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.
   const int panel_tile =
@@ -605,7 +605,7 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   // token tile: size it for L2.
   const int64_t budget = decode ? kDecodePanelBytes : (192 << 10);
   if (quantized) {
-    const ActivationBuffers buffers = ActivationScratch(FormFor(kernels, w), tokens, cols);
+    const ActivationBuffers buffers = ActivationScratch(form, tokens, cols);
     pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
       buffers.Quantize(kernels, x, static_cast<int64_t>(begin), static_cast<int64_t>(end));
     });

@@ -17,6 +17,13 @@ inline __m256i Load32(const void* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// The 4 bytes at p in every 32-bit lane (a token's activations against a word of 8 rows).
+inline __m256i Broadcast4(const void* p) {
+  int32_t word;
+  std::memcpy(&word, p, sizeof(word));
+  return _mm256_set1_epi32(word);
+}
+
 // The AVX2 Q4_K and Q5_K tiles' sum, the same in the row-by-row tile (k_quant_avx2.cpp) and the
 // row-streams tile (k_quant_streams_avx2.cpp): per row, token and super-block the exact integers
 // S = sum_j sc[j] dot(codes_j, x_j) and M = sum_j m[j] sum(x_j); chain k (of kKQuantChains)

@@ -31,6 +31,7 @@ namespace reprise::kernels {
 
 namespace {
 
+using avx2::Broadcast4;
 using avx2::FifthBitsAt;
 using avx2::Load32;
 
@@ -59,9 +60,7 @@ struct StreamLayout {
 // bytes at p.
 template <int kZeroPoint>
 inline __m256i LaneSums(__m256i codes, const int8_t* p) {
-  int32_t word;
-  std::memcpy(&word, p, sizeof(word));
-  const __m256i x = _mm256_set1_epi32(word);
+  const __m256i x = Broadcast4(p);
   const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(codes, x),
                                          _mm256_maddubs_epi16(_mm256_set1_epi8(kZeroPoint), x));
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
@@ -90,10 +89,8 @@ void StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const Layout&
       Unroll<8>([&](auto word_index) {
         constexpr int u = decltype(word_index)::value;
         const __m256i word = Load32(stream.words + at + 32 * u);
-        int32_t x4;
-        std::memcpy(&x4, xb + 4 * u, sizeof(x4));
         const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(word),
-                                                   _mm256_sign_epi8(_mm256_set1_epi32(x4), word));
+                                                   _mm256_sign_epi8(Broadcast4(xb + 4 * u), word));
         const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
         chains[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, chains[u]);
       });
@@ -191,29 +188,7 @@ void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, 
       }
     }
   };
-  // K-quant blocks are all 4-byte words (d and dmin, scales, Q5_K's qh, codes), in order.
-  const auto ungroup_words = [&]<typename Block>(Block*) {
-    constexpr int kWords = sizeof(Block) / 4;
-    constexpr int64_t kStreamBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(Block));
-    const int64_t supers = cols / kQkK;
-    for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
-      const uint8_t* stream = group + s * supers * kStreamBlockBytes;
-      uint8_t* first_row = out + s * kRowStreamRows * row_bytes;
-      for (int64_t b = 0; b < supers; ++b) {
-        __m256i words[kWords];
-        for (int u = 0; u < kWords; ++u) words[u] = Load32(stream + b * kStreamBlockBytes + 32 * u);
-        StoreRowWords<kWords>(words, first_row + b * static_cast<int64_t>(sizeof(Block)), row_bytes,
-                              0);
-      }
-    }
-  };
   switch (type) {
-    case WeightType::kQ4_K:
-      ungroup_words(static_cast<BlockQ4_K*>(nullptr));
-      return;
-    case WeightType::kQ5_K:
-      ungroup_words(static_cast<BlockQ5_K*>(nullptr));
-      return;
     case WeightType::kQ4_0:
       ungroup(static_cast<BlockQ4_0*>(nullptr));
       return;
