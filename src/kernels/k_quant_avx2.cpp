@@ -138,6 +138,7 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
         const __m256i b = _mm256_madd_epi16(
             _mm256_maddubs_epi16(high, Load32(act.Block(t, s, 2 * pair + 1))), high_scale);
         sums[t] = _mm256_add_epi32(sums[t], _mm256_add_epi32(a, b));
+        KeepChain(sums[t]);
       }
     }
     for (int t = 0; t < MT; ++t) {
@@ -261,6 +262,7 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
         sums[t] = _mm256_add_epi32(
             sums[t], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, Load32(act.Block(t, s, j))),
                                        group_scales));
+        KeepChain(sums[t]);
       }
     }
     for (int t = 0; t < MT; ++t) {

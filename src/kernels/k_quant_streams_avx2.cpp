@@ -129,6 +129,8 @@ void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* words
             low_sum[t] = _mm256_add_epi16(low_sum[t], _mm256_maddubs_epi16(low, Broadcast4(x)));
             high_sum[t] =
                 _mm256_add_epi16(high_sum[t], _mm256_maddubs_epi16(high, Broadcast4(x + 32)));
+            KeepChain(low_sum[t]);
+            KeepChain(high_sum[t]);
           }
         });
         for (int t = 0; t < MT; ++t) {

@@ -21,4 +21,18 @@ inline void Unroll(const F& f) {
   (std::make_integer_sequence<int, N>());
 }
 
+// Marks v as changed here, so the compiler keeps a running sum a chain: left alone, GCC
+// reassociates a long chain of vector adds into a tree, keeps every term live at once and spills
+// them to the stack, which costs more load and store slots than the sum saves in latency.
+template <typename V>
+inline void KeepChain(V& v) {
+  asm("" : "+x"(v));
+}
+
+// *p in every lane of a 256-bit vector, as vbroadcastss from memory. GCC takes
+// _mm256_broadcast_ss(p) for an opaque access to any memory, which stops it from keeping a
+// loop's accumulator arrays in registers (it stores them back on every pass); a plain load it
+// can see through.
+inline __m256 BroadcastFloat(const float* p) { return _mm256_broadcastss_ps(_mm_load_ss(p)); }
+
 }  // namespace reprise::kernels
