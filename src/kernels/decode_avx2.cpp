@@ -190,7 +190,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
           }
         }
         const __m256i isum = _mm256_madd_epi16(pairs, ones);
-        const __m256 scale = _mm256_broadcast_ss(span_products[t] + b);
+        const __m256 scale = BroadcastFloat(span_products[t] + b);
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t]);
       }
     };

@@ -121,17 +121,26 @@ inline __m256 ExpandGroupScales(const float* two) {
   return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(pair), index);
 }
 
+// Every other float of p[0 .. 15]: the 8 blocks' scales from their 16 per-16 ones (equal pairs).
+inline __m256 BlockScales(const float* p) {
+  const __m256 pairs = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), 0x88);
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
+}
+
 // kSigned: codes minus a zero point, whose products take maddubs(|w|, sign(x, w)); it gives the
 // right integers for every type. Codes without one (K-quants, Q4_1, Q5_1) are small and unsigned:
 // maddubs(w, x) gives the same integers. kPerBlock: the weights' two 16-group scales of a block
-// are equal (UnpackedRows::scales_per_32), so one broadcast load is the [s0 x4, s1 x4] vector;
-// an activation row's always are. The tile is bound by its vector operations (about five per
-// token, row and block); the scale shuffles were one more per row and token.
+// are equal (UnpackedRows::scales_per_32), as an activation row's always are, so a block's scale
+// product is one number: for 8 blocks at a time one vector multiply forms each token and row's
+// products and the blocks take them back with broadcast loads. The tile is bound by the pipes
+// that multiply (floats and integers share two of them): a product per token, row and block
+// was one of six operations there, and broadcasts of both scales two more.
 template <int MT, int NR, bool kSigned, bool kPerBlock>
 void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, float* y,
                 int64_t y_stride) {
   const int64_t cols = x.cols;
   const int64_t groups = cols / 16;
+  const int64_t blocks = cols / 32;
   const __m256i zero_bytes = _mm256_set1_epi8(static_cast<char>(w.zero_point));
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[MT][NR];
@@ -150,7 +159,9 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
     x_codes[t] = x.q + (t0 + t) * cols;
     x_scales[t] = x.d + (t0 + t) * groups;
   }
-  for (int64_t b = 0; b < cols / 32; ++b) {
+  constexpr int kSpan = 8;  // blocks whose scale products one vector holds
+  alignas(32) float products[MT][NR][kSpan];
+  const auto block = [&](int64_t b, int i) __attribute__((always_inline)) {
     const int64_t c = 32 * b;
     __m256i w_signed[NR], w_abs[NR];
     __m256 ws[NR];
@@ -162,20 +173,45 @@ void QuantTileT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64
       } else {
         w_abs[r] = codes;
       }
-      ws[r] = kPerBlock ? _mm256_broadcast_ss(w_scales[r] + 2 * b)
-                        : ExpandGroupScales(w_scales[r] + 2 * b);
+      if constexpr (!kPerBlock) ws[r] = ExpandGroupScales(w_scales[r] + 2 * b);
     }
     for (int t = 0; t < MT; ++t) {
       const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_codes[t] + c));
-      const __m256 xd = _mm256_broadcast_ss(x_scales[t] + 2 * b);
+      __m256 xd;
+      if constexpr (!kPerBlock) xd = BroadcastFloat(x_scales[t] + 2 * b);
       for (int r = 0; r < NR; ++r) {
         const __m256i pairs =
             kSigned ? _mm256_maddubs_epi16(w_abs[r], _mm256_sign_epi8(xv, w_signed[r]))
                     : _mm256_maddubs_epi16(w_abs[r], xv);
         const __m256i isum = _mm256_madd_epi16(pairs, ones);
-        acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(ws[r], xd), acc[t][r]);
+        const __m256 scale =
+            kPerBlock ? BroadcastFloat(&products[t][r][i]) : _mm256_mul_ps(ws[r], xd);
+        acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t][r]);
       }
     }
+  };
+  int64_t b = 0;
+  if constexpr (kPerBlock) {
+    for (; b + kSpan <= blocks; b += kSpan) {
+      __m256 x_span[MT];
+      for (int t = 0; t < MT; ++t) x_span[t] = BlockScales(x_scales[t] + 2 * b);
+      for (int r = 0; r < NR; ++r) {
+        const __m256 w_span = BlockScales(w_scales[r] + 2 * b);
+        for (int t = 0; t < MT; ++t)
+          _mm256_store_ps(products[t][r], _mm256_mul_ps(w_span, x_span[t]));
+      }
+      for (int i = 0; i < kSpan; ++i) block(b + i, i);
+    }
+    // The row's last blocks: the same products one at a time.
+    for (int64_t i = 0; b + i < blocks; ++i) {
+      for (int t = 0; t < MT; ++t) {
+        for (int r = 0; r < NR; ++r)
+          products[t][r][i] = w_scales[r][2 * (b + i)] * x_scales[t][2 * (b + i)];
+      }
+    }
+    for (int i = 0; b < blocks; ++b, ++i) block(b, i);
+  } else {
+    for (; b < blocks; ++b) block(b, 0);
   }
   float sums[MT][NR];
   for (int t = 0; t < MT; ++t) {

@@ -76,7 +76,7 @@ inline __attribute__((always_inline)) void ScoreStep(const float* const* q_rows,
   __m256 k[kChunks];
   for (int c = 0; c < kChunks; ++c) k[c] = keys(d, c);
   for (int i = 0; i < kRows; ++i) {
-    const __m256 q = _mm256_broadcast_ss(q_rows[i] + d);
+    const __m256 q = BroadcastFloat(q_rows[i] + d);
     for (int c = 0; c < kChunks; ++c) acc[i][c] = _mm256_fmadd_ps(q, k[c], acc[i][c]);
   }
 }
@@ -202,7 +202,7 @@ void ValueTile(const Values& values, int head_dim, int r0, const int* filled, co
     int j = 0;
     for (; j < common; ++j, v_row.Next()) {
       __m256 p[kRows];
-      for (int i = 0; i < kRows; ++i) p[i] = _mm256_broadcast_ss(p_rows[i] + j);
+      for (int i = 0; i < kRows; ++i) p[i] = BroadcastFloat(p_rows[i] + j);
       for (int c = 0; c < kValueChunks; ++c) {
         const __m256 v = widths[c] > 0 ? v_row.Load(d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
         for (int i = 0; i < kRows; ++i) acc[i][c] = _mm256_fmadd_ps(p[i], v, acc[i][c]);
@@ -213,7 +213,7 @@ void ValueTile(const Values& values, int head_dim, int r0, const int* filled, co
         const __m256 v = widths[c] > 0 ? v_row.Load(d0 + 8 * c, widths[c]) : _mm256_setzero_ps();
         for (int i = 0; i < kRows; ++i) {
           if (j < filled[r0 + i]) {
-            acc[i][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(p_rows[i] + j), v, acc[i][c]);
+            acc[i][c] = _mm256_fmadd_ps(BroadcastFloat(p_rows[i] + j), v, acc[i][c]);
           }
         }
       }
