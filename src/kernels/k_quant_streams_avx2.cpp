@@ -3,7 +3,10 @@
 // 32-bit lane r. The row-by-row tile (k_quant_avx2.cpp) decodes each row's packed 6-bit scales,
 // picks them out with byte shuffles and takes a madd per 32 codes. Here the scales of 8 rows are
 // decoded in one pass of shifts and masks, each shuffle serves 8 rows, and since a lane holds one
-// row, a sub-block's products add up in 16 bits over its words before one madd by its scale.
+// row, a sub-block's products add up in 16 bits over its words before one madd by its scale. The
+// codes are in sub-block order (row_groups.h), so one sum per sub-block takes both nibbles'
+// products, and prefill passes over a group's two streams at once (Q4_K), each broadcast of a
+// token's activations serving 16 rows.
 //
 // The arithmetic is the row-by-row tile's (kKQuantChains, quant_reads_avx2.h), so the same
 // bits: lane r of the codes' sum is row r's exact S for the super-block, of the mins' sum its M,
@@ -75,103 +78,121 @@ struct Token {
   const int16_t* group_sums;
 };
 
-// MT tokens (1 or 2) over one stream of 8 rows: y[t * y_stride + r] = dot(token t, row r) for
-// r < 8. Tokens share each word's split into codes and each super-block's scales.
-template <bool kFifth, int MT>
-void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* words,
+// MT tokens (1 or 2) over NS streams (1 or 2) of 8 rows: y[t * y_stride + 8 u + r] =
+// dot(token t, row r of stream u). Tokens share each word's split into codes and each
+// super-block's scales; streams share each token's broadcasts and sub-block sums.
+template <bool kFifth, int NS, int MT>
+void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* const (&streams)[NS],
                  StreamAhead<8192, 0>& ahead, float* y, int64_t y_stride) {
   using Layout = KStream<kFifth>;
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
-  __m256 chains[MT][kKQuantChains];
-  for (auto& token_chains : chains) {
-    for (__m256& chain : token_chains) chain = _mm256_setzero_ps();
+  __m256 chains[NS][MT][kKQuantChains];
+  for (auto& stream_chains : chains) {
+    for (auto& token_chains : stream_chains) {
+      for (__m256& chain : token_chains) chain = _mm256_setzero_ps();
+    }
   }
-  // Super-block s into chain k of each token.
+  // Super-block s into chain k of each stream and token.
   const auto add_super_block = [&](int64_t s, int k) {
-    const uint8_t* const block = words + s * Layout::kBlockBytes;
-    ahead.Upto(block + Layout::kBlockBytes);
-    const auto word = [block](int index) { return Load32(block + 32 * index); };
+    const uint8_t* block[NS];
+    for (int u = 0; u < NS; ++u) block[u] = streams[u] + s * Layout::kBlockBytes;
+    ahead.Upto(block[NS - 1] + Layout::kBlockBytes);
+    const auto word = [&block](int u, int index) { return Load32(block[u] + 32 * index); };
     // The 6-bit scales and mins (GetScaleMinK4), four to a lane: sc[0..3], sc[4..7], m[0..3],
     // m[4..7] from the packed s[0..3], s[4..7], s[8..11].
-    const __m256i s0 = word(Layout::kScaleWord), s1 = word(Layout::kScaleWord + 1),
-                  s2 = word(Layout::kScaleWord + 2);
     const __m256i six_bits = _mm256_set1_epi8(63), top_bits = _mm256_set1_epi8(0x30);
-    const __m256i sc_low = _mm256_and_si256(s0, six_bits);
-    const __m256i sc_high = _mm256_or_si256(_mm256_and_si256(s2, low_nibbles),
-                                            _mm256_and_si256(_mm256_srli_epi16(s0, 2), top_bits));
-    // S: chunk p of 32 code bytes holds sub-block 2p in its words' low nibbles and 2p + 1 in
-    // their high ones. A sub-block's products add up in 16 bits over its words (Q4_K: 8 words,
-    // at most 8 * 2 * 15 * 127 = 30480; Q5_K's codes to 31: 4 words at a time), then take its
-    // scale in one madd.
-    constexpr int kWordsPerSum = kFifth ? 4 : 8;
-    __m256i codes_sum[MT];
-    for (__m256i& sum : codes_sum) sum = _mm256_setzero_si256();
-    Unroll<4>([&](auto chunk_index) {
-      constexpr int p = decltype(chunk_index)::value;
-      const __m256i low_scale = LaneByteWords<2 * p % 4>(p < 2 ? sc_low : sc_high);
-      const __m256i high_scale = LaneByteWords<(2 * p + 1) % 4>(p < 2 ? sc_low : sc_high);
-      Unroll<8 / kWordsPerSum>([&](auto part_index) {
+    __m256i sc_low[NS], sc_high[NS];
+    for (int u = 0; u < NS; ++u) {
+      const __m256i s0 = word(u, Layout::kScaleWord), s2 = word(u, Layout::kScaleWord + 2);
+      sc_low[u] = _mm256_and_si256(s0, six_bits);
+      sc_high[u] = _mm256_or_si256(_mm256_and_si256(s2, low_nibbles),
+                                   _mm256_and_si256(_mm256_srli_epi16(s0, 2), top_bits));
+    }
+    // S: the codes are in sub-block order (row_groups.h): words 4 j .. 4 j + 3 hold sub-block j,
+    // elements 4 w .. 4 w + 3 of word w in its low nibbles and 16 + 4 w .. in its high ones. A
+    // sub-block's products add up in 16 bits over its words (Q4_K: 4 words, at most
+    // 4 * 2 * 2 * 15 * 127 = 30480; Q5_K's codes to 31: 2 at a time), then take its scale in one
+    // madd.
+    constexpr int kWordsPerSum = kFifth ? 2 : 4;
+    __m256i codes_sum[NS][MT];
+    for (auto& stream_sums : codes_sum) {
+      for (__m256i& sum : stream_sums) sum = _mm256_setzero_si256();
+    }
+    Unroll<8>([&](auto sub_block_index) __attribute__((always_inline)) {
+      constexpr int j = decltype(sub_block_index)::value;
+      Unroll<4 / kWordsPerSum>([&](auto part_index) __attribute__((always_inline)) {
         constexpr int first = decltype(part_index)::value * kWordsPerSum;
-        __m256i low_sum[MT], high_sum[MT];
-        for (int t = 0; t < MT; ++t) low_sum[t] = high_sum[t] = _mm256_setzero_si256();
-        Unroll<kWordsPerSum>([&](auto word_index) {
-          constexpr int i = first + decltype(word_index)::value;
-          const __m256i packed = word(Layout::kCodeWord + 8 * p + i);
-          __m256i low = _mm256_and_si256(packed, low_nibbles);
-          __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
-          if constexpr (kFifth) {
-            const __m256i qh = word(Layout::kQhWord + i);
-            low = _mm256_or_si256(low, FifthBitsAt<2 * p>(qh));
-            high = _mm256_or_si256(high, FifthBitsAt<2 * p + 1>(qh));
+        __m256i sum[NS][MT];
+        for (auto& stream_sums : sum) {
+          for (__m256i& v : stream_sums) v = _mm256_setzero_si256();
+        }
+        Unroll<kWordsPerSum>([&](auto word_index) __attribute__((always_inline)) {
+          constexpr int w = first + decltype(word_index)::value;
+          __m256i low[NS], high[NS];
+          for (int u = 0; u < NS; ++u) {
+            const __m256i packed = word(u, Layout::kCodeWord + 4 * j + w);
+            low[u] = _mm256_and_si256(packed, low_nibbles);
+            high[u] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibbles);
+            if constexpr (kFifth) {
+              low[u] = _mm256_or_si256(low[u], FifthBitsAt<j>(word(u, Layout::kQhWord + w)));
+              high[u] = _mm256_or_si256(high[u], FifthBitsAt<j>(word(u, Layout::kQhWord + 4 + w)));
+            }
           }
           for (int t = 0; t < MT; ++t) {
-            const int8_t* const x = tokens[t].q + s * kQkK + 64 * p + 4 * i;
-            low_sum[t] = _mm256_add_epi16(low_sum[t], _mm256_maddubs_epi16(low, Broadcast4(x)));
-            high_sum[t] =
-                _mm256_add_epi16(high_sum[t], _mm256_maddubs_epi16(high, Broadcast4(x + 32)));
-            KeepChain(low_sum[t]);
-            KeepChain(high_sum[t]);
+            const int8_t* const x = tokens[t].q + s * kQkK + 32 * j + 4 * w;
+            const __m256i x_low = Broadcast4(x), x_high = Broadcast4(x + 16);
+            for (int u = 0; u < NS; ++u) {
+              sum[u][t] = _mm256_add_epi16(sum[u][t], _mm256_maddubs_epi16(low[u], x_low));
+              KeepChain(sum[u][t]);
+              sum[u][t] = _mm256_add_epi16(sum[u][t], _mm256_maddubs_epi16(high[u], x_high));
+              KeepChain(sum[u][t]);
+            }
           }
         });
-        for (int t = 0; t < MT; ++t) {
-          codes_sum[t] = _mm256_add_epi32(
-              codes_sum[t], _mm256_add_epi32(_mm256_madd_epi16(low_sum[t], low_scale),
-                                             _mm256_madd_epi16(high_sum[t], high_scale)));
+        for (int u = 0; u < NS; ++u) {
+          const __m256i scale = LaneByteWords<j % 4>(j < 4 ? sc_low[u] : sc_high[u]);
+          for (int t = 0; t < MT; ++t) {
+            codes_sum[u][t] =
+                _mm256_add_epi32(codes_sum[u][t], _mm256_madd_epi16(sum[u][t], scale));
+            KeepChain(codes_sum[u][t]);
+          }
         }
       });
     });
     // M: sum_j m[j] * (the token's sum of sub-block j), two sub-blocks per madd: words
     // (m[2k], m[2k + 1]) of each lane against the sums of sub-blocks 2k and 2k + 1.
-    const __m256i m_low = _mm256_and_si256(s1, six_bits);
-    const __m256i m_high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s2, 4), low_nibbles),
-                                           _mm256_and_si256(_mm256_srli_epi16(s1, 2), top_bits));
     __m128i sub_block_sums[MT];
-    __m256i mins_sum[MT];
-    for (int t = 0; t < MT; ++t) {
-      sub_block_sums[t] = SubBlockSums(tokens[t].group_sums + s * 16);
-      mins_sum[t] = _mm256_setzero_si256();
-    }
-    Unroll<4>([&](auto pair_index) {
-      constexpr int j = decltype(pair_index)::value;
-      const __m256i mins = LaneBytePairWords<2 * j % 4>(j < 2 ? m_low : m_high);
+    for (int t = 0; t < MT; ++t) sub_block_sums[t] = SubBlockSums(tokens[t].group_sums + s * 16);
+    for (int u = 0; u < NS; ++u) {
+      const __m256i s1 = word(u, Layout::kScaleWord + 1), s2 = word(u, Layout::kScaleWord + 2);
+      const __m256i m_low = _mm256_and_si256(s1, six_bits);
+      const __m256i m_high =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s2, 4), low_nibbles),
+                          _mm256_and_si256(_mm256_srli_epi16(s1, 2), top_bits));
+      __m256i mins_sum[MT];
+      for (__m256i& sum : mins_sum) sum = _mm256_setzero_si256();
+      Unroll<4>([&](auto pair_index) __attribute__((always_inline)) {
+        constexpr int p = decltype(pair_index)::value;
+        const __m256i mins = LaneBytePairWords<2 * p % 4>(p < 2 ? m_low : m_high);
+        for (int t = 0; t < MT; ++t) {
+          const __m256i sums = _mm256_broadcastd_epi32(_mm_srli_si128(sub_block_sums[t], 4 * p));
+          mins_sum[t] = _mm256_add_epi32(mins_sum[t], _mm256_madd_epi16(mins, sums));
+        }
+      });
+      // d (low half of each lane) and dmin (high half) of the 8 rows, times each token's scale.
+      const __m256i halves = _mm256_permute4x64_epi64(
+          _mm256_shuffle_epi8(
+              word(u, 0), _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0,
+                                           1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)),
+          0xD8);
+      const __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
+      const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
       for (int t = 0; t < MT; ++t) {
-        const __m256i sums = _mm256_broadcastd_epi32(_mm_srli_si128(sub_block_sums[t], 4 * j));
-        mins_sum[t] = _mm256_add_epi32(mins_sum[t], _mm256_madd_epi16(mins, sums));
+        const __m256 x_scale = _mm256_set1_ps(tokens[t].d[s]);
+        __m256& acc = chains[u][t][k];
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes_sum[u][t]), _mm256_mul_ps(d, x_scale), acc);
+        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_sum[t]), _mm256_mul_ps(dmin, x_scale), acc);
       }
-    });
-    // d (low half of each lane) and dmin (high half) of the 8 rows, times each token's scale.
-    const __m256i halves = _mm256_permute4x64_epi64(
-        _mm256_shuffle_epi8(
-            word(0), _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4,
-                                      5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)),
-        0xD8);
-    const __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(halves));
-    const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(halves, 1));
-    for (int t = 0; t < MT; ++t) {
-      const __m256 x_scale = _mm256_set1_ps(tokens[t].d[s]);
-      __m256& acc = chains[t][k];
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(codes_sum[t]), _mm256_mul_ps(d, x_scale), acc);
-      acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins_sum[t]), _mm256_mul_ps(dmin, x_scale), acc);
     }
   };
   int64_t s = 0;
@@ -183,15 +204,18 @@ void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* words
   }
   for (int k = 0; s + k < supers; ++k) add_super_block(s + k, k);
   // The chains' tree (kKQuantChains).
-  for (int t = 0; t < MT; ++t) {
-    const auto& c = chains[t];
-    _mm256_storeu_ps(y + t * y_stride,
-                     _mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[1], c[3])));
+  for (int u = 0; u < NS; ++u) {
+    for (int t = 0; t < MT; ++t) {
+      const auto& c = chains[u][t];
+      _mm256_storeu_ps(y + t * y_stride + kRowStreamRows * u,
+                       _mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[1], c[3])));
+    }
   }
 }
 
-// Two tokens at a time (one for an odd last), stream by stream: a stream's words, split once,
-// serve both; the second stream or pair reads the group again, from L1 or L2.
+// One token (decode) stream by stream, as the rows stream from memory. More tokens two at a time
+// (one for an odd last) over both streams at once: a word's split into codes serves both tokens,
+// a token's broadcasts both streams, and the pairs after the first read the group from L1 or L2.
 template <bool kFifth>
 void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
                 const uint8_t* ahead_end, float* y, int64_t y_stride) {
@@ -201,17 +225,29 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group
     const int64_t row = t0 + t;
     return Token{x.q + row * cols, x.d + row * supers, x.group_sum + row * (cols / 16)};
   };
+  const uint8_t* const streams[2] = {group, group + supers * KStream<kFifth>::kBlockBytes};
   StreamAhead<8192, 0> ahead(group, ahead_end);
+  if (mt == 1) {
+    const Token one[1] = {token(0)};
+    for (int u = 0; u < 2; ++u) {
+      const uint8_t* const stream[1] = {streams[u]};
+      KStreamTile<kFifth, 1, 1>(one, supers, stream, ahead, y + u * kRowStreamRows, y_stride);
+    }
+    return;
+  }
+  // Q5_K's fifth bits leave too few registers for two streams at once: one at a time.
+  constexpr int kPassStreams = kFifth ? 1 : 2;
   for (int t = 0; t < mt; t += 2) {
-    for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
-      const uint8_t* const stream = group + s * supers * KStream<kFifth>::kBlockBytes;
-      float* const out = y + t * y_stride + s * kRowStreamRows;
+    for (int first = 0; first < 2; first += kPassStreams) {
+      const uint8_t* pass[kPassStreams];
+      for (int u = 0; u < kPassStreams; ++u) pass[u] = streams[first + u];
+      float* const out = y + t * y_stride + first * kRowStreamRows;
       if (t + 1 < mt) {
         const Token pair[2] = {token(t), token(t + 1)};
-        KStreamTile<kFifth, 2>(pair, supers, stream, ahead, out, y_stride);
+        KStreamTile<kFifth, kPassStreams, 2>(pair, supers, pass, ahead, out, y_stride);
       } else {
         const Token one[1] = {token(t)};
-        KStreamTile<kFifth, 1>(one, supers, stream, ahead, out, y_stride);
+        KStreamTile<kFifth, kPassStreams, 1>(one, supers, pass, ahead, out, y_stride);
       }
     }
   }

@@ -173,6 +173,43 @@ void Q5KMasksToWords(uint8_t* block) {
   std::memcpy(block + kQ5KFifthBitsAt, words, sizeof(words));
 }
 
+// A K-quant super-block's 256 4-bit codes (qs, 128 bytes) from stored order (byte 32 p + b:
+// element 64 p + b, low nibble; 64 p + 32 + b, high) to sub-block order (byte 16 j + n: element
+// 32 j + n, low; 32 j + 16 + n, high), or back: within each 32 bytes, halves A and B become
+// (A & 15) | (B & 15) << 4 and A >> 4 | (B & 0xF0), a swap that undoes itself. In sub-block
+// order a 4-byte word holds codes of one sub-block only, so a stream tile adds both nibbles'
+// products into one sum per sub-block.
+void SwapSubBlockNibbles(uint8_t* qs) {
+  for (int p = 0; p < kQkK / 64; ++p) {
+    uint8_t* const a = qs + 32 * p;
+    uint8_t* const b = a + 16;
+    for (int n = 0; n < 16; ++n) {
+      const uint8_t low = static_cast<uint8_t>((a[n] & 15) | (b[n] & 15) << 4);
+      b[n] = static_cast<uint8_t>(a[n] >> 4 | (b[n] & 0xF0));
+      a[n] = low;
+    }
+  }
+}
+
+// Whether `type`'s codes are in sub-block order in `layout` (the AVX2 K-quant stream tiles').
+bool SubBlockOrder(WeightType type, WeightLayout layout) {
+  return layout == WeightLayout::kRowStreams &&
+         (type == WeightType::kQ4_K || type == WeightType::kQ5_K);
+}
+
+// Calls recode(qs) for every super-block of 16 stored rows.
+template <typename Recode>
+void ForEachKCodes(WeightType type, uint8_t* rows, int64_t cols, const Recode& recode) {
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  const int64_t block_bytes = static_cast<int64_t>(BlockBytes(type));
+  const int64_t qs_at = static_cast<int64_t>(type == WeightType::kQ5_K ? offsetof(BlockQ5_K, qs)
+                                                                       : offsetof(BlockQ4_K, qs));
+  for (int r = 0; r < kRowGroupRows; ++r) {
+    for (int64_t b = 0; b < cols / kQkK; ++b)
+      recode(rows + r * row_bytes + b * block_bytes + qs_at);
+  }
+}
+
 }  // namespace
 
 // Byte k of a recoded qh word back in place, before a shift by k: its bit 2u + h is the stored
@@ -209,6 +246,12 @@ bool HasGroupedLayout(WeightType type, WeightLayout layout) {
 void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_t cols,
                uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  std::vector<uint8_t> recoded;  // K-quant streams: the rows with their codes in sub-block order
+  if (SubBlockOrder(type, layout)) {
+    recoded.assign(rows, rows + kRowGroupRows * row_bytes);
+    ForEachKCodes(type, recoded.data(), cols, SwapSubBlockNibbles);
+    rows = recoded.data();
+  }
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     MovePiece(out + in_group, rows + r * row_bytes + in_row, bytes);
   });
@@ -234,6 +277,7 @@ void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     MovePiece(out + r * row_bytes + in_row, group + in_group, bytes);
   });
+  if (SubBlockOrder(type, layout)) ForEachKCodes(type, out, cols, SwapSubBlockNibbles);
   if (type == WeightType::kQ5_0) StoreQ5_0FifthBits(out, cols);
 }
 

@@ -19,7 +19,9 @@
 // 16-row pieces, Q4_0 streamed at 21-24 GB/s against 35-36 GB/s, 2 threads, Zen 3). Q4_0, Q5_0,
 // Q8_0, Q4_K and Q5_K have it: Q4_0's block as above, Q8_0's its eight words of codes then d,
 // Q5_0's its four words of codes, its qh word recoded (Q5_0FifthBit), then d; the K-quants' their
-// words in order (Q5_K's qh as stored).
+// words in order (Q5_K's qh as stored), with each super-block's codes first put in sub-block
+// order: byte 16 j + n holds element 32 j + n in its low nibble and 32 j + 16 + n in its high one,
+// so that a word holds codes of one sub-block.
 #pragma once
 
 #include <cstddef>

@@ -16,8 +16,10 @@ namespace reprise::kernels {
 // f(std::integral_constant<int, i>{}) for i = 0 .. N - 1, unrolled: the index is a constant in
 // the body, as intrinsics' immediates and register arrays need.
 template <int N, typename F>
-inline void Unroll(const F& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
+__attribute__((always_inline)) inline void Unroll(const F& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
+    (f(std::integral_constant<int, I>{}), ...);
+  }
   (std::make_integer_sequence<int, N>());
 }
 

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -112,6 +113,26 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
           placed |= 1u << Q5_0FifthBit(e);
         }
         ASSERT_EQ(placed, 0xFFFFFFFFu);  // one place per element
+      }
+      const bool k_quant = type == WeightType::kQ4_K || type == WeightType::kQ5_K;
+      if (k_quant && grouping.layout == WeightLayout::kRowStreams) {
+        // The codes' words in sub-block order: byte 16 j + n holds element 32 j + n in its low
+        // nibble and 32 j + 16 + n in its high one (stored: byte 32 p + b holds 64 p + b and
+        // 64 p + 32 + b).
+        const size_t qs_at =
+            type == WeightType::kQ5_K ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
+        const uint8_t* qs = w.bytes.data() + (16 + r) * row_bytes + block_bytes + qs_at;
+        const auto code = [qs](int e) {
+          const int p = e / 64, b = e % 64;
+          return b < 32 ? qs[32 * p + b] & 15 : qs[32 * p + b - 32] >> 4;
+        };
+        for (int i = 0; i < kQkK / 2; ++i) {
+          const uint8_t placed =
+              block[(qs_at + i / 4 * 4) * stream_rows + 4 * (r % stream_rows) + i % 4];
+          const int j = i / 16, n = i % 16;
+          ASSERT_EQ(placed, code(32 * j + n) | code(32 * j + 16 + n) << 4)
+              << Name(grouping) << " row " << r << " byte " << i;
+        }
       }
     }
     // Group, then ungroup: the stored bytes.
