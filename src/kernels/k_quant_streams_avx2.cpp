@@ -227,29 +227,28 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group
   };
   const uint8_t* const streams[2] = {group, group + supers * KStream<kFifth>::kBlockBytes};
   StreamAhead<8192, 0> ahead(group, ahead_end);
-  if (mt == 1) {
-    const Token one[1] = {token(0)};
-    for (int u = 0; u < 2; ++u) {
-      const uint8_t* const stream[1] = {streams[u]};
-      KStreamTile<kFifth, 1, 1>(one, supers, stream, ahead, y + u * kRowStreamRows, y_stride);
-    }
-    return;
-  }
-  // Q5_K's fifth bits leave too few registers for two streams at once: one at a time.
-  constexpr int kPassStreams = kFifth ? 1 : 2;
-  for (int t = 0; t < mt; t += 2) {
-    for (int first = 0; first < 2; first += kPassStreams) {
-      const uint8_t* pass[kPassStreams];
-      for (int u = 0; u < kPassStreams; ++u) pass[u] = streams[first + u];
-      float* const out = y + t * y_stride + first * kRowStreamRows;
-      if (t + 1 < mt) {
-        const Token pair[2] = {token(t), token(t + 1)};
-        KStreamTile<kFifth, kPassStreams, 2>(pair, supers, pass, ahead, out, y_stride);
-      } else {
-        const Token one[1] = {token(t)};
-        KStreamTile<kFifth, kPassStreams, 1>(one, supers, pass, ahead, out, y_stride);
+  // Passes over kStreams streams at a time, from the first, for two tokens at a time.
+  const auto passes = [&]<int kStreams>() {
+    for (int t = 0; t < mt; t += 2) {
+      for (int first = 0; first < 2; first += kStreams) {
+        const uint8_t* pass[kStreams];
+        for (int u = 0; u < kStreams; ++u) pass[u] = streams[first + u];
+        float* const out = y + t * y_stride + first * kRowStreamRows;
+        if (t + 1 < mt) {
+          const Token pair[2] = {token(t), token(t + 1)};
+          KStreamTile<kFifth, kStreams, 2>(pair, supers, pass, ahead, out, y_stride);
+        } else {
+          const Token one[1] = {token(t)};
+          KStreamTile<kFifth, kStreams, 1>(one, supers, pass, ahead, out, y_stride);
+        }
       }
     }
+  };
+  // Q5_K's fifth bits leave too few registers for two streams at once.
+  if (mt == 1 || kFifth) {
+    passes.template operator()<1>();
+  } else {
+    passes.template operator()<2>();
   }
 }
 

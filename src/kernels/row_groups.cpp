@@ -179,7 +179,7 @@ void Q5KMasksToWords(uint8_t* block) {
 // (A & 15) | (B & 15) << 4 and A >> 4 | (B & 0xF0), a swap that undoes itself. In sub-block
 // order a 4-byte word holds codes of one sub-block only, so a stream tile adds both nibbles'
 // products into one sum per sub-block.
-void SwapSubBlockNibbles(uint8_t* qs) {
+void SwapSuperBlockNibbles(uint8_t* qs) {
   for (int p = 0; p < kQkK / 64; ++p) {
     uint8_t* const a = qs + 32 * p;
     uint8_t* const b = a + 16;
@@ -197,16 +197,16 @@ bool SubBlockOrder(WeightType type, WeightLayout layout) {
          (type == WeightType::kQ4_K || type == WeightType::kQ5_K);
 }
 
-// Calls recode(qs) for every super-block of 16 stored rows.
-template <typename Recode>
-void ForEachKCodes(WeightType type, uint8_t* rows, int64_t cols, const Recode& recode) {
+// SwapSuperBlockNibbles for every super-block of 16 stored rows of Q4_K or Q5_K.
+void SwapSubBlockNibbles(WeightType type, uint8_t* rows, int64_t cols) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   const int64_t block_bytes = static_cast<int64_t>(BlockBytes(type));
   const int64_t qs_at = static_cast<int64_t>(type == WeightType::kQ5_K ? offsetof(BlockQ5_K, qs)
                                                                        : offsetof(BlockQ4_K, qs));
   for (int r = 0; r < kRowGroupRows; ++r) {
-    for (int64_t b = 0; b < cols / kQkK; ++b)
-      recode(rows + r * row_bytes + b * block_bytes + qs_at);
+    for (int64_t b = 0; b < cols / kQkK; ++b) {
+      SwapSuperBlockNibbles(rows + r * row_bytes + b * block_bytes + qs_at);
+    }
   }
 }
 
@@ -249,7 +249,7 @@ void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_
   std::vector<uint8_t> recoded;  // K-quant streams: the rows with their codes in sub-block order
   if (SubBlockOrder(type, layout)) {
     recoded.assign(rows, rows + kRowGroupRows * row_bytes);
-    ForEachKCodes(type, recoded.data(), cols, SwapSubBlockNibbles);
+    SwapSubBlockNibbles(type, recoded.data(), cols);
     rows = recoded.data();
   }
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
@@ -277,7 +277,7 @@ void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     MovePiece(out + r * row_bytes + in_row, group + in_group, bytes);
   });
-  if (SubBlockOrder(type, layout)) ForEachKCodes(type, out, cols, SwapSubBlockNibbles);
+  if (SubBlockOrder(type, layout)) SwapSubBlockNibbles(type, out, cols);
   if (type == WeightType::kQ5_0) StoreQ5_0FifthBits(out, cols);
 }
 
