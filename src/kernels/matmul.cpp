@@ -551,10 +551,7 @@ void RunQuantRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_beg
     unpack_rows(p, p, p + np);
     for (int64_t t = t_begin; t < t_end; t += k.quant_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.quant_token_tile, t_end - t));
-      for (int64_t r = 0; r < np; r += k.quant_row_tile) {
-        const int nr = static_cast<int>(std::min<int64_t>(k.quant_row_tile, np - r));
-        k.quant_tile(job.qx, t, mt, panel, r, nr, job.y + t * w.rows + p + r, w.rows);
-      }
+      k.quant_tile(job.qx, t, mt, panel, 0, static_cast<int>(np), job.y + t * w.rows + p, w.rows);
     }
   }
 }

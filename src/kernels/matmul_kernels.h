@@ -90,8 +90,9 @@ struct TargetKernels {
   void (*float_tile)(WeightType type, const float* x, int64_t x_stride, int mt, const void* w,
                      int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
 
-  // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr. Null where
-  // interleaved_tile serves instead.
+  // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr: nr is any count (a
+  // panel's rows, quant_row_tile at a time inside, so that a token tile is set up once per
+  // panel). Null where interleaved_tile serves instead.
   void (*quant_tile)(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
                      int nr, float* y, int64_t y_stride) = nullptr;
 
