@@ -211,6 +211,8 @@ class QuantRows {
           for (int t = 0; t < MT; ++t)
             _mm256_store_ps(products[t][r], _mm256_mul_ps(w_span, x_span[t]));
         }
+        // The same loop twice: with a constant count the compiler unrolls whole spans and
+        // reads each product from a fixed place; only a row's last span takes the other.
         if (n == kSpan) {
           for (int i = 0; i < kSpan; ++i) block(b + i, i);
         } else {
