@@ -15,7 +15,7 @@
 // back, from a vector kept beside the codes. The integer sums are exact either way, so the bits
 // are those of the row-major tiles.
 //
-// Q8_0 rows as stored and Q4_K/Q5_K row groups are rearranged straight from the matrix
+// Q8_0 rows as stored and Q8_0/Q4_K/Q5_K row groups are rearranged straight from the matrix
 // (InterleaveWeightsAvx512); other types from an unpacked panel. For types with mins a block
 // ends with its rows' mins transposed, so that the tile makes MinsDot for its 16 rows at once.
 #include <algorithm>
@@ -329,6 +329,49 @@ void InterleaveKGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
   }
 }
 
+// A group of 16 Q8_0 rows in the row-group layout (row_groups.h: per block, code word u of the
+// 16 rows at 64 u, row r's at 4 r, then their 16 scales): a chunk's groups are words 0-3 and 4-7
+// of its first block, then of its second, which is KQuadCodes' order with the blocks in place of
+// the nibbles. A lone last block: the second block's codes and scales +0.
+void InterleaveQ8_0Group(const uint8_t* group, int64_t cols, uint8_t* out) {
+  constexpr int64_t kBlockBytes = kRowGroupRows * static_cast<int64_t>(sizeof(BlockQ8_0));
+  constexpr int64_t kScalesAt = kRowGroupRows * static_cast<int64_t>(sizeof(BlockQ8_0::qs));
+  const int64_t blocks = cols / kQk;
+  const auto scales_of = [&](int64_t b) {
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + b * kBlockBytes + kScalesAt)));
+  };
+  for (int64_t k = 0; k < Chunks(cols); ++k) {
+    const bool whole = 2 * k + 1 < blocks;
+    __m512i first[8], second[8];
+    for (int u = 0; u < 8; ++u) {
+      first[u] = _mm512_loadu_si512(group + 2 * k * kBlockBytes + 64 * u);
+      second[u] = whole ? _mm512_loadu_si512(group + (2 * k + 1) * kBlockBytes + 64 * u)
+                        : _mm512_setzero_si512();
+    }
+    const __m512 first_scales = scales_of(2 * k);
+    const __m512 second_scales = whole ? scales_of(2 * k + 1) : _mm512_setzero_ps();
+    uint8_t* dst = out + k * kQuads * kQuadChunkBytes;
+    // Groups 0 and 1 take the first block's scale, 2 and 3 the second's: lane 4 j + r from
+    // row 4 quad + r of the one or the other.
+    const auto quad_scales = [&](int quad) {
+      const __m512i lanes = _mm512_add_epi32(
+          _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 16, 17, 18, 19, 16, 17, 18, 19),
+          _mm512_set1_epi32(4 * quad));
+      return _mm512_permutex2var_ps(first_scales, lanes, second_scales);
+    };
+    __m512i codes[4];
+    KQuadCodes<0>(first, second, codes);
+    StoreQuadChunk(codes, quad_scales(0), dst);
+    KQuadCodes<1>(first, second, codes);
+    StoreQuadChunk(codes, quad_scales(1), dst + kQuadChunkBytes);
+    KQuadCodes<2>(first, second, codes);
+    StoreQuadChunk(codes, quad_scales(2), dst + 2 * kQuadChunkBytes);
+    KQuadCodes<3>(first, second, codes);
+    StoreQuadChunk(codes, quad_scales(3), dst + 3 * kQuadChunkBytes);
+  }
+}
+
 }  // namespace
 
 void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out) {
@@ -380,7 +423,7 @@ void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* ou
 bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout) {
   if (layout == WeightLayout::kRowMajor) return type == WeightType::kQ8_0;
   return layout == WeightLayout::kRowGroups &&
-         (type == WeightType::kQ4_K || type == WeightType::kQ5_K);
+         (type == WeightType::kQ8_0 || type == WeightType::kQ4_K || type == WeightType::kQ5_K);
 }
 
 void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
@@ -391,7 +434,9 @@ void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t
     InterleaveQ8_0Rows(rows, row_bytes, cols, nr, out);
   } else {
     REPRISE_CHECK(nr == kRowGroupRows, "a row group has {} rows, not {}", kRowGroupRows, nr);
-    if (type == WeightType::kQ4_K) {
+    if (type == WeightType::kQ8_0) {
+      InterleaveQ8_0Group(rows, cols, out);
+    } else if (type == WeightType::kQ4_K) {
       InterleaveKGroup<BlockQ4_K>(rows, cols, out);
     } else {
       InterleaveKGroup<BlockQ5_K>(rows, cols, out);

@@ -585,15 +585,22 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   const bool quantized = IsQuantized(w.type);
   const int token_tile = quantized ? kernels.quant_token_tile : kernels.float_token_tile;
   const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
-  // Matrices in row groups take the row-group tiles up to kRowGroupMaxTokens: below that they
-  // beat the prefill panels, which would first read each group back to stored rows. Where the
-  // activations come per super-block (the raw tile is the only other one) at any count: the
-  // row-group tiles split a group's codes once for two tokens (AVX2's Q4_K and Q5_K streams
-  // prefilled 1.07-1.13x as fast as stored rows on the raw tile, Zen 3).
+  // Matrices in row groups take the row-group tiles up to kRowGroupMaxTokens where the prefill
+  // panels would first read each group back to stored rows: below that the tiles beat them.
+  // Where the target rearranges groups straight into its interleaved blocks, the panels from
+  // one token tile up (AVX-512, 3072 x 2048, two threads, Zen 5: at 8 tokens as fast, at 16 and
+  // 32 tokens Q8_0 1.29x and 1.53x as fast, Q4_K 1.21x and 1.31x, Q5_K 1.25x and 1.32x).
+  // Where the activations come per super-block (the raw tile is the only other one) at any
+  // count: the row-group tiles split a group's codes once for two tokens (AVX2's Q4_K and Q5_K
+  // streams prefilled 1.07-1.13x as fast as stored rows on the raw tile, Zen 3).
   const ActivationForm form = FormFor(kernels, w);
-  const bool decode = tokens <= token_tile ||
-                      (TilesReadRowGroups(kernels, w) &&
-                       (tokens <= kRowGroupMaxTokens || form == ActivationForm::kPerSuperBlock));
+  const bool groups_interleave = kernels.interleaved_tile != nullptr &&
+                                 kernels.interleaves_weights != nullptr &&
+                                 kernels.interleaves_weights(w.type, w.layout);
+  const bool decode =
+      tokens <= token_tile ||
+      (TilesReadRowGroups(kernels, w) && ((!groups_interleave && tokens <= kRowGroupMaxTokens) ||
+                                          form == ActivationForm::kPerSuperBlock));
   job.decode = decode;
   // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.
   const int panel_tile =

@@ -69,6 +69,8 @@ const BlockPieces* PiecesOf(WeightType type, WeightLayout layout) {
   switch (type) {
     case WeightType::kQ4_0:
       return &kQ4_0;
+    case WeightType::kQ8_0:
+      return &kQ8_0;
     case WeightType::kQ4_K:
       return &kQ4_K;
     case WeightType::kQ5_K:

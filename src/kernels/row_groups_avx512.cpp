@@ -1,5 +1,5 @@
 // Decode tiles (1 to 4 tokens) for AVX-512 over rows in the row-group layout (row_groups.h):
-// Q4_0, Q4_K and Q5_K, the 4-bit types whose four-row decode tiles stayed below the speed memory
+// Q4_0, Q8_0, Q4_K and Q5_K, the types whose four-row decode tiles stayed below the speed memory
 // answers at; and the AVX-512 reader of groups back into stored rows.
 //
 // A 64-byte vector of a group holds 4 codes of each of 16 rows (row r in lane r), so one dot
@@ -62,17 +62,28 @@ void ZeroPointSums(const int8_t* xq, int64_t cols, int zero_point, int32_t* sums
 // Each tile computes MT tokens (1 to kRowGroupTokens) per read of the group: per block, the
 // codes are taken apart once and each token's sums made from them.
 
-// Q4_0: per block, the four words of codes of the 16 rows, then their 16 scales d.
-template <int MT>
-void Q4_0GroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
-                   const uint8_t* ahead_end, float* y, int64_t y_stride) {
-  constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(BlockQ4_0);
+// Q4_0 and Q8_0: per block, the words of codes of the 16 rows (Q4_0: four, each holding codes
+// of both groups in its nibbles; Q8_0: eight, four per group), then their 16 scales d. The codes
+// are made unsigned (Q4_0's nibbles are; Q8_0's bytes + 128) and each group's sum starts at
+// -zero point x the token's sum over the group, as the four-row tiles do: exact integers.
+template <typename Block, int MT>
+void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
+                     const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  constexpr bool kBytes = std::is_same_v<Block, BlockQ8_0>;
+  constexpr int kZeroPoint = kBytes ? 128 : 8;
+  constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(Block);
+  constexpr int64_t kScalesAt = kRowGroupRows * sizeof(Block::qs);
   const int64_t cols = x.cols;
   const int64_t blocks = cols / kQk;
   alignas(64) int32_t zero_point_sums[MT][kMaxRawCols / 16 + 4];
-  for (int t = 0; t < MT; ++t) ZeroPointSums(x.q + (t0 + t) * cols, cols, 8, zero_point_sums[t]);
-  StreamAhead<8192, 2048> ahead(group, ahead_end);
+  for (int t = 0; t < MT; ++t) {
+    ZeroPointSums(x.q + (t0 + t) * cols, cols, kZeroPoint, zero_point_sums[t]);
+  }
+  // Q8_0's blocks are twice Q4_0's, yet it streamed faster asking half as far ahead (2 threads,
+  // Zen 5: 78-81 against 74-75 GB/s).
+  StreamAhead<kBytes ? 4096 : 8192, 0> ahead(group, ahead_end);
   const __m512i nibble = _mm512_set1_epi8(0x0F);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 chains[MT][4];
   for (auto& token : chains) {
     for (__m512& chain : token) chain = _mm512_setzero_ps();
@@ -82,13 +93,19 @@ void Q4_0GroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
     constexpr int kLow = 2 * decltype(odd)::value;
     const uint8_t* p = group + b * kBlockBytes;
     ahead.Upto(p + kBlockBytes);
-    __m512i low_codes[4], high_codes[4];
+    __m512i low_codes[4], high_codes[4];  // word q of each group, elements 4q .. 4q + 3
     for (int q = 0; q < 4; ++q) {
-      const __m512i v = Vec(p + 64 * q);
-      low_codes[q] = _mm512_and_si512(v, nibble);
-      high_codes[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+      if constexpr (kBytes) {
+        low_codes[q] = _mm512_xor_si512(Vec(p + 64 * q), bias);
+        high_codes[q] = _mm512_xor_si512(Vec(p + 64 * (4 + q)), bias);
+      } else {
+        const __m512i v = Vec(p + 64 * q);
+        low_codes[q] = _mm512_and_si512(v, nibble);
+        high_codes[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+      }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256)));
+    const __m512 d =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kScalesAt)));
     Unroll<MT>([&](auto token) {
       constexpr int t = decltype(token)::value;
       const int8_t* xb = x.q + (t0 + t) * cols + kQk * b;
@@ -216,7 +233,9 @@ void GroupTile(WeightType type, const QuantizedRows& x, int64_t t0, const uint8_
                const uint8_t* ahead_end, float* y, int64_t y_stride) {
   switch (type) {
     case WeightType::kQ4_0:
-      return Q4_0GroupTile<MT>(x, t0, group, ahead_end, y, y_stride);
+      return LegacyGroupTile<BlockQ4_0, MT>(x, t0, group, ahead_end, y, y_stride);
+    case WeightType::kQ8_0:
+      return LegacyGroupTile<BlockQ8_0, MT>(x, t0, group, ahead_end, y, y_stride);
     case WeightType::kQ4_K:
       return KGroupTile<BlockQ4_K, MT>(x, t0, group, ahead_end, y, y_stride);
     default:
@@ -286,6 +305,21 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
     }
     return;
   }
+  if (type == WeightType::kQ8_0) {
+    // Per block: the eight code words of 16 rows transposed to bytes 2-33 of each row's block,
+    // then their 16 scales (bytes 0-1).
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* p = group + b * kRowGroupRows * block_bytes;
+      __m512i in[16];
+      for (int i = 0; i < 16; ++i) in[i] = i < 8 ? Vec(p + 64 * i) : _mm512_setzero_si512();
+      uint8_t* first = out + b * block_bytes;
+      StoreTransposed(in, 8, first + offsetof(BlockQ8_0, qs), row_bytes);
+      for (int r = 0; r < kRowGroupRows; ++r) {
+        std::memcpy(first + r * row_bytes, p + kRowGroupRows * sizeof(BlockQ8_0::qs) + 2 * r, 2);
+      }
+    }
+    return;
+  }
   // Q4_K, Q5_K: every block a transposition of its words, 16 at a time.
   const int words = static_cast<int>(block_bytes / 4);
   for (int64_t b = 0; b < blocks; ++b) {
@@ -312,7 +346,8 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
 }
 
 bool HasRowGroupTileAvx512(WeightType type) {
-  return type == WeightType::kQ4_0 || type == WeightType::kQ4_K || type == WeightType::kQ5_K;
+  return type == WeightType::kQ4_0 || type == WeightType::kQ8_0 || type == WeightType::kQ4_K ||
+         type == WeightType::kQ5_K;
 }
 
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,

@@ -11,8 +11,10 @@ namespace reprise::kernels {
 
 // Asks for a tile's bytes ahead of its reads, as it goes: kFarBytes ahead into L2 (one stream, so
 // about as far as memory needs to answer), and, where kNearBytes > 0, kNearBytes ahead from L2
-// into L1. Q4_0 takes both (86% -> 91% of the read bandwidth on an Emerald Rapids core); the
-// K-quants, which compute longer per byte, only the first (with both: 88% -> 82%).
+// into L1. The AVX-512 tiles take only the first: the K-quants, which compute longer per byte,
+// lost with both (88% -> 82% of the read bandwidth on an Emerald Rapids core), and so did Q4_0
+// on Zen 5 (2 threads, 2048 bytes near: 71 against 92 GB/s), though it had gained on Emerald
+// Rapids (86% -> 91%).
 template <int64_t kFarBytes, int64_t kNearBytes>
 class StreamAhead {
  public:

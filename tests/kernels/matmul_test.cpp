@@ -266,6 +266,8 @@ TEST(KernelMatMulTest, InterleavingStraightFromTheMatrixGivesTheUnpackedBytes) {
   };
   for (const Case& c : {Case{WeightType::kQ8_0, WeightLayout::kRowMajor, 160},
                         Case{WeightType::kQ8_0, WeightLayout::kRowMajor, 544},
+                        Case{WeightType::kQ8_0, WeightLayout::kRowGroups, 160},
+                        Case{WeightType::kQ8_0, WeightLayout::kRowGroups, 544},
                         Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 256},
                         Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 768},
                         Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 4096},
