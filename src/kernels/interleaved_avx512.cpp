@@ -15,7 +15,7 @@
 // back, from a vector kept beside the codes. The integer sums are exact either way, so the bits
 // are those of the row-major tiles.
 //
-// Q8_0 rows as stored and Q8_0/Q4_K/Q5_K row groups are rearranged straight from the matrix
+// Q8_0 rows as stored and Q8_0/Q4_K/Q5_K/Q6_K row groups are rearranged straight from the matrix
 // (InterleaveWeightsAvx512); other types from an unpacked panel. For types with mins a block
 // ends with its rows' mins transposed, so that the tile makes MinsDot for its 16 rows at once.
 #include <algorithm>
@@ -372,6 +372,76 @@ void InterleaveQ8_0Group(const uint8_t* group, int64_t cols, uint8_t* out) {
   }
 }
 
+// A group of 16 Q6_K rows in the row-group layout (row_groups.h: per block, word i of the 16 rows
+// at 64 i, row r's at 4 r; words 0-31 ql, 32-47 qh, 48-51 the scales, then the 16 d). Chunk kk
+// (half n = kk / 2) holds groups 8 n + 2 k + h for k = 2 (kk % 2) + j / 2, h = j % 2: their codes
+// as the row-group tile assembles them, less the zero point 32, and d * scale, as UnpackBlocks
+// gives them.
+void InterleaveQ6KGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
+  constexpr int64_t kBlockBytes = kRowGroupRows * static_cast<int64_t>(sizeof(BlockQ6_K));
+  constexpr int kQh = offsetof(BlockQ6_K, qh) / 4, kScales = offsetof(BlockQ6_K, scales) / 4;
+  constexpr int64_t kDAt = kRowGroupRows * static_cast<int64_t>(offsetof(BlockQ6_K, d));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  const __m512i bits45 = _mm512_set1_epi8(0x30);
+  const __m512i zero_point = _mm512_set1_epi8(32);
+  for (int64_t b = 0; b < cols / kQkK; ++b) {
+    const uint8_t* p = group + b * kBlockBytes;
+    const auto word = [&](int i) { return _mm512_loadu_si512(p + 64 * i); };
+    const __m512 d =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kDAt)));
+    for (int kk = 0; kk < kQkK / 64; ++kk) {
+      const int n = kk / 2;
+      // groups[j][e]: code word e of the chunk's group j, signed; scales[j]: its d * scale.
+      __m512i groups[4][4];
+      __m512 scales[4];
+      for (int j = 0; j < 4; ++j) {
+        const int k = 2 * (kk % 2) + j / 2, h = j % 2, s = 8 * n + 2 * k + h;
+        for (int e = 0; e < 4; ++e) {
+          const __m512i low = word(16 * n + 8 * (k % 2) + 4 * h + e);
+          const __m512i nibbles = k < 2 ? _mm512_and_si512(low, nibble)
+                                        : _mm512_and_si512(_mm512_srli_epi16(low, 4), nibble);
+          const __m512i qh = word(kQh + 8 * n + 4 * h + e);
+          const __m512i high = k == 0   ? _mm512_slli_epi16(qh, 4)
+                               : k == 1 ? _mm512_slli_epi16(qh, 2)
+                               : k == 2 ? qh
+                                        : _mm512_srli_epi16(qh, 2);
+          groups[j][e] =
+              _mm512_sub_epi8(_mm512_or_si512(nibbles, _mm512_and_si512(high, bits45)), zero_point);
+        }
+        const __m512i bytes = _mm512_slli_epi32(word(kScales + s / 4), 8 * (3 - s % 4));
+        scales[j] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(bytes, 24)));
+      }
+      // KQuadCodes' order: groups 0 and 1 as its low words 0-3 and 4-7, 2 and 3 as its high.
+      __m512i low[8], high[8];
+      for (int e = 0; e < 4; ++e) {
+        low[e] = groups[0][e];
+        low[e + 4] = groups[1][e];
+        high[e] = groups[2][e];
+        high[e + 4] = groups[3][e];
+      }
+      // Lane 4 j + r of a quad's scales: group j's of row 4 quad + r.
+      const auto quad_scales = [&](auto quad) {
+        constexpr int q = decltype(quad)::value;
+        const __m512 first = _mm512_shuffle_f32x4(scales[0], scales[1], _MM_SHUFFLE(q, q, q, q));
+        const __m512 second = _mm512_shuffle_f32x4(scales[2], scales[3], _MM_SHUFFLE(q, q, q, q));
+        return _mm512_shuffle_f32x4(first, second, _MM_SHUFFLE(2, 0, 2, 0));
+      };
+      uint8_t* dst = out + ((b * (kQkK / 64) + kk) * kQuads) * kQuadChunkBytes;
+      __m512i codes[4];
+      KQuadCodes<0>(low, high, codes);
+      StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 0>{}), dst);
+      KQuadCodes<1>(low, high, codes);
+      StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 1>{}), dst + kQuadChunkBytes);
+      KQuadCodes<2>(low, high, codes);
+      StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 2>{}),
+                     dst + 2 * kQuadChunkBytes);
+      KQuadCodes<3>(low, high, codes);
+      StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 3>{}),
+                     dst + 3 * kQuadChunkBytes);
+    }
+  }
+}
+
 }  // namespace
 
 void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out) {
@@ -423,7 +493,8 @@ void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* ou
 bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout) {
   if (layout == WeightLayout::kRowMajor) return type == WeightType::kQ8_0;
   return layout == WeightLayout::kRowGroups &&
-         (type == WeightType::kQ8_0 || type == WeightType::kQ4_K || type == WeightType::kQ5_K);
+         (type == WeightType::kQ8_0 || type == WeightType::kQ4_K || type == WeightType::kQ5_K ||
+          type == WeightType::kQ6_K);
 }
 
 void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
@@ -436,6 +507,8 @@ void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t
     REPRISE_CHECK(nr == kRowGroupRows, "a row group has {} rows, not {}", kRowGroupRows, nr);
     if (type == WeightType::kQ8_0) {
       InterleaveQ8_0Group(rows, cols, out);
+    } else if (type == WeightType::kQ6_K) {
+      InterleaveQ6KGroup(rows, cols, out);
     } else if (type == WeightType::kQ4_K) {
       InterleaveKGroup<BlockQ4_K>(rows, cols, out);
     } else {

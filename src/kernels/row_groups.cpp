@@ -23,7 +23,7 @@ struct Piece {
   uint8_t bytes;
 };
 
-constexpr int kMaxPieces = 44;
+constexpr int kMaxPieces = 53;  // Q6_K's 52 words and d
 
 struct BlockPieces {
   Piece pieces[kMaxPieces] = {};
@@ -54,6 +54,12 @@ constexpr BlockPieces kQ5_0 = CodeWordPieces<BlockQ5_0>();
 constexpr BlockPieces kQ8_0 = CodeWordPieces<BlockQ8_0>();
 constexpr BlockPieces kQ4_K = WordPieces(36);
 constexpr BlockPieces kQ5_K = WordPieces(44);
+// Q6_K: its words of low code bits (ql), high bits (qh) and scales, then d.
+constexpr BlockPieces kQ6_K = [] {
+  BlockPieces p = WordPieces(offsetof(BlockQ6_K, d) / 4);
+  p.pieces[p.count++] = {offsetof(BlockQ6_K, d), 2};
+  return p;
+}();
 
 // The pieces of `type`'s block in `layout`, or null where the type lacks the layout.
 const BlockPieces* PiecesOf(WeightType type, WeightLayout layout) {
@@ -75,6 +81,8 @@ const BlockPieces* PiecesOf(WeightType type, WeightLayout layout) {
       return &kQ4_K;
     case WeightType::kQ5_K:
       return &kQ5_K;
+    case WeightType::kQ6_K:
+      return &kQ6_K;
     default:
       return nullptr;
   }

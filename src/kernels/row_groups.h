@@ -6,11 +6,11 @@
 // The layout: rows [16 g, 16 g + 16) keep their bytes in [16 g, 16 g + 16) x row_bytes (so row
 // ranges stay contiguous and any row's group is found by its index), ordered block by block, and
 // within a block piece by piece: the 16 rows' copies of a piece side by side. A block's pieces
-// are 4-byte words (Q4_K: 36, Q5_K: 44), or, for the legacy blocks (Q4_0: 18 bytes, Q8_0: 34),
-// their words of codes then the 16-bit scale. Q5_K's eight words of fifth bits (qh) are then
-// recoded, bit for bit, as the masks its tile applies: 64 bits per code word u of chunk j and half
-// (low nibbles: sub-block 2j, high: 2j + 1), bit 4 r + i the fifth bit of row r's byte i
-// (Q5KFifthBitMask). Rows past the last whole group stay as stored. That is
+// are 4-byte words (Q4_K: 36, Q5_K: 44; Q6_K: 52, then its 16-bit d), or, for the legacy blocks
+// (Q4_0: 18 bytes, Q8_0: 34), their words of codes then the 16-bit scale. Q5_K's eight words of
+// fifth bits (qh) are then recoded, bit for bit, as the masks its tile applies: 64 bits per code
+// word u of chunk j and half (low nibbles: sub-block 2j, high: 2j + 1), bit 4 r + i the fifth bit
+// of row r's byte i (Q5KFifthBitMask). Rows past the last whole group stay as stored. That is
 // WeightLayout::kRowGroups, the AVX-512 tiles' (row_groups_avx512.cpp).
 //
 // WeightLayout::kRowStreams is the AVX2 tiles' (row_groups_avx2.cpp), whose 32-byte vectors hold a
@@ -51,8 +51,8 @@ constexpr int Q5_0FifthBit(int e) { return 8 * (e % 4) + 2 * (e % 16 / 4) + e / 
 // code words.
 inline constexpr int64_t kQ5_0StreamQhAt = 4 * 4 * kRowStreamRows;
 
-// Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q8_0, Q4_K and Q5_K; kRowStreams
-// for Q4_0, Q5_0, Q8_0, Q4_K and Q5_K.
+// Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K;
+// kRowStreams for Q4_0, Q5_0, Q8_0, Q4_K and Q5_K.
 bool HasGroupedLayout(WeightType type, WeightLayout layout);
 
 // Rows a stream of a group in the grouped `layout` holds side by side (see above).

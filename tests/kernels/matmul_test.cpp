@@ -273,7 +273,9 @@ TEST(KernelMatMulTest, InterleavingStraightFromTheMatrixGivesTheUnpackedBytes) {
                         Case{WeightType::kQ4_K, WeightLayout::kRowGroups, 4096},
                         Case{WeightType::kQ5_K, WeightLayout::kRowGroups, 256},
                         Case{WeightType::kQ5_K, WeightLayout::kRowGroups, 768},
-                        Case{WeightType::kQ5_K, WeightLayout::kRowGroups, 4096}}) {
+                        Case{WeightType::kQ5_K, WeightLayout::kRowGroups, 4096},
+                        Case{WeightType::kQ6_K, WeightLayout::kRowGroups, 256},
+                        Case{WeightType::kQ6_K, WeightLayout::kRowGroups, 768}}) {
     ASSERT_TRUE(k.interleaves_weights(c.type, c.layout)) << WeightTypeName(c.type);
     const int64_t cols = c.cols;
     TestWeights w(c.type, kInterleavedRows, cols, 109);

@@ -33,9 +33,9 @@ struct Grouping {
 const Grouping kGroupings[] = {
     {WeightType::kQ4_0, WeightLayout::kRowGroups},  {WeightType::kQ8_0, WeightLayout::kRowGroups},
     {WeightType::kQ4_K, WeightLayout::kRowGroups},  {WeightType::kQ5_K, WeightLayout::kRowGroups},
-    {WeightType::kQ4_0, WeightLayout::kRowStreams}, {WeightType::kQ5_0, WeightLayout::kRowStreams},
-    {WeightType::kQ8_0, WeightLayout::kRowStreams}, {WeightType::kQ4_K, WeightLayout::kRowStreams},
-    {WeightType::kQ5_K, WeightLayout::kRowStreams}};
+    {WeightType::kQ6_K, WeightLayout::kRowGroups},  {WeightType::kQ4_0, WeightLayout::kRowStreams},
+    {WeightType::kQ5_0, WeightLayout::kRowStreams}, {WeightType::kQ8_0, WeightLayout::kRowStreams},
+    {WeightType::kQ4_K, WeightLayout::kRowStreams}, {WeightType::kQ5_K, WeightLayout::kRowStreams}};
 
 std::string Name(const Grouping& g) {
   return std::string(WeightTypeName(g.type)) +
@@ -187,7 +187,8 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
                                                   : avx2 ? WeightLayout::kRowStreams
                                                          : kRowMajor);
     }
-    EXPECT_EQ(PreferredLayout(target, WeightType::kQ6_K), kRowMajor);
+    EXPECT_EQ(PreferredLayout(target, WeightType::kQ6_K),
+              avx512 ? WeightLayout::kRowGroups : kRowMajor);
     EXPECT_EQ(PreferredLayout(target, WeightType::kQ5_0),
               avx2 ? WeightLayout::kRowStreams : kRowMajor);
     EXPECT_EQ(PreferredLayout(target, WeightType::kQ4_0), avx2     ? WeightLayout::kRowStreams
@@ -196,8 +197,6 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
   }
   TestWeights q5_0(WeightType::kQ5_0, 16, 64, 302), q6k(WeightType::kQ6_K, 16, 256, 302);
   EXPECT_THROW(ArrangeRowGroups(q6k.view, WeightLayout::kRowStreams, q6k.bytes.data()),
-               InternalError);
-  EXPECT_THROW(ArrangeRowGroups(q6k.view, WeightLayout::kRowGroups, q6k.bytes.data()),
                InternalError);
   EXPECT_THROW(ArrangeRowGroups(q5_0.view, WeightLayout::kRowGroups, q5_0.bytes.data()),
                InternalError);
@@ -244,10 +243,11 @@ TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
   const int64_t cols = 512;
   TestWeights q4k(WeightType::kQ4_K, 37, cols, 305), q40(WeightType::kQ4_0, 53, cols, 306),
       q8(WeightType::kQ8_0, 21, cols, 307), q5k(WeightType::kQ5_K, 96, cols, 308),
-      q50(WeightType::kQ5_0, 45, cols, 312);
-  std::vector<uint8_t> s4k, s40, s5k, s50, s40s, s8, s8s, s4ks, s5ks;
+      q6k(WeightType::kQ6_K, 35, cols, 313), q50(WeightType::kQ5_0, 45, cols, 312);
+  std::vector<uint8_t> s4k, s40, s5k, s50, s40s, s8, s8s, s4ks, s5ks, s6k;
   const WeightView g4k = Grouped(q4k, WeightLayout::kRowGroups, s4k),
                    g8 = Grouped(q8, WeightLayout::kRowGroups, s8),
+                   g6k = Grouped(q6k, WeightLayout::kRowGroups, s6k),
                    g40 = Grouped(q40, WeightLayout::kRowGroups, s40),
                    g5k = Grouped(q5k, WeightLayout::kRowGroups, s5k),
                    g50 = Grouped(q50, WeightLayout::kRowStreams, s50),
@@ -260,16 +260,17 @@ TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (int64_t tokens : {int64_t{1}, int64_t{2}}) {
-        const WeightView* grouped[] = {&g4k,  &q8.view, &g40,  &g5k,  &g50,
-                                       &g40s, &g8s,     &g4ks, &g5ks, &g8};
-        const WeightView* stored[] = {&q4k.view, &q8.view, &q40.view, &q5k.view, &q50.view,
-                                      &q40.view, &q8.view, &q4k.view, &q5k.view, &q8.view};
+        const WeightView* grouped[] = {&g4k, &q8.view, &g40,  &g5k, &g50, &g40s,
+                                       &g8s, &g4ks,    &g5ks, &g8,  &g6k};
+        const WeightView* stored[] = {&q4k.view, &q8.view,  &q40.view, &q5k.view,
+                                      &q50.view, &q40.view, &q8.view,  &q4k.view,
+                                      &q5k.view, &q8.view,  &q6k.view};
         // Passes of four (the most one pass fuses): the second with the streams layouts, and
-        // with both layouts at once; the third with the K-quants' streams; the fourth with Q8_0
-        // in groups beside stored rows.
+        // with both layouts at once; the third with the K-quants' streams; the fourth and fifth
+        // with Q8_0 and Q6_K in groups beside stored rows.
         for (const std::array<int, 4>& fused_set :
              {std::array{0, 1, 2, 3}, std::array{4, 6, 5, 3}, std::array{7, 8, 6, 1},
-              std::array{9, 1, 0, 2}}) {
+              std::array{9, 1, 0, 2}, std::array{10, 1, 9, 3}}) {
           std::vector<std::vector<float>> fused(4), each(4);
           std::vector<MatMulOutput> outputs;
           for (int i = 0; i < 4; ++i) {
