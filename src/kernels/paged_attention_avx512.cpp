@@ -41,6 +41,30 @@ inline __m512 LoadRow(const uint8_t* row, int offset, __mmask16 mask) {
   }
 }
 
+// 16 elements of a stored K or V row as f32, all inside the row. A plain load where LoadRow's is
+// masked: GCC 12 treats a masked load as an opaque memory access and keeps a loop's accumulator
+// arrays in memory around it, storing all of them back after every pass (16 stores beside 16
+// fused multiply-adds per slot: the value pass ran at about a third of the FMA peak, Zen 5).
+template <KvType kType>
+inline __m512 LoadWholeRow(const uint8_t* row, int offset) {
+  if constexpr (kType == KvType::kF32) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + offset);
+  } else {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row) + offset)));
+  }
+}
+
+// LoadWholeRow where kWhole, else LoadRow.
+template <KvType kType, bool kWhole>
+inline __m512 LoadValue(const uint8_t* row, int offset, __mmask16 mask) {
+  if constexpr (kWhole) {
+    return LoadWholeRow<kType>(row, offset);
+  } else {
+    return LoadRow<kType>(row, offset, mask);
+  }
+}
+
 // Keys of up to 16 slots from j0 on, widened to f32 rows: kt[d * kt_stride + s] = k[j0 + s][d]
 // for s < count, 0 for the other slots of the 16 (never read from storage). Keys are stored
 // transposed (PagedKv), so this is a plain copy or widening, done once when several row tiles
@@ -171,16 +195,18 @@ constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registe
 // r0 .. r0 + kRows - 1 and dimensions [d0, d0 + 64):
 // out_rows[r][d] = fma(p[r][j], v[j][d], out_rows[r][d]) for j < filled[r] in order, with
 // p[r][j] = scores[r * kScoreStride + j]. v[j][d0 + e] is element `offset + e` of row j of `v`
-// (rows `stride` bytes apart, of type kSrc); masks: the chunks of [d0, d0 + 64) inside head_dim.
+// (rows `stride` bytes apart, of type kSrc); masks: the chunks of [d0, d0 + 64) inside head_dim,
+// all whole where kWhole (then every load and store is a plain one: see LoadWholeRow).
 // kRows is the number of rows present (a constant keeps the accumulators in registers).
-template <KvType kSrc, int kRows>
+template <KvType kSrc, int kRows, bool kWhole>
 void ValueTile(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
                int r0, const int* filled, const float* scores, float* const* out_rows, int d0) {
   const int tile_filled = filled[r0 + kRows - 1];
   __m512 acc[kRows][kValueChunks];
   for (int i = 0; i < kRows; ++i) {
     for (int c = 0; c < kValueChunks; ++c) {
-      acc[i][c] = _mm512_maskz_loadu_ps(masks[c], out_rows[r0 + i] + d0 + 16 * c);
+      float* at = out_rows[r0 + i] + d0 + 16 * c;
+      acc[i][c] = kWhole ? _mm512_loadu_ps(at) : _mm512_maskz_loadu_ps(masks[c], at);
     }
   }
   // Slots every row of the tile reads, then (rows of a later token only) the rest.
@@ -190,7 +216,7 @@ void ValueTile(const uint8_t* v, size_t stride, int offset, const __mmask16 (&ma
     __m512 p[kRows];
     for (int i = 0; i < kRows; ++i) p[i] = _mm512_set1_ps(scores[(r0 + i) * kScoreStride + j]);
     for (int c = 0; c < kValueChunks; ++c) {
-      const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
+      const __m512 vv = LoadValue<kSrc, kWhole>(v_row, offset + 16 * c, masks[c]);
       for (int i = 0; i < kRows; ++i) acc[i][c] = _mm512_fmadd_ps(p[i], vv, acc[i][c]);
     }
   }
@@ -203,7 +229,7 @@ void ValueTile(const uint8_t* v, size_t stride, int offset, const __mmask16 (&ma
       live[i] = j < filled[r0 + i] ? static_cast<__mmask16>(0xFFFF) : 0;
     }
     for (int c = 0; c < kValueChunks; ++c) {
-      const __m512 vv = LoadRow<kSrc>(v_row, offset + 16 * c, masks[c]);
+      const __m512 vv = LoadValue<kSrc, kWhole>(v_row, offset + 16 * c, masks[c]);
       for (int i = 0; i < kRows; ++i) {
         acc[i][c] = _mm512_mask3_fmadd_ps(p[i], vv, acc[i][c], live[i]);
       }
@@ -211,20 +237,31 @@ void ValueTile(const uint8_t* v, size_t stride, int offset, const __mmask16 (&ma
   }
   for (int i = 0; i < kRows; ++i) {
     for (int c = 0; c < kValueChunks; ++c) {
-      _mm512_mask_storeu_ps(out_rows[r0 + i] + d0 + 16 * c, masks[c], acc[i][c]);
+      float* at = out_rows[r0 + i] + d0 + 16 * c;
+      if constexpr (kWhole) {
+        _mm512_storeu_ps(at, acc[i][c]);
+      } else {
+        _mm512_mask_storeu_ps(at, masks[c], acc[i][c]);
+      }
     }
   }
 }
 
 // ValueTile over rows [first_row, num_rows), kValueHeads at a time, the last tile as many as
 // remain. A row's operations are its own whatever tile it is in, so the tiling keeps its bits.
-template <KvType kSrc>
+template <KvType kSrc, bool kPlainLoads>
 void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
                int first_row, int num_rows, const int* filled, const float* scores,
                float* const* out_rows, int d0) {
+  const bool whole = masks[kValueChunks - 1] == static_cast<__mmask16>(0xFFFF);
   ForRowTiles<kValueHeads>(first_row, num_rows, [&](auto rows, int r0) {
-    ValueTile<kSrc, decltype(rows)::value>(v, stride, offset, masks, r0, filled, scores, out_rows,
-                                           d0);
+    if (kPlainLoads && whole) {
+      ValueTile<kSrc, decltype(rows)::value, kPlainLoads>(v, stride, offset, masks, r0, filled,
+                                                          scores, out_rows, d0);
+    } else {
+      ValueTile<kSrc, decltype(rows)::value, false>(v, stride, offset, masks, r0, filled, scores,
+                                                    out_rows, d0);
+    }
   });
 }
 
@@ -362,17 +399,19 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
             }
           }
         }
-        ValuePass<KvType::kF32>(reinterpret_cast<const uint8_t*>(&v_wide[0][0]), sizeof(v_wide[0]),
-                                0, masks, first_row, num_rows, span_filled, &scores[0][0], out_rows,
-                                d0);
+        ValuePass<KvType::kF32, true>(reinterpret_cast<const uint8_t*>(&v_wide[0][0]),
+                                      sizeof(v_wide[0]), 0, masks, first_row, num_rows, span_filled,
+                                      &scores[0][0], out_rows, d0);
         continue;
       }
       for (int b = span_first; b < span.end_block; ++b) {
         const int block_row = state.EnterBlock(b, block_size);
         const float* block_scores = &scores[0][0] + (b - span_first) * block_size;
         const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
-        ValuePass<kType>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled, block_scores,
-                         out_rows, d0);
+        // Masked loads here: with plain ones as well, GCC compiled the one-token pass (inlined
+        // into this function) worse, 117 -> 86 GFLOP/s (f16, group of 4, Zen 5).
+        ValuePass<kType, false>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled,
+                                block_scores, out_rows, d0);
       }
     }
     span_first = span.end_block;
