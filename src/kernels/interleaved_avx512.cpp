@@ -270,6 +270,22 @@ inline void KQuadCodes(const __m512i (&low)[8], const __m512i (&high)[8], __m512
   }
 }
 
+// A chunk's four quads (KQuadCodes of `low` and `high`), quad q with quad_scales(q) (q as an
+// integral constant), stored from dst on.
+template <typename QuadScales>
+inline void StoreQuadChunks(const __m512i (&low)[8], const __m512i (&high)[8],
+                            const QuadScales& quad_scales, uint8_t* dst) {
+  __m512i codes[4];
+  KQuadCodes<0>(low, high, codes);
+  StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 0>{}), dst);
+  KQuadCodes<1>(low, high, codes);
+  StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 1>{}), dst + kQuadChunkBytes);
+  KQuadCodes<2>(low, high, codes);
+  StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 2>{}), dst + 2 * kQuadChunkBytes);
+  KQuadCodes<3>(low, high, codes);
+  StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 3>{}), dst + 3 * kQuadChunkBytes);
+}
+
 // A group of 16 Q4_K or Q5_K rows in the row-group layout (row_groups.h: per block, word i of the
 // 16 rows at 64 i, row r's at 4 r; words 0: d and dmin, 1-3: the packed scales and mins, then
 // Q5_K's fifth-bit masks, then the code words). Codes, scales and mins come out as UnpackBlocks
@@ -313,18 +329,13 @@ void InterleaveKGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
       // Groups 0-1 are sub-block 2 kk, groups 2-3 sub-block 2 kk + 1.
       const __m512 a = scales[2 * kk], c = scales[2 * kk + 1];
       uint8_t* dst = out + ((b * (kQkK / 64) + kk) * kQuads) * kQuadChunkBytes;
-      __m512i codes[4];
-      KQuadCodes<0>(low, high, codes);
-      StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(0, 0, 0, 0)), dst);
-      KQuadCodes<1>(low, high, codes);
-      StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(1, 1, 1, 1)),
-                     dst + kQuadChunkBytes);
-      KQuadCodes<2>(low, high, codes);
-      StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(2, 2, 2, 2)),
-                     dst + 2 * kQuadChunkBytes);
-      KQuadCodes<3>(low, high, codes);
-      StoreQuadChunk(codes, _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(3, 3, 3, 3)),
-                     dst + 3 * kQuadChunkBytes);
+      StoreQuadChunks(
+          low, high,
+          [&](auto quad) {
+            constexpr int q = decltype(quad)::value;
+            return _mm512_shuffle_f32x4(a, c, _MM_SHUFFLE(q, q, q, q));
+          },
+          dst);
     }
   }
 }
@@ -354,62 +365,36 @@ void InterleaveQ8_0Group(const uint8_t* group, int64_t cols, uint8_t* out) {
     uint8_t* dst = out + k * kQuads * kQuadChunkBytes;
     // Groups 0 and 1 take the first block's scale, 2 and 3 the second's: lane 4 j + r from
     // row 4 quad + r of the one or the other.
-    const auto quad_scales = [&](int quad) {
+    const auto quad_scales = [&](auto quad) {
       const __m512i lanes = _mm512_add_epi32(
           _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 16, 17, 18, 19, 16, 17, 18, 19),
-          _mm512_set1_epi32(4 * quad));
+          _mm512_set1_epi32(4 * decltype(quad)::value));
       return _mm512_permutex2var_ps(first_scales, lanes, second_scales);
     };
-    __m512i codes[4];
-    KQuadCodes<0>(first, second, codes);
-    StoreQuadChunk(codes, quad_scales(0), dst);
-    KQuadCodes<1>(first, second, codes);
-    StoreQuadChunk(codes, quad_scales(1), dst + kQuadChunkBytes);
-    KQuadCodes<2>(first, second, codes);
-    StoreQuadChunk(codes, quad_scales(2), dst + 2 * kQuadChunkBytes);
-    KQuadCodes<3>(first, second, codes);
-    StoreQuadChunk(codes, quad_scales(3), dst + 3 * kQuadChunkBytes);
+    StoreQuadChunks(first, second, quad_scales, dst);
   }
 }
 
-// A group of 16 Q6_K rows in the row-group layout (row_groups.h: per block, word i of the 16 rows
-// at 64 i, row r's at 4 r; words 0-31 ql, 32-47 qh, 48-51 the scales, then the 16 d). Chunk kk
-// (half n = kk / 2) holds groups 8 n + 2 k + h for k = 2 (kk % 2) + j / 2, h = j % 2: their codes
-// as the row-group tile assembles them, less the zero point 32, and d * scale, as UnpackBlocks
-// gives them.
+// A group of 16 Q6_K rows in the row-group layout (Q6KGroupCodes). Chunk kk (half n = kk / 2)
+// holds groups 8 n + 2 k + h for k = 2 (kk % 2) + j / 2, h = j % 2: their codes as the row-group
+// tile assembles them, less the zero point 32, and d * scale, as UnpackBlocks gives them.
 void InterleaveQ6KGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
   constexpr int64_t kBlockBytes = kRowGroupRows * static_cast<int64_t>(sizeof(BlockQ6_K));
-  constexpr int kQh = offsetof(BlockQ6_K, qh) / 4, kScales = offsetof(BlockQ6_K, scales) / 4;
-  constexpr int64_t kDAt = kRowGroupRows * static_cast<int64_t>(offsetof(BlockQ6_K, d));
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
   const __m512i zero_point = _mm512_set1_epi8(32);
   for (int64_t b = 0; b < cols / kQkK; ++b) {
     const uint8_t* p = group + b * kBlockBytes;
-    const auto word = [&](int i) { return _mm512_loadu_si512(p + 64 * i); };
-    const __m512 d =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kDAt)));
+    const __m512 d = Q6KGroupD(p);
     for (int kk = 0; kk < kQkK / 64; ++kk) {
       const int n = kk / 2;
       // groups[j][e]: code word e of the chunk's group j, signed; scales[j]: its d * scale.
       __m512i groups[4][4];
       __m512 scales[4];
       for (int j = 0; j < 4; ++j) {
-        const int k = 2 * (kk % 2) + j / 2, h = j % 2, s = 8 * n + 2 * k + h;
+        const int k = 2 * (kk % 2) + j / 2, h = j % 2;
         for (int e = 0; e < 4; ++e) {
-          const __m512i low = word(16 * n + 8 * (k % 2) + 4 * h + e);
-          const __m512i nibbles = k < 2 ? _mm512_and_si512(low, nibble)
-                                        : _mm512_and_si512(_mm512_srli_epi16(low, 4), nibble);
-          const __m512i qh = word(kQh + 8 * n + 4 * h + e);
-          const __m512i high = k == 0   ? _mm512_slli_epi16(qh, 4)
-                               : k == 1 ? _mm512_slli_epi16(qh, 2)
-                               : k == 2 ? qh
-                                        : _mm512_srli_epi16(qh, 2);
-          groups[j][e] =
-              _mm512_sub_epi8(_mm512_or_si512(nibbles, _mm512_and_si512(high, bits45)), zero_point);
+          groups[j][e] = _mm512_sub_epi8(Q6KGroupCodes(p, n, k, h, e), zero_point);
         }
-        const __m512i bytes = _mm512_slli_epi32(word(kScales + s / 4), 8 * (3 - s % 4));
-        scales[j] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(bytes, 24)));
+        scales[j] = Q6KGroupScale(p, d, 8 * n + 2 * k + h);
       }
       // KQuadCodes' order: groups 0 and 1 as its low words 0-3 and 4-7, 2 and 3 as its high.
       __m512i low[8], high[8];
@@ -427,17 +412,7 @@ void InterleaveQ6KGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
         return _mm512_shuffle_f32x4(first, second, _MM_SHUFFLE(2, 0, 2, 0));
       };
       uint8_t* dst = out + ((b * (kQkK / 64) + kk) * kQuads) * kQuadChunkBytes;
-      __m512i codes[4];
-      KQuadCodes<0>(low, high, codes);
-      StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 0>{}), dst);
-      KQuadCodes<1>(low, high, codes);
-      StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 1>{}), dst + kQuadChunkBytes);
-      KQuadCodes<2>(low, high, codes);
-      StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 2>{}),
-                     dst + 2 * kQuadChunkBytes);
-      KQuadCodes<3>(low, high, codes);
-      StoreQuadChunk(codes, quad_scales(std::integral_constant<int, 3>{}),
-                     dst + 3 * kQuadChunkBytes);
+      StoreQuadChunks(low, high, quad_scales, dst);
     }
   }
 }

@@ -228,57 +228,35 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
   }
 }
 
-// Q6_K: each super-block's 52 words of 16 rows (ql: 0-31, qh: 32-47, scales: 48-51), then their
-// 16 d. Element 128 n + 32 k + l (half n, quarter k, l < 32) has the low (k < 2) or high nibble
-// of ql byte 64 n + 32 (k % 2) + l and bits 2k, 2k + 1 of qh byte 32 n + l as bits 4-5; its
-// group 8 n + 2 k + l / 16 goes to chain (2 k + l / 16) % 4, in ascending order, as in the
+// Q6_K: each super-block's 52 words of 16 rows, then their 16 d (Q6KGroupCodes says where each
+// element is). Group 8 n + 2 k + h goes to chain (2 k + h) % 4, in ascending order, as in the
 // four-row tiles. Codes 0-63 against a zero point of 32: each group's sum starts at -32 x the
 // token's sum over it (exact integers).
 template <int MT>
 void Q6KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
                   const uint8_t* ahead_end, float* y, int64_t y_stride) {
   constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(BlockQ6_K);
-  constexpr int kQh = offsetof(BlockQ6_K, qh) / 4, kScales = offsetof(BlockQ6_K, scales) / 4;
-  constexpr int64_t kDAt = kRowGroupRows * offsetof(BlockQ6_K, d);
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
   alignas(64) int32_t zero_point_sums[MT][kMaxRawCols / 16 + 4];
   for (int t = 0; t < MT; ++t) ZeroPointSums(x.q + (t0 + t) * cols, cols, 32, zero_point_sums[t]);
   StreamAhead<8192, 0> ahead(group, ahead_end);
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  const __m512i bits45 = _mm512_set1_epi8(0x30);
   __m512 chains[MT][4];
   for (auto& token : chains) {
     for (__m512& chain : token) chain = _mm512_setzero_ps();
   }
   for (int64_t sb = 0; sb < supers; ++sb) {
     const uint8_t* p = group + sb * kBlockBytes;
-    const auto word = [&](int i) { return Vec(p + 64 * i); };
-    const __m512 d =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kDAt)));
-    // d * scale of group 4 i + b: signed byte b of scale word i, row r in lane r.
-    const auto scale = [&](int s) {
-      const __m512i bytes = _mm512_slli_epi32(word(kScales + s / 4), 8 * (3 - s % 4));
-      return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_srai_epi32(bytes, 24)));
-    };
+    const __m512 d = Q6KGroupD(p);
     Unroll<8>([&](auto step) {
       constexpr int n = decltype(step)::value / 4, k = decltype(step)::value % 4;
       ahead.Upto(p + (decltype(step)::value + 1) * (kBlockBytes / 8));
-      // codes[h][w]: code word w of group 8 n + 2 k + h.
-      __m512i codes[2][4];
+      __m512i codes[2][4];  // code word w of group 8 n + 2 k + h
       for (int h = 0; h < 2; ++h) {
-        for (int w = 0; w < 4; ++w) {
-          const __m512i low = word(16 * n + 8 * (k % 2) + 4 * h + w);
-          const __m512i nibbles = k < 2 ? _mm512_and_si512(low, nibble)
-                                        : _mm512_and_si512(_mm512_srli_epi16(low, 4), nibble);
-          const __m512i qh = word(kQh + 8 * n + 4 * h + w);
-          const __m512i high = k < 2    ? _mm512_slli_epi16(qh, 4 - 2 * k)
-                               : k == 2 ? qh
-                                        : _mm512_srli_epi16(qh, 2);
-          codes[h][w] = _mm512_or_si512(nibbles, _mm512_and_si512(high, bits45));
-        }
+        for (int w = 0; w < 4; ++w) codes[h][w] = Q6KGroupCodes(p, n, k, h, w);
       }
-      const __m512 low_scale = scale(8 * n + 2 * k), high_scale = scale(8 * n + 2 * k + 1);
+      const __m512 low_scale = Q6KGroupScale(p, d, 8 * n + 2 * k);
+      const __m512 high_scale = Q6KGroupScale(p, d, 8 * n + 2 * k + 1);
       Unroll<MT>([&](auto token) {
         constexpr int t = decltype(token)::value;
         const int64_t first = sb * kQkK + 128 * n + 32 * k;  // the two groups' first element
