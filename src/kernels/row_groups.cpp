@@ -299,10 +299,30 @@ void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64
     std::memcpy(out, data + row * row_bytes, static_cast<size_t>(row_bytes));
     return;
   }
-  std::vector<uint8_t> stored(static_cast<size_t>(kRowGroupRows * row_bytes));
-  UngroupRows(type, layout, data + group * kRowGroupRows * row_bytes, cols, stored.data());
-  std::memcpy(out, stored.data() + (row % kRowGroupRows) * row_bytes,
-              static_cast<size_t>(row_bytes));
+  const uint8_t* group_bytes = data + group * kRowGroupRows * row_bytes;
+  const bool recoded = type == WeightType::kQ5_0 || SubBlockOrder(type, layout) ||
+                       (type == WeightType::kQ5_K && layout == WeightLayout::kRowGroups);
+  if (recoded) {  // the whole group back, then the row
+    std::vector<uint8_t> stored(static_cast<size_t>(kRowGroupRows * row_bytes));
+    UngroupRows(type, layout, group_bytes, cols, stored.data());
+    std::memcpy(out, stored.data() + (row % kRowGroupRows) * row_bytes,
+                static_cast<size_t>(row_bytes));
+    return;
+  }
+  // The row's own pieces only (an embedding lookup reads one row of a tied output matrix): its
+  // stream's blocks in order, each piece at the row's place among the stream's copies.
+  const BlockPieces& pieces = *PiecesOf(type, layout);
+  const int stream_rows = StreamRows(layout);
+  const int in_group = static_cast<int>(row % kRowGroupRows);
+  const int in_stream = in_group % stream_rows;
+  const auto block_bytes = static_cast<int64_t>(BlockBytes(type));
+  const uint8_t* at = group_bytes + static_cast<int64_t>(in_group - in_stream) * row_bytes;
+  for (int64_t b = 0; b < cols / static_cast<int64_t>(BlockElements(type)); ++b) {
+    for (const Piece& piece : std::span(pieces.pieces, static_cast<size_t>(pieces.count))) {
+      MovePiece(out + b * block_bytes + piece.offset, at + in_stream * piece.bytes, piece.bytes);
+      at += stream_rows * piece.bytes;
+    }
+  }
 }
 
 }  // namespace reprise::kernels

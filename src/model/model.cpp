@@ -129,9 +129,12 @@ void Model::ArrangeMatrices() {
   for (LayerWeights& layer : layers_) {
     for (WeightView* w : layer.Matrices()) views.push_back(w);
   }
-  // Not the token embedding: its rows are looked up one by one. Nor the output matrix when it is
-  // the embedding.
-  if (output_.data != token_embedding_.data) views.push_back(&output_);
+  // The output matrix, read whole for every decoded token, even when it is the token embedding
+  // (tied: then both views take the arranged layout, and the embedding's lookups read their row
+  // back from its group, DequantizeRow). An embedding of its own stays as stored: its rows are
+  // only looked up one by one.
+  views.push_back(&output_);
+  if (output_.data == token_embedding_.data) views.push_back(&token_embedding_);
   std::erase_if(views, [&](const WeightView* w) {
     return kernels::PreferredLayout(target, w->type) == kernels::WeightLayout::kRowMajor;
   });
