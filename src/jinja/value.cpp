@@ -117,14 +117,42 @@ Value Value::FromJson(const nlohmann::json& json) {
   }
 }
 
+namespace {
+
+// The alternative T of a value's data, or Error naming what was expected: never
+// std::bad_variant_access, which no caller catches. The type's name only on failure (TypeName
+// itself reads an object as one).
+template <typename T, typename Data>
+const T& Checked(const Data& data, const char* expected, const Value& value) {
+  if (!std::holds_alternative<T>(data)) {
+    throw Error(fmt::format("expected {}, got {}", expected, value.TypeName()));
+  }
+  return std::get<T>(data);
+}
+
+}  // namespace
+
+bool Value::as_bool() const { return Checked<bool>(data_, "a boolean", *this); }
+
 int64_t Value::as_int() const {
   if (is_bool()) return int64_t{as_bool()};
-  // A template can hand any value where an integer belongs (replace's count, a slice bound):
-  // a template error, as Python's TypeError, never std::bad_variant_access.
-  if (!std::holds_alternative<int64_t>(data_)) {
-    throw Error(fmt::format("expected an integer, got {}", TypeName()));
-  }
-  return std::get<int64_t>(data_);
+  return Checked<int64_t>(data_, "an integer", *this);
+}
+
+const std::string& Value::as_string() const {
+  return Checked<std::string>(data_, "a string", *this);
+}
+
+const Array& Value::as_array() const {
+  return *Checked<std::shared_ptr<Array>>(data_, "a list", *this);
+}
+
+const Object& Value::as_object() const {
+  return *Checked<std::shared_ptr<Object>>(data_, "a mapping", *this);
+}
+
+Object& Value::mutable_object() const {
+  return *Checked<std::shared_ptr<Object>>(data_, "a mapping", *this);
 }
 
 double Value::as_double() const {

@@ -95,13 +95,15 @@ class Value {
   bool is_safe() const { return safe_; }
   uint32_t nesting() const { return nesting_; }  // 0 for scalars, 1 + the deepest item's
 
-  bool as_bool() const { return std::get<bool>(data_); }
+  // The value as one type. A template can hand any value where one type belongs (a filter's
+  // argument, a slice bound): another type throws Error, as Python raises TypeError.
+  bool as_bool() const;
   int64_t as_int() const;    // ints and bools
   double as_double() const;  // any number
-  const std::string& as_string() const { return std::get<std::string>(data_); }
-  const Array& as_array() const { return *std::get<std::shared_ptr<Array>>(data_); }
-  const Object& as_object() const { return *std::get<std::shared_ptr<Object>>(data_); }
-  Object& mutable_object() const { return *std::get<std::shared_ptr<Object>>(data_); }
+  const std::string& as_string() const;
+  const Array& as_array() const;
+  const Object& as_object() const;
+  Object& mutable_object() const;
   const std::string& undefined_hint() const { return std::get<UndefinedTag>(data_).hint; }
   const std::string& function_name() const;
   Value Call(CallArgs& args) const;

@@ -240,6 +240,9 @@ TEST(JinjaInterpreterTest, ErrorsNameTheProblemAndWhere) {
       std::string::npos);
   EXPECT_NE(ErrorOf("{{ 'inf' | int }}").find("outside the 64-bit integer range"),
             std::string::npos);
+  // A value of another type where a string belongs (found by the fuzzer: an abort before).
+  EXPECT_NE(ErrorOf("{{ 'na n' | trim(3) }}").find("expected a string, got int"),
+            std::string::npos);
   // raise_exception is marked as raised by the template.
   try {
     jinja::Template::Parse("{{ raise_exception('bad roles') }}").Render(jinja::Value());
