@@ -204,7 +204,7 @@ NibbleSplit BestNibbleSplit();
 QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
 
 // The row-group tiles of the AVX-512 target (row_groups_avx512.cpp), over
-// WeightLayout::kRowGroups: Q4_0, Q4_K, Q5_K, else none.
+// WeightLayout::kRowGroups: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, else none.
 bool HasRowGroupTileAvx512(WeightType type);
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                         const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
@@ -213,7 +213,8 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
 // The interleaved prefill tiles of the AVX-512 target (interleaved_avx512.cpp).
 size_t InterleavedBlockBytesAvx512(int64_t cols);
 void InterleaveRowsAvx512(const UnpackedRows& w, int64_t r0, int nr, uint8_t* out);
-bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout);  // Q8_0 rows, Q4_K/Q5_K groups
+// Straight from the matrix: Q8_0 rows as stored; Q8_0, Q4_K, Q5_K and Q6_K row groups.
+bool InterleavesWeightsAvx512(WeightType type, WeightLayout layout);
 void InterleaveWeightsAvx512(WeightType type, WeightLayout layout, const uint8_t* rows,
                              size_t row_bytes, int64_t cols, int nr, uint8_t* out);
 void InterleavedTileAvx512(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* block,
