@@ -199,6 +199,16 @@ inline __m512i LaneMultiples(int stride) {
                             _mm512_set1_epi32(stride));
 }
 
+// A Q8_0 chunk's scales for quad `quad` (rows 4 quad .. 4 quad + 3), from its two blocks' scales
+// of 16 rows (row r in lane r): groups 0 and 1 take the first block's, 2 and 3 the second's, so
+// lane 4 j + r is row 4 quad + r's of the one or the other.
+inline __m512 Q8_0QuadScales(__m512 first, __m512 second, int quad) {
+  const __m512i lanes =
+      _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 16, 17, 18, 19, 16, 17, 18, 19),
+                       _mm512_set1_epi32(4 * quad));
+  return _mm512_permutex2var_ps(first, lanes, second);
+}
+
 // How far ahead along its row InterleaveQ8_0Rows asks for a row's bytes.
 constexpr int kStoredPrefetchBytes = 1024;
 
@@ -244,12 +254,7 @@ void InterleaveQ8_0Rows(const uint8_t* rows, size_t row_bytes, int64_t cols, int
       }
       __m512i codes[4];
       QuadCodesOfRows(row_codes, codes);
-      // Groups 0 and 1 take the first block's scale, 2 and 3 the second's: lane 4 j + r from
-      // row 4 quad + r of the one or the other.
-      const __m512i lanes = _mm512_add_epi32(
-          _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 16, 17, 18, 19, 16, 17, 18, 19),
-          _mm512_set1_epi32(4 * quad));
-      StoreQuadChunk(codes, _mm512_permutex2var_ps(first_scales, lanes, second_scales),
+      StoreQuadChunk(codes, Q8_0QuadScales(first_scales, second_scales, quad),
                      out + (k * kQuads + quad) * kQuadChunkBytes);
     }
   }
@@ -363,15 +368,9 @@ void InterleaveQ8_0Group(const uint8_t* group, int64_t cols, uint8_t* out) {
     const __m512 first_scales = scales_of(2 * k);
     const __m512 second_scales = whole ? scales_of(2 * k + 1) : _mm512_setzero_ps();
     uint8_t* dst = out + k * kQuads * kQuadChunkBytes;
-    // Groups 0 and 1 take the first block's scale, 2 and 3 the second's: lane 4 j + r from
-    // row 4 quad + r of the one or the other.
-    const auto quad_scales = [&](auto quad) {
-      const __m512i lanes = _mm512_add_epi32(
-          _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 16, 17, 18, 19, 16, 17, 18, 19),
-          _mm512_set1_epi32(4 * decltype(quad)::value));
-      return _mm512_permutex2var_ps(first_scales, lanes, second_scales);
-    };
-    StoreQuadChunks(first, second, quad_scales, dst);
+    StoreQuadChunks(
+        first, second, [&](auto quad) { return Q8_0QuadScales(first_scales, second_scales, quad); },
+        dst);
   }
 }
 
@@ -386,23 +385,17 @@ void InterleaveQ6KGroup(const uint8_t* group, int64_t cols, uint8_t* out) {
     const __m512 d = Q6KGroupD(p);
     for (int kk = 0; kk < kQkK / 64; ++kk) {
       const int n = kk / 2;
-      // groups[j][e]: code word e of the chunk's group j, signed; scales[j]: its d * scale.
-      __m512i groups[4][4];
+      // The chunk's group j, signed, in KQuadCodes' order (groups 0 and 1 as its low words 0-3
+      // and 4-7, groups 2 and 3 as its high ones); scales[j]: its d * scale.
+      __m512i low[8], high[8];
       __m512 scales[4];
       for (int j = 0; j < 4; ++j) {
         const int k = 2 * (kk % 2) + j / 2, h = j % 2;
         for (int e = 0; e < 4; ++e) {
-          groups[j][e] = _mm512_sub_epi8(Q6KGroupCodes(p, n, k, h, e), zero_point);
+          const __m512i codes = _mm512_sub_epi8(Q6KGroupCodes(p, n, k, h, e), zero_point);
+          (j < 2 ? low : high)[4 * h + e] = codes;
         }
         scales[j] = Q6KGroupScale(p, d, 8 * n + 2 * k + h);
-      }
-      // KQuadCodes' order: groups 0 and 1 as its low words 0-3 and 4-7, 2 and 3 as its high.
-      __m512i low[8], high[8];
-      for (int e = 0; e < 4; ++e) {
-        low[e] = groups[0][e];
-        low[e + 4] = groups[1][e];
-        high[e] = groups[2][e];
-        high[e + 4] = groups[3][e];
       }
       // Lane 4 j + r of a quad's scales: group j's of row 4 quad + r.
       const auto quad_scales = [&](auto quad) {

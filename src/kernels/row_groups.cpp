@@ -207,6 +207,17 @@ bool SubBlockOrder(WeightType type, WeightLayout layout) {
          (type == WeightType::kQ4_K || type == WeightType::kQ5_K);
 }
 
+// Whether `type`'s groups in `layout` keep Q5_K's fifth bits as masks (Q5KWordsToMasks).
+bool FifthBitMasks(WeightType type, WeightLayout layout) {
+  return type == WeightType::kQ5_K && layout == WeightLayout::kRowGroups;
+}
+
+// Whether `type`'s groups in `layout` hold its stored bytes only moved, none recoded (Q5_0's qh
+// words, Q5_K's fifth-bit masks and the K-quant streams' code order are).
+bool OnlyMoved(WeightType type, WeightLayout layout) {
+  return type != WeightType::kQ5_0 && !SubBlockOrder(type, layout) && !FifthBitMasks(type, layout);
+}
+
 // SwapSuperBlockNibbles for every super-block of 16 stored rows of Q4_K or Q5_K.
 void SwapSubBlockNibbles(WeightType type, uint8_t* rows, int64_t cols) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
@@ -265,7 +276,7 @@ void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     MovePiece(out + in_group, rows + r * row_bytes + in_row, bytes);
   });
-  if (type == WeightType::kQ5_K && layout == WeightLayout::kRowGroups) {
+  if (FifthBitMasks(type, layout)) {
     for (int64_t b = 0; b < cols / kQkK; ++b) {
       Q5KWordsToMasks(out + b * kRowGroupRows * sizeof(BlockQ5_K));
     }
@@ -277,7 +288,7 @@ void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int
                  uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   std::vector<uint8_t> words;  // Q5_K: the group with its fifth bits as words again
-  if (type == WeightType::kQ5_K && layout == WeightLayout::kRowGroups) {
+  if (FifthBitMasks(type, layout)) {
     words.assign(group, group + kRowGroupRows * row_bytes);
     for (int64_t b = 0; b < cols / kQkK; ++b) {
       Q5KMasksToWords(words.data() + b * kRowGroupRows * sizeof(BlockQ5_K));
@@ -300,9 +311,7 @@ void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64
     return;
   }
   const uint8_t* group_bytes = data + group * kRowGroupRows * row_bytes;
-  const bool recoded = type == WeightType::kQ5_0 || SubBlockOrder(type, layout) ||
-                       (type == WeightType::kQ5_K && layout == WeightLayout::kRowGroups);
-  if (recoded) {  // the whole group back, then the row
+  if (!OnlyMoved(type, layout)) {  // the whole group back, then the row
     std::vector<uint8_t> stored(static_cast<size_t>(kRowGroupRows * row_bytes));
     UngroupRows(type, layout, group_bytes, cols, stored.data());
     std::memcpy(out, stored.data() + (row % kRowGroupRows) * row_bytes,

@@ -59,6 +59,12 @@ void ZeroPointSums(const int8_t* xq, int64_t cols, int zero_point, int32_t* sums
   }
 }
 
+// Each row's four chains (row r in lane r) added as ChainTotalsOfRows adds them: (c0 + c1) +
+// (c2 + c3).
+inline __m512 ChainTotals(const __m512 (&chains)[4]) {
+  return _mm512_add_ps(_mm512_add_ps(chains[0], chains[1]), _mm512_add_ps(chains[2], chains[3]));
+}
+
 // Each tile computes MT tokens (1 to kRowGroupTokens) per read of the group: per block, the
 // codes are taken apart once and each token's sums made from them.
 
@@ -129,8 +135,7 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
   }
   if (b < blocks) block(b, std::integral_constant<int, 0>{});  // a lone last block: groups 0, 1
   for (int t = 0; t < MT; ++t) {
-    _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(_mm512_add_ps(chains[t][0], chains[t][1]),
-                                                     _mm512_add_ps(chains[t][2], chains[t][3])));
+    _mm512_storeu_ps(y + t * y_stride, ChainTotals(chains[t]));
   }
 }
 
@@ -222,9 +227,7 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
   const int64_t sub_blocks = cols / 32;
   for (int t = 0; t < MT; ++t) {
     const __m512 mins_dot = MinsDotOfRows(min_sums[t], sub_blocks);
-    const __m512 totals = _mm512_add_ps(_mm512_add_ps(chains[t][0], chains[t][1]),
-                                        _mm512_add_ps(chains[t][2], chains[t][3]));
-    _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(totals, mins_dot));
+    _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(ChainTotals(chains[t]), mins_dot));
   }
 }
 
@@ -276,8 +279,7 @@ void Q6KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
     });
   }
   for (int t = 0; t < MT; ++t) {
-    _mm512_storeu_ps(y + t * y_stride, _mm512_add_ps(_mm512_add_ps(chains[t][0], chains[t][1]),
-                                                     _mm512_add_ps(chains[t][2], chains[t][3])));
+    _mm512_storeu_ps(y + t * y_stride, ChainTotals(chains[t]));
   }
 }
 
@@ -327,6 +329,13 @@ inline void StoreTransposed(const __m512i (&in)[16], int n, uint8_t* rows, int64
   }
 }
 
+// The 16 rows' 16-bit scales a group block keeps side by side at `scales`, to offset `at` of each
+// row's block (rows row_bytes apart from `first`).
+inline void StoreRowScales(const uint8_t* scales, uint8_t* first, size_t at, int64_t row_bytes) {
+  for (int r = 0; r < kRowGroupRows; ++r)
+    std::memcpy(first + r * row_bytes + at, scales + 2 * r, 2);
+}
+
 }  // namespace
 
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
@@ -355,28 +364,16 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
                            lanes[lane]);
         }
       }
-      for (int r = 0; r < kRowGroupRows; ++r)
-        std::memcpy(first + r * row_bytes, p + 256 + 2 * r, 2);
+      StoreRowScales(p + 256, first, offsetof(BlockQ4_0, d), row_bytes);
     }
     return;
   }
-  if (type == WeightType::kQ8_0) {
-    // Per block: the eight code words of 16 rows transposed to bytes 2-33 of each row's block,
-    // then their 16 scales (bytes 0-1).
-    for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* p = group + b * kRowGroupRows * block_bytes;
-      __m512i in[16];
-      for (int i = 0; i < 16; ++i) in[i] = i < 8 ? Vec(p + 64 * i) : _mm512_setzero_si512();
-      uint8_t* first = out + b * block_bytes;
-      StoreTransposed(in, 8, first + offsetof(BlockQ8_0, qs), row_bytes);
-      for (int r = 0; r < kRowGroupRows; ++r) {
-        std::memcpy(first + r * row_bytes, p + kRowGroupRows * sizeof(BlockQ8_0::qs) + 2 * r, 2);
-      }
-    }
-    return;
-  }
-  // Q4_K, Q5_K, Q6_K: every block a transposition of its words, 16 at a time.
+  // Q8_0, Q4_K, Q5_K, Q6_K: every block's words a transposition, 16 at a time, into the row's
+  // bytes from words_at; then Q8_0's and Q6_K's 16-bit d, which the group keeps after the words.
   const int words = static_cast<int>(block_bytes / 4);
+  const bool has_d = block_bytes % 4 != 0;
+  const size_t words_at = type == WeightType::kQ8_0 ? offsetof(BlockQ8_0, qs) : 0;
+  const size_t d_at = type == WeightType::kQ8_0 ? offsetof(BlockQ8_0, d) : offsetof(BlockQ6_K, d);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = group + b * kRowGroupRows * block_bytes;
     // Q5_K's words 4-11 (qh) from the fifth-bit masks: bit k of byte 4 r + i of word 4 + u is
@@ -391,18 +388,14 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
       }
       return qh;
     };
+    uint8_t* first_row = out + b * block_bytes;
     for (int first = 0; first < words; first += 16) {
       const int n = std::min(16, words - first);
       __m512i in[16];
       for (int i = 0; i < 16; ++i) in[i] = i < n ? word(first + i) : _mm512_setzero_si512();
-      StoreTransposed(in, n, out + b * block_bytes + 4 * first, row_bytes);
+      StoreTransposed(in, n, first_row + words_at + 4 * first, row_bytes);
     }
-    if (type == WeightType::kQ6_K) {  // then its 16 rows' d
-      for (int r = 0; r < kRowGroupRows; ++r) {
-        std::memcpy(out + b * block_bytes + r * row_bytes + offsetof(BlockQ6_K, d),
-                    p + kRowGroupRows * offsetof(BlockQ6_K, d) + 2 * r, 2);
-      }
-    }
+    if (has_d) StoreRowScales(p + 64 * words, first_row, d_at, row_bytes);
   }
 }
 
