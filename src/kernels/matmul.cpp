@@ -33,6 +33,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/error.h"
+#include "kernels/matmul_driver.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/row_groups.h"
@@ -40,11 +41,7 @@
 
 namespace reprise::kernels {
 
-namespace {
-
-// Each thread keeps its scratch between calls so that the step loop does not allocate; a buffer
-// only grows. `Slot` separates the caller's activation buffer from the panel buffer it also uses.
-enum class Slot { kActivations, kPanel, kInterleaved, kUngrouped };
+// The driver's shared pieces (matmul_driver.h).
 
 uint8_t* ThreadScratch(Slot slot, size_t bytes) {
   thread_local AlignedBuffer<uint8_t> buffers[4];
@@ -53,11 +50,30 @@ uint8_t* ThreadScratch(Slot slot, size_t bytes) {
   return buffer.data();
 }
 
-size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+int64_t DecodePrefetchRows(size_t row_bytes, int row_tile) {
+  const int64_t tile_bytes = static_cast<int64_t>(row_bytes) * row_tile;
+  return row_tile * std::max<int64_t>(1, (kDecodePrefetchBytes + tile_bytes - 1) / tile_bytes);
+}
 
-// Row stride (in floats) of packed f32 rows: one cache line more than a multiple of 16, so that
-// rows 4 KiB apart do not compete for the same L1 sets.
-int64_t PaddedStride(int64_t cols) { return (cols + 15) / 16 * 16 + 16; }
+void PrefetchRows(const uint8_t* data, size_t row_bytes, int64_t first, int64_t end) {
+  const uint8_t* start = data + static_cast<size_t>(first) * row_bytes;
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(0, end - first)) * row_bytes;
+  for (size_t line = 0; line < bytes; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T1);
+  }
+}
+
+void Ungroup(const TargetKernels& k, const WeightView& w, const uint8_t* group, uint8_t* out) {
+  if (k.ungroup_rows != nullptr && w.layout == k.group_layout) {
+    k.ungroup_rows(w.type, group, w.cols, out);
+  } else {
+    UngroupRows(w.type, w.layout, group, w.cols, out);
+  }
+}
+
+namespace {
+
+size_t RoundUp64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 const TargetKernels& KernelsFor(CpuTarget target) {
   switch (target) {
@@ -88,27 +104,6 @@ constexpr int64_t kDecodePanelBytes = 24 << 10;
 // Rows per call of the target's quant_tile_raw.
 int RawRowTile(const TargetKernels& k) {
   return k.raw_row_tile > 0 ? k.raw_row_tile : k.quant_row_tile;
-}
-
-// Decode reads each weight once, so it runs at the speed memory answers prefetches: tiles ask for
-// rows whole tiles ahead, at least kDecodePrefetchBytes ahead. Short rows need it: a tile of 576
-// Q8_0 columns is 2.4 KiB, and with only the next tile asked for, the layers of a 135M model
-// streamed at 19-21 GB/s; 8 KiB ahead, 24-29 GB/s (F16: 15 -> 23 GB/s), and no better further
-// (medians over 60 interleaved passes of all 210 matrices, 2 threads).
-constexpr int64_t kDecodePrefetchBytes = 8192;
-
-int64_t DecodePrefetchRows(size_t row_bytes, int row_tile) {
-  const int64_t tile_bytes = static_cast<int64_t>(row_bytes) * row_tile;
-  return row_tile * std::max<int64_t>(1, (kDecodePrefetchBytes + tile_bytes - 1) / tile_bytes);
-}
-
-// Asks for rows [first, end) of a matrix into L2 (see DecodePrefetchRows).
-void PrefetchRows(const uint8_t* data, size_t row_bytes, int64_t first, int64_t end) {
-  const uint8_t* start = data + static_cast<size_t>(first) * row_bytes;
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(0, end - first)) * row_bytes;
-  for (size_t line = 0; line < bytes; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(start + line), _MM_HINT_T1);
-  }
 }
 
 // Decode splits rows over threads in chunks that a thread which finishes early takes from
@@ -245,75 +240,6 @@ ActivationBuffers ActivationScratch(ActivationForm form, int64_t tokens, int64_t
 // MatMuls fuses at most this many matrices into one pass (Q, K and V; gate and up).
 constexpr size_t kMaxFusedOutputs = 4;
 
-struct Job {
-  const TargetKernels* kernels;
-  const WeightView* w;
-  const float* x;  // [tokens][x_stride] (float types)
-  int64_t x_stride;
-  QuantizedRows qx;  // quantized activations (quantized types)
-  int64_t tokens;
-  float* y;  // [tokens][rows]
-  int64_t panel_rows;
-  bool decode;  // few tokens: weights are streamed once
-};
-
-void RunFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end) {
-  const TargetKernels& k = *job.kernels;
-  const WeightView& w = *job.w;
-  const int64_t cols = w.cols;
-  const size_t row_bytes = RowBytes(w.type, cols);
-  if (job.decode) {
-    // Each weight is used once: read rows straight from the matrix (F16/BF16 widened in the
-    // tile). Widening is exact, so this gives the bits the prefill panel gives.
-    // Tiles of rows shorter than the prefetch distance ask for later tiles' rows: the hardware
-    // prefetcher ramps up on each row too late for them. Longer rows it follows well, and asking
-    // for a whole tile at once there was slower (k = 4096 F16: 26.0 -> 24.7 GB/s).
-    const bool short_rows =
-        static_cast<int64_t>(row_bytes) * k.float_row_tile < kDecodePrefetchBytes;
-    const int64_t ahead = short_rows ? DecodePrefetchRows(row_bytes, k.float_row_tile) : 0;
-    const uint8_t* weights = static_cast<const uint8_t*>(w.data);
-    PrefetchRows(weights, row_bytes, r_begin, std::min(r_end, r_begin + ahead));
-    for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
-      const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
-      for (int64_t r = r_begin; r < r_end; r += k.float_row_tile) {
-        const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, r_end - r));
-        if (t == t_begin && ahead > 0) {
-          PrefetchRows(weights, row_bytes, std::min(r_end, r + ahead),
-                       std::min(r_end, r + ahead + nr));
-        }
-        k.float_tile(w.type, job.x + t * job.x_stride, job.x_stride, mt,
-                     static_cast<const uint8_t*>(w.data) + r * row_bytes, cols, nr, cols,
-                     job.y + t * w.rows + r, w.rows);
-      }
-    }
-    return;
-  }
-  // Prefill: widen (or copy) a panel of rows once and reuse it for every token tile. Rows are
-  // padded (PaddedStride) so that a tile's rows do not all fall into the same L1 sets.
-  const int64_t stride = PaddedStride(cols);
-  float* panel = reinterpret_cast<float*>(  // [panel_rows][stride]
-      ThreadScratch(Slot::kPanel, job.panel_rows * stride * sizeof(float)));
-  for (int64_t p = r_begin; p < r_end; p += job.panel_rows) {
-    const int64_t np = std::min(job.panel_rows, r_end - p);
-    for (int64_t r = 0; r < np; ++r) {
-      const uint8_t* src = static_cast<const uint8_t*>(w.data) + (p + r) * row_bytes;
-      if (w.type == WeightType::kF32) {
-        std::memcpy(panel + r * stride, src, cols * sizeof(float));
-      } else {
-        k.widen(w.type, src, cols, panel + r * stride);
-      }
-    }
-    for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
-      const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
-      for (int64_t r = 0; r < np; r += k.float_row_tile) {
-        const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, np - r));
-        k.float_tile(WeightType::kF32, job.x + t * job.x_stride, job.x_stride, mt,
-                     panel + r * stride, stride, nr, cols, job.y + t * w.rows + p + r, w.rows);
-      }
-    }
-  }
-}
-
 // Whether the target has a row-group tile for `type` in the grouped `layout`.
 bool HasRowGroupTile(const TargetKernels& k, WeightType type, WeightLayout layout) {
   return k.has_row_group_tile != nullptr && k.group_layout == layout && k.has_row_group_tile(type);
@@ -325,16 +251,6 @@ bool HasRowGroupTile(const TargetKernels& k, WeightType type, WeightLayout layou
 bool TilesReadRowGroups(const TargetKernels& k, const WeightView& w) {
   return w.layout != WeightLayout::kRowMajor && w.cols <= kMaxRawCols &&
          HasRowGroupTile(k, w.type, w.layout);
-}
-
-// The group of w's grouped rows at `group` read back as stored into `out` (kRowGroupRows rows):
-// by the target's own reader where it has one for w's layout.
-void Ungroup(const TargetKernels& k, const WeightView& w, const uint8_t* group, uint8_t* out) {
-  if (k.ungroup_rows != nullptr && w.layout == k.group_layout) {
-    k.ungroup_rows(w.type, group, w.cols, out);
-  } else {
-    UngroupRows(w.type, w.layout, group, w.cols, out);
-  }
 }
 
 // Rows of a matrix in row groups [r_begin, r_end) for tokens [t_begin, t_end) with the target's
@@ -598,13 +514,17 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
                                  kernels.interleaves_weights != nullptr &&
                                  kernels.interleaves_weights(w.type, w.layout);
   const bool decode =
-      tokens <= token_tile ||
-      (TilesReadRowGroups(kernels, w) && ((!groups_interleave && tokens <= kRowGroupMaxTokens) ||
-                                          form == ActivationForm::kPerSuperBlock));
+      tokens <= token_tile || (quantized && TilesReadRowGroups(kernels, w) &&
+                               ((!groups_interleave && tokens <= kRowGroupMaxTokens) ||
+                                form == ActivationForm::kPerSuperBlock));
   job.decode = decode;
   // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.
-  const int panel_tile =
-      quantized && !decode && kernels.interleaved_tile != nullptr ? kInterleavedRows : row_tile;
+  // Float matrices in row groups: thread shares in whole groups.
+  const bool float_groups = !quantized && w.layout != WeightLayout::kRowMajor;
+  const int panel_tile = quantized && !decode && kernels.interleaved_tile != nullptr
+                             ? kInterleavedRows
+                         : float_groups ? kRowGroupRows
+                                        : row_tile;
   // Decode streams weights once: a small panel stays in L1. Prefill reuses a panel for every
   // token tile: size it for L2.
   const int64_t budget = decode ? kDecodePanelBytes : (192 << 10);
@@ -643,11 +563,17 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
     });
     return;
   }
+  if (float_groups && decode) {
+    ParallelChunks(pool, w.rows, kRowGroupRows, [&](int64_t lo, int64_t hi, int64_t prefetch_end) {
+      RunFloatRange(job, lo, hi, 0, tokens, prefetch_end);
+    });
+    return;
+  }
   auto run = [&](const Job& j, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end) {
     if (quantized) {
       RunQuantRange(j, r_begin, r_end, t_begin, t_end, r_end);
     } else {
-      RunFloatRange(j, r_begin, r_end, t_begin, t_end);
+      RunFloatRange(j, r_begin, r_end, t_begin, t_end, r_end);
     }
   };
   const int64_t row_tiles = (w.rows + panel_tile - 1) / panel_tile;

@@ -660,6 +660,8 @@ const TargetKernels& Avx512Kernels() {
       .has_row_group_tile = HasRowGroupTileAvx512,
       .row_group_tile = RowGroupTileAvx512,
       .ungroup_rows = UngroupRowsAvx512,
+      .float_group_tile = FloatGroupTileAvx512,
+      .widen_group = WidenGroupAvx512,
   };
   return kernels;
 }

@@ -74,6 +74,8 @@ inline constexpr int kInterleavedTokenTile = 4;
 // a product over a matrix in row groups computed by those tiles (several calls per group).
 inline constexpr int kRowGroupTokens = 4;
 inline constexpr int kRowGroupMaxTokens = 32;
+// Most tokens per call of a float row-group tile (TargetKernels::float_group_tile).
+inline constexpr int kFloatGroupTokens = 8;
 
 struct TargetKernels {
   // Largest tile (mt tokens x nr rows) each tile function accepts.
@@ -150,6 +152,17 @@ struct TargetKernels {
   // UngroupRows (row_groups.h) for group_layout, or a faster equivalent with byte-identical
   // output (null: that function).
   void (*ungroup_rows)(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) = nullptr;
+
+  // F16 and BF16 row groups in group_layout (optional: elsewhere they are read back to stored
+  // rows). float_group_tile computes y[t * y_stride + r] = dot(x row t, row r of the group),
+  // t < mt (<= kFloatGroupTokens), r < 16, with float_tile's bits, reading the group once; it
+  // asks for the bytes after the group's, up to ahead_end, as it goes. widen_group writes the
+  // group's rows widened to f32, row r at panel + r * stride, for the prefill panel.
+  void (*float_group_tile)(WeightType type, const float* x, int64_t x_stride, int mt,
+                           const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,
+                           int64_t y_stride) = nullptr;
+  void (*widen_group)(WeightType type, const uint8_t* group, int64_t cols, float* panel,
+                      int64_t stride) = nullptr;
 };
 
 // The decode tile of the AVX2 target (decode_avx2.cpp): TargetKernels::quant_tile_raw for every
@@ -209,6 +222,12 @@ bool HasRowGroupTileAvx512(WeightType type);
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                         const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
+// TargetKernels::float_group_tile and widen_group of the AVX-512 target: F16 and BF16.
+void FloatGroupTileAvx512(WeightType type, const float* x, int64_t x_stride, int mt,
+                          const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,
+                          int64_t y_stride);
+void WidenGroupAvx512(WeightType type, const uint8_t* group, int64_t cols, float* panel,
+                      int64_t stride);
 
 // The interleaved prefill tiles of the AVX-512 target (interleaved_avx512.cpp).
 size_t InterleavedBlockBytesAvx512(int64_t cols);

@@ -10,8 +10,9 @@
 // (Q4_0: 18 bytes, Q8_0: 34), their words of codes then the 16-bit scale. Q5_K's eight words of
 // fifth bits (qh) are then recoded, bit for bit, as the masks its tile applies: 64 bits per code
 // word u of chunk j and half (low nibbles: sub-block 2j, high: 2j + 1), bit 4 r + i the fifth bit
-// of row r's byte i (Q5KFifthBitMask). Rows past the last whole group stay as stored. That is
-// WeightLayout::kRowGroups, the AVX-512 tiles' (row_groups_avx512.cpp).
+// of row r's byte i (Q5KFifthBitMask). F16 and BF16 blocks are single elements, so a column of
+// the group is its 16 rows' elements side by side (32 bytes). Rows past the last whole group stay
+// as stored. That is WeightLayout::kRowGroups, the AVX-512 tiles' (row_groups_avx512.cpp).
 //
 // WeightLayout::kRowStreams is the AVX2 tiles' (row_groups_avx2.cpp), whose 32-byte vectors hold a
 // piece of 8 rows: the same pieces, but a group is two streams of 8 rows (rows 0-7, then 8-15),
@@ -51,7 +52,8 @@ constexpr int Q5_0FifthBit(int e) { return 8 * (e % 4) + 2 * (e % 16 / 4) + e / 
 // code words.
 inline constexpr int64_t kQ5_0StreamQhAt = 4 * 4 * kRowStreamRows;
 
-// Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K;
+// Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F16 and
+// BF16;
 // kRowStreams for Q4_0, Q5_0, Q8_0, Q4_K and Q5_K.
 bool HasGroupedLayout(WeightType type, WeightLayout layout);
 

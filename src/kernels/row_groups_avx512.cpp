@@ -1,6 +1,7 @@
 // Decode tiles (1 to 4 tokens) for AVX-512 over rows in the row-group layout (row_groups.h):
 // Q4_0, Q8_0, Q4_K, Q5_K and Q6_K, the types whose four-row decode tiles stayed below the speed
-// memory answers at; and the AVX-512 reader of groups back into stored rows.
+// memory answers at, and F16 and BF16 (1 to 8 tokens, and the prefill panel's widening); and the
+// AVX-512 reader of groups back into stored rows.
 //
 // A 64-byte vector of a group holds 4 codes of each of 16 rows (row r in lane r), so one dot
 // product with the token's 4 bytes broadcast adds 4 products to each of 16 rows, and 4 of them
@@ -329,6 +330,129 @@ inline void StoreTransposed(const __m512i (&in)[16], int n, uint8_t* rows, int64
   }
 }
 
+// F16 and BF16 groups: a column is its 16 rows' elements side by side (32 bytes), widened to
+// f32 exactly with row r in lane r.
+template <WeightType kType>
+inline __m512 WidenColumn(const uint8_t* column) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column));
+  if constexpr (kType == WeightType::kF16) {
+    return _mm512_cvtph_ps(bits);
+  } else {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+}
+
+constexpr int64_t kHalfColumnBytes = 2 * kRowGroupRows;
+// Columns per stretch of FloatGroupTile: a stretch of the group (16 KiB) stays in L1 while every
+// token of the call reads it.
+constexpr int64_t kFloatStretchColumns = 512;
+
+// The float tiles' arithmetic for 16 rows at once, transposed: acc[l] lane r is row r's
+// accumulator lane l, which adds x[c] * w[r][c] over the columns c = l mod 16 in order by fused
+// multiply-adds, then HorizontalSumsOfRows (the last chunk's missing lanes +0, as a masked load
+// of zeros gives): the bits of float_tile on the stored rows. Each widened column serves all MT
+// tokens; the MT x 16 accumulators do not fit in registers beside it, so each stretch of columns
+// is read in passes over kLanes of the 16 lanes (a stretch stays in L1 meanwhile), the others
+// kept in memory.
+template <WeightType kType, int MT, int kLanes>
+void FloatGroupTokens(const float* x, int64_t x_stride, const uint8_t* group, int64_t cols,
+                      const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  StreamAhead<4096, 0> ahead(group, ahead_end);
+  alignas(64) float saved[MT][16][16] = {};  // [token][lane l][row r], from +0
+  for (int64_t c0 = 0; c0 < cols; c0 += kFloatStretchColumns) {
+    const int64_t c1 = std::min(cols, c0 + kFloatStretchColumns);
+    const int64_t whole_end = c0 + (c1 - c0) / 16 * 16;
+    const int64_t tail = c1 == cols ? cols - whole_end : 0;
+    for (int first = 0; first < 16; first += kLanes) {
+      // Plain loops of constant counts, fully unrolled: GCC keeps these accumulators in
+      // registers (through lambdas it kept them on the stack).
+      __m512 acc[MT][kLanes];
+#pragma GCC unroll 16
+      for (int t = 0; t < MT; ++t) {
+#pragma GCC unroll 16
+        for (int i = 0; i < kLanes; ++i) {
+          acc[t][i] = _mm512_load_ps(saved[t][first + i]);
+        }
+      }
+      // Lanes first .. first + kLanes - 1 of every 16 columns from c0 + first, then of the
+      // last chunk the lanes it has.
+      for (int64_t c = c0 + first; c < whole_end; c += 16) {
+        if (first == 0) ahead.Upto(group + (c + 16) * kHalfColumnBytes);
+#pragma GCC unroll 16
+        for (int i = 0; i < kLanes; ++i) {
+          const __m512 w = WidenColumn<kType>(group + (c + i) * kHalfColumnBytes);
+#pragma GCC unroll 16
+          for (int t = 0; t < MT; ++t) {
+            acc[t][i] = _mm512_fmadd_ps(_mm512_set1_ps(x[t * x_stride + c + i]), w, acc[t][i]);
+          }
+        }
+      }
+      const int64_t c = whole_end + first;
+#pragma GCC unroll 16
+      for (int i = 0; i < kLanes; ++i) {
+        if (first + i < tail) {
+          const __m512 w = WidenColumn<kType>(group + (c + i) * kHalfColumnBytes);
+#pragma GCC unroll 16
+          for (int t = 0; t < MT; ++t) {
+            acc[t][i] = _mm512_fmadd_ps(_mm512_set1_ps(x[t * x_stride + c + i]), w, acc[t][i]);
+          }
+        }
+      }
+#pragma GCC unroll 16
+      for (int t = 0; t < MT; ++t) {
+#pragma GCC unroll 16
+        for (int i = 0; i < kLanes; ++i) _mm512_store_ps(saved[t][first + i], acc[t][i]);
+      }
+    }
+  }
+  for (int t = 0; t < MT; ++t) {
+    __m512 sums[16];
+    for (int l = 0; l < 16; ++l) sums[l] = _mm512_load_ps(saved[t][l]);
+    _mm512_storeu_ps(y + t * y_stride, HorizontalSumsOfRows(sums, cols));
+  }
+}
+
+// FloatGroupTokens with as many lanes per pass as leave registers for the rest (MT x kLanes
+// accumulators at most 24).
+template <WeightType kType>
+void FloatGroupTile(const float* x, int64_t x_stride, int mt, const uint8_t* group, int64_t cols,
+                    const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  switch (mt) {
+    case 1:
+      return FloatGroupTokens<kType, 1, 16>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 2:
+      return FloatGroupTokens<kType, 2, 8>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 3:
+      return FloatGroupTokens<kType, 3, 8>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 4:
+      return FloatGroupTokens<kType, 4, 4>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 5:
+      return FloatGroupTokens<kType, 5, 4>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 6:
+      return FloatGroupTokens<kType, 6, 4>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 7:
+      return FloatGroupTokens<kType, 7, 2>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    default:
+      return FloatGroupTokens<kType, 8, 2>(x, x_stride, group, cols, ahead_end, y, y_stride);
+  }
+}
+
+// The group's 16 rows widened to f32: row r at panel + r * stride. 16 columns at a time, a
+// transposition of their widened vectors.
+template <WeightType kType>
+void WidenGroup(const uint8_t* group, int64_t cols, float* panel, int64_t stride) {
+  for (int64_t c = 0; c < cols; c += 16) {
+    const int n = static_cast<int>(std::min<int64_t>(16, cols - c));
+    __m512i in[16];
+    for (int i = 0; i < 16; ++i) {
+      in[i] = i < n ? _mm512_castps_si512(WidenColumn<kType>(group + (c + i) * kHalfColumnBytes))
+                    : _mm512_setzero_si512();
+    }
+    StoreTransposed(in, n, reinterpret_cast<uint8_t*>(panel + c),
+                    stride * static_cast<int64_t>(sizeof(float)));
+  }
+}
+
 // The 16 rows' 16-bit scales a group block keeps side by side at `scales`, to offset `at` of each
 // row's block (rows row_bytes apart from `first`).
 inline void StoreRowScales(const uint8_t* scales, uint8_t* first, size_t at, int64_t row_bytes) {
@@ -339,6 +463,12 @@ inline void StoreRowScales(const uint8_t* scales, uint8_t* first, size_t at, int
 }  // namespace
 
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
+  if (type == WeightType::kF16 || type == WeightType::kBF16) {
+    // Prefill widens float groups straight into its panel (WidenGroupAvx512); nothing reads them
+    // back to stored rows often.
+    UngroupRows(type, WeightLayout::kRowGroups, group, cols, out);
+    return;
+  }
   const auto row_bytes = static_cast<int64_t>(RowBytes(type, cols));
   const auto block_bytes = static_cast<int64_t>(BlockBytes(type));
   const int64_t blocks = cols / static_cast<int64_t>(BlockElements(type));
@@ -401,7 +531,27 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
 
 bool HasRowGroupTileAvx512(WeightType type) {
   return type == WeightType::kQ4_0 || type == WeightType::kQ8_0 || type == WeightType::kQ4_K ||
-         type == WeightType::kQ5_K || type == WeightType::kQ6_K;
+         type == WeightType::kQ5_K || type == WeightType::kQ6_K || type == WeightType::kF16 ||
+         type == WeightType::kBF16;
+}
+
+void FloatGroupTileAvx512(WeightType type, const float* x, int64_t x_stride, int mt,
+                          const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,
+                          int64_t y_stride) {
+  if (type == WeightType::kF16) {
+    FloatGroupTile<WeightType::kF16>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
+  } else {
+    FloatGroupTile<WeightType::kBF16>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
+  }
+}
+
+void WidenGroupAvx512(WeightType type, const uint8_t* group, int64_t cols, float* panel,
+                      int64_t stride) {
+  if (type == WeightType::kF16) {
+    WidenGroup<WeightType::kF16>(group, cols, panel, stride);
+  } else {
+    WidenGroup<WeightType::kBF16>(group, cols, panel, stride);
+  }
 }
 
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,

@@ -35,7 +35,8 @@ const Grouping kGroupings[] = {
     {WeightType::kQ4_K, WeightLayout::kRowGroups},  {WeightType::kQ5_K, WeightLayout::kRowGroups},
     {WeightType::kQ6_K, WeightLayout::kRowGroups},  {WeightType::kQ4_0, WeightLayout::kRowStreams},
     {WeightType::kQ5_0, WeightLayout::kRowStreams}, {WeightType::kQ8_0, WeightLayout::kRowStreams},
-    {WeightType::kQ4_K, WeightLayout::kRowStreams}, {WeightType::kQ5_K, WeightLayout::kRowStreams}};
+    {WeightType::kQ4_K, WeightLayout::kRowStreams}, {WeightType::kQ5_K, WeightLayout::kRowStreams},
+    {WeightType::kF16, WeightLayout::kRowGroups},   {WeightType::kBF16, WeightLayout::kRowGroups}};
 
 std::string Name(const Grouping& g) {
   return std::string(WeightTypeName(g.type)) +
@@ -61,6 +62,9 @@ WeightView Grouped(const TestWeights& w, WeightLayout layout, std::vector<uint8_
 // Widths per type: K-quants with 8, 24 and 128 sub-blocks (MinsDot's masked last step or none);
 // Q4_0, Q5_0 and Q8_0 with a lone last block, a span's masked last blocks, and a long row.
 std::vector<int64_t> WidthsFor(WeightType type) {
+  // F16 and BF16: a masked last chunk of 16 columns or none, in one stretch of the float group
+  // tile's columns and across several.
+  if (type == WeightType::kF16 || type == WeightType::kBF16) return {16, 37, 1040, 4096};
   if (type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0) {
     return {96, 544, 608, 4096};
   }
@@ -88,7 +92,8 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
               0);
     // The documented order: in group 1, block 1, row r's copy of the block's first code word
     // (Q4_0, Q8_0: bytes 2-5; Q5_0: bytes 6-9; K-quants: word 0, d and dmin) is 4-byte piece r of
-    // the block's group; in streams, rows 8-15 in a stream after rows 0-7.
+    // the block's group (F16, BF16: its element, 2-byte piece r of the column); in streams, rows
+    // 8-15 in a stream after rows 0-7.
     const size_t block_bytes = BlockBytes(type);
     const uint8_t* group = storage.data() + 16 * row_bytes;
     const size_t first = type == WeightType::kQ5_0                                ? 6
@@ -98,8 +103,9 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
     for (int r = 0; r < 16; ++r) {
       const uint8_t* stream = group + r / stream_rows * stream_rows * row_bytes;
       const uint8_t* block = stream + stream_rows * block_bytes;
-      ASSERT_EQ(std::memcmp(block + 4 * (r % stream_rows),
-                            w.bytes.data() + (16 + r) * row_bytes + block_bytes + first, 4),
+      const int piece = type == WeightType::kF16 || type == WeightType::kBF16 ? 2 : 4;
+      ASSERT_EQ(std::memcmp(block + piece * (r % stream_rows),
+                            w.bytes.data() + (16 + r) * row_bytes + block_bytes + first, piece),
                 0)
           << Name(grouping) << " row " << r;
       if (type == WeightType::kQ5_0) {
@@ -181,7 +187,10 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
     EXPECT_EQ(PreferredLayout(target, WeightType::kQ8_0), avx2     ? WeightLayout::kRowStreams
                                                           : avx512 ? WeightLayout::kRowGroups
                                                                    : kRowMajor);
-    EXPECT_EQ(PreferredLayout(target, WeightType::kF16), kRowMajor);
+    for (WeightType float_type : {WeightType::kF16, WeightType::kBF16}) {
+      EXPECT_EQ(PreferredLayout(target, float_type), avx512 ? WeightLayout::kRowGroups : kRowMajor);
+    }
+    EXPECT_EQ(PreferredLayout(target, WeightType::kF32), kRowMajor);
     for (WeightType k_quant : {WeightType::kQ4_K, WeightType::kQ5_K}) {
       EXPECT_EQ(PreferredLayout(target, k_quant), avx512 ? WeightLayout::kRowGroups
                                                   : avx2 ? WeightLayout::kRowStreams
@@ -220,9 +229,9 @@ TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
           std::fill(x.begin(), x.begin() + 64, 0.0f);  // zero blocks: signed zeros kept
           for (int threads : {1, 2, 3}) {
             ThreadPool pool(threads);
-            for (int64_t batch :
-                 {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5},
-                  int64_t{kRowGroupMaxTokens}, int64_t{kRowGroupMaxTokens + 1}, tokens}) {
+            for (int64_t batch : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5},
+                                  int64_t{6}, int64_t{7}, int64_t{kRowGroupMaxTokens},
+                                  int64_t{kRowGroupMaxTokens + 1}, tokens}) {
               std::vector<float> stored(batch * rows, std::nanf("")), read(batch * rows);
               MatMulOnTarget(target, w.view, x.data(), batch, stored.data(), pool);
               MatMulOnTarget(target, grouped, x.data(), batch, read.data(), pool);
