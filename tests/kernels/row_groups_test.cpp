@@ -63,8 +63,8 @@ WeightView Grouped(const TestWeights& w, WeightLayout layout, std::vector<uint8_
 // Q4_0, Q5_0 and Q8_0 with a lone last block, a span's masked last blocks, and a long row.
 std::vector<int64_t> WidthsFor(WeightType type) {
   // F16 and BF16: a masked last chunk of 16 columns or none, in one stretch of the float group
-  // tile's columns and across several.
-  if (type == WeightType::kF16 || type == WeightType::kBF16) return {16, 37, 1040, 4096};
+  // tile's columns (64) and after several.
+  if (type == WeightType::kF16 || type == WeightType::kBF16) return {16, 37, 100, 1040};
   if (type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0) {
     return {96, 544, 608, 4096};
   }
