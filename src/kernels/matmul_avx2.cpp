@@ -350,6 +350,8 @@ const TargetKernels& Avx2Kernels() {
       .has_row_group_tile = HasRowGroupTileAvx2,
       .row_group_tile = RowGroupTileAvx2,
       .ungroup_rows = UngroupRowStreamsAvx2,
+      .float_group_tile = FloatGroupTileAvx2,
+      .widen_group = WidenGroupAvx2,
   };
   return kernels;
 }

@@ -185,6 +185,12 @@ void KQuantStreamTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, i
                           int64_t y_stride);
 // UngroupRows for kRowStreams with AVX2 (8 x 8 word transposes), the same bytes.
 void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
+// TargetKernels::float_group_tile and widen_group of the AVX2 target: F16 and BF16 streams.
+void FloatGroupTileAvx2(WeightType type, const float* x, int64_t x_stride, int mt,
+                        const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,
+                        int64_t y_stride);
+void WidenGroupAvx2(WeightType type, const uint8_t* group, int64_t cols, float* panel,
+                    int64_t stride);
 
 // UnpackBlocks with AVX2 + F16C (unpack_avx2.cpp), shared by the AVX2 and AVX-512 targets.
 // The first prefetches ahead along the row (for reading a row from start to end); the second

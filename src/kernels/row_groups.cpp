@@ -75,6 +75,7 @@ const BlockPieces* PiecesOf(WeightType type, WeightLayout layout) {
     if (type == WeightType::kQ8_0) return &kQ8_0;
     if (type == WeightType::kQ4_K) return &kQ4_K;
     if (type == WeightType::kQ5_K) return &kQ5_K;
+    if (type == WeightType::kF16 || type == WeightType::kBF16) return &kHalf;
     return nullptr;
   }
   if (layout != WeightLayout::kRowGroups) return nullptr;
@@ -283,11 +284,15 @@ void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_
     rows = recoded.data();
   }
   if (type == WeightType::kF16 || type == WeightType::kBF16) {
-    // Pieces of one element: a transposition of 16 rows, written out in order (piece by piece
-    // through ForEachPiece: 1.6 GB/s; so: 5.2 GB/s, one core).
-    for (int64_t c = 0; c < cols; ++c) {
-      for (int r = 0; r < kRowGroupRows; ++r) {
-        std::memcpy(out + 2 * (c * kRowGroupRows + r), rows + r * row_bytes + 2 * c, 2);
+    // Pieces of one element: a transposition of each stream's rows, written out in order (piece
+    // by piece through ForEachPiece: 1.6 GB/s; so: 5.2 GB/s, one core).
+    const int stream_rows = StreamRows(layout);
+    uint8_t* at = out;
+    for (int first = 0; first < kRowGroupRows; first += stream_rows) {
+      for (int64_t c = 0; c < cols; ++c) {
+        for (int r = first; r < first + stream_rows; ++r, at += 2) {
+          std::memcpy(at, rows + r * row_bytes + 2 * c, 2);
+        }
       }
     }
     return;

@@ -22,7 +22,8 @@
 // Q5_0's its four words of codes, its qh word recoded (Q5_0FifthBit), then d; the K-quants' their
 // words in order (Q5_K's qh as stored), with each super-block's codes first put in sub-block
 // order: byte 16 j + n holds element 32 j + n in its low nibble and 32 j + 16 + n in its high one,
-// so that a word holds codes of one sub-block.
+// so that a word holds codes of one sub-block; F16 and BF16 their elements (a stream's column:
+// 8 rows' elements, 16 bytes).
 #pragma once
 
 #include <cstddef>
@@ -53,8 +54,7 @@ constexpr int Q5_0FifthBit(int e) { return 8 * (e % 4) + 2 * (e % 16 / 4) + e / 
 inline constexpr int64_t kQ5_0StreamQhAt = 4 * 4 * kRowStreamRows;
 
 // Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F16 and
-// BF16;
-// kRowStreams for Q4_0, Q5_0, Q8_0, Q4_K and Q5_K.
+// BF16; kRowStreams for Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, F16 and BF16.
 bool HasGroupedLayout(WeightType type, WeightLayout layout);
 
 // Rows a stream of a group in the grouped `layout` holds side by side (see above).

@@ -1,5 +1,6 @@
 // Decode tiles (1 to 4 tokens) for AVX2 over rows in the row-streams layout (row_groups.h): Q4_0,
-// Q5_0 and Q8_0 (Q4_K and Q5_K: k_quant_streams_avx2.cpp), and the layout's reader. Q5_0 is the
+// Q5_0 and Q8_0 (Q4_K and Q5_K: k_quant_streams_avx2.cpp), F16 and BF16 (and their widening for
+// the prefill panel), and the layout's reader. Q5_0 is the
 // type small models keep most of their matrices in where their widths are not multiples of 256 (a
 // 135M model's Q4_K_M file holds 72% of its weight bytes in Q5_0).
 //
@@ -16,13 +17,16 @@
 // chain with the product w_scale * x_scale; the chains in the order of the blocks; then
 // HorizontalSum's tree. Here chain i of row r is lane r of register i, and the tree adds
 // registers.
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
 #include "core/error.h"
+#include "kernels/float_group_tile.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_reads_avx2.h"
+#include "kernels/reduce_avx2.h"
 #include "kernels/row_groups.h"
 #include "kernels/simd.h"
 #include "kernels/stream_ahead.h"
@@ -162,6 +166,118 @@ inline void StoreRowWords(const __m256i (&w)[kWords], uint8_t* first_row, int64_
   }
 }
 
+// FloatRowsTokens' vector operations over an 8-row stream: a column is its 8 rows' elements side
+// by side (16 bytes), widened to f32 exactly with row r in lane r.
+struct StreamLanes {
+  using Vec = __m256;
+  static constexpr int kRows = kRowStreamRows;
+  template <WeightType kType>
+  static Vec Widen(const uint8_t* column) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(column));
+    if constexpr (kType == WeightType::kF16) {
+      return _mm256_cvtph_ps(bits);
+    } else {
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+    }
+  }
+  static Vec Broadcast(const float* p) { return BroadcastFloat(p); }
+  static Vec MultiplyAdd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec Load(const float* p) { return _mm256_load_ps(p); }
+  static void Store(float* p, Vec v) { _mm256_store_ps(p, v); }
+  static void StoreU(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  // HorizontalSum's tree across the registers (4 apart, 2 apart, then neighbours), after +0 in
+  // the lanes past the last chunk's columns.
+  static Vec SumsOfRows(Vec (&lanes)[kRows], int64_t cols) {
+    if (cols % kRows != 0) {
+      for (int64_t l = cols % kRows; l < kRows; ++l) {
+        lanes[l] = _mm256_add_ps(lanes[l], _mm256_setzero_ps());
+      }
+    }
+    const __m256 even =
+        _mm256_add_ps(_mm256_add_ps(lanes[0], lanes[4]), _mm256_add_ps(lanes[2], lanes[6]));
+    const __m256 odd =
+        _mm256_add_ps(_mm256_add_ps(lanes[1], lanes[5]), _mm256_add_ps(lanes[3], lanes[7]));
+    return _mm256_add_ps(even, odd);
+  }
+};
+
+constexpr int64_t kStreamColumnBytes = 2 * kRowStreamRows;
+
+// Both streams of a group, token chunks of MT, with as many lanes per pass as leave registers
+// for the rest (MT x kLanes accumulators at most 8).
+template <WeightType kType, int MT, int kLanes>
+void FloatGroupTokensAvx2(const float* x, int64_t x_stride, const uint8_t* group, int64_t cols,
+                          const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  StreamAhead<8192, 0> ahead(group, ahead_end);
+  const int64_t stream_bytes = kRowStreamRows * cols * 2;
+  for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
+    FloatRowsTokens<StreamLanes, kType, MT, kLanes>(x, x_stride, group + s * stream_bytes, cols,
+                                                    ahead, y + s * kRowStreamRows, y_stride);
+  }
+}
+
+template <WeightType kType>
+void FloatGroupTile(const float* x, int64_t x_stride, int mt, const uint8_t* group, int64_t cols,
+                    const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  switch (mt) {
+    case 1:
+      return FloatGroupTokensAvx2<kType, 1, 8>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 2:
+      return FloatGroupTokensAvx2<kType, 2, 4>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 3:
+      return FloatGroupTokensAvx2<kType, 3, 2>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    case 4:
+      return FloatGroupTokensAvx2<kType, 4, 2>(x, x_stride, group, cols, ahead_end, y, y_stride);
+    default:  // up to kFloatGroupTokens, one token tile at a time
+      for (int t = 0; t < mt; t += 4) {
+        FloatGroupTile<kType>(x + t * x_stride, x_stride, std::min(4, mt - t), group, cols,
+                              ahead_end, y + t * y_stride, y_stride);
+      }
+  }
+}
+
+// Stores an 8 x 8 transposition of `in` (in[i] lane r: column i of row r) as rows: row r's
+// columns 0 .. n - 1 at rows + r * stride.
+inline void StoreTransposedRows(const __m256 (&in)[8], int n, float* rows, int64_t stride) {
+  __m256 t[8], u[8];
+  for (int k = 0; k < 4; ++k) {
+    t[2 * k] = _mm256_unpacklo_ps(in[2 * k], in[2 * k + 1]);
+    t[2 * k + 1] = _mm256_unpackhi_ps(in[2 * k], in[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; ++k) {
+    u[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+    u[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+    u[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+    u[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+  }
+  const __m256i mask = LaneMask(n);
+  for (int j = 0; j < 4; ++j) {
+    _mm256_maskstore_ps(rows + j * stride, mask, _mm256_permute2f128_ps(u[j], u[4 + j], 0x20));
+    _mm256_maskstore_ps(rows + (4 + j) * stride, mask,
+                        _mm256_permute2f128_ps(u[j], u[4 + j], 0x31));
+  }
+}
+
+// The group's 16 rows widened to f32: row r at panel + r * stride, 8 columns of a stream at a
+// time.
+template <WeightType kType>
+void WidenGroup(const uint8_t* group, int64_t cols, float* panel, int64_t stride) {
+  const int64_t stream_bytes = kRowStreamRows * cols * 2;
+  for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
+    const uint8_t* stream = group + s * stream_bytes;
+    float* rows = panel + s * kRowStreamRows * stride;
+    for (int64_t c = 0; c < cols; c += 8) {
+      const int n = static_cast<int>(std::min<int64_t>(8, cols - c));
+      __m256 in[8];
+      for (int i = 0; i < 8; ++i) {
+        in[i] = i < n ? StreamLanes::Widen<kType>(stream + (c + i) * kStreamColumnBytes)
+                      : _mm256_setzero_ps();
+      }
+      StoreTransposedRows(in, n, rows + c, stride);
+    }
+  }
+}
+
 }  // namespace
 
 void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
@@ -206,7 +322,27 @@ void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, 
 
 bool HasRowGroupTileAvx2(WeightType type) {
   return type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0 ||
-         type == WeightType::kQ4_K || type == WeightType::kQ5_K;
+         type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kF16 ||
+         type == WeightType::kBF16;
+}
+
+void FloatGroupTileAvx2(WeightType type, const float* x, int64_t x_stride, int mt,
+                        const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,
+                        int64_t y_stride) {
+  if (type == WeightType::kF16) {
+    FloatGroupTile<WeightType::kF16>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
+  } else {
+    FloatGroupTile<WeightType::kBF16>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
+  }
+}
+
+void WidenGroupAvx2(WeightType type, const uint8_t* group, int64_t cols, float* panel,
+                    int64_t stride) {
+  if (type == WeightType::kF16) {
+    WidenGroup<WeightType::kF16>(group, cols, panel, stride);
+  } else {
+    WidenGroup<WeightType::kBF16>(group, cols, panel, stride);
+  }
 }
 
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,

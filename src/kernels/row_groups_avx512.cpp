@@ -23,6 +23,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/float_group_tile.h"
 #include "kernels/k_group_avx512.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
@@ -330,88 +331,37 @@ inline void StoreTransposed(const __m512i (&in)[16], int n, uint8_t* rows, int64
   }
 }
 
-// F16 and BF16 groups: a column is its 16 rows' elements side by side (32 bytes), widened to
-// f32 exactly with row r in lane r.
-template <WeightType kType>
-inline __m512 WidenColumn(const uint8_t* column) {
-  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column));
-  if constexpr (kType == WeightType::kF16) {
-    return _mm512_cvtph_ps(bits);
-  } else {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+// FloatRowsTokens' vector operations over a 16-row group: a column is its 16 rows' elements
+// side by side (32 bytes), widened to f32 exactly with row r in lane r.
+struct GroupLanes {
+  using Vec = __m512;
+  static constexpr int kRows = kRowGroupRows;
+  template <WeightType kType>
+  static Vec Widen(const uint8_t* column) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column));
+    if constexpr (kType == WeightType::kF16) {
+      return _mm512_cvtph_ps(bits);
+    } else {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    }
   }
-}
+  static Vec Broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static Vec MultiplyAdd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static Vec Load(const float* p) { return _mm512_load_ps(p); }
+  static void Store(float* p, Vec v) { _mm512_store_ps(p, v); }
+  static void StoreU(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+  static Vec SumsOfRows(Vec (&lanes)[kRows], int64_t cols) {
+    return HorizontalSumsOfRows(lanes, cols);
+  }
+};
 
 constexpr int64_t kHalfColumnBytes = 2 * kRowGroupRows;
-// Columns per stretch of FloatGroupTokens (2 KiB of the group): short passes over a stretch in
-// L1 keep memory streaming what was asked for ahead. 16384 x 4096 F16, 2 threads, Zen 5, as
-// fast as the four-row tiles on stored rows at 2 / 4 / 6 tokens with stretches of 512 columns:
-// 1.0x / 0.82x / 0.83x; of 64: 1.17x / 1.22x / 1.06x (in L2, 4 tokens: 0.67x against 0.68x).
-constexpr int64_t kFloatStretchColumns = 64;
 
-// The float tiles' arithmetic for 16 rows at once, transposed: acc[l] lane r is row r's
-// accumulator lane l, which adds x[c] * w[r][c] over the columns c = l mod 16 in order by fused
-// multiply-adds, then HorizontalSumsOfRows (the last chunk's missing lanes +0, as a masked load
-// of zeros gives): the bits of float_tile on the stored rows. Each widened column serves all MT
-// tokens; the MT x 16 accumulators do not fit in registers beside it, so each stretch of columns
-// is read in passes over kLanes of the 16 lanes (a stretch stays in L1 meanwhile), the others
-// kept in memory.
 template <WeightType kType, int MT, int kLanes>
 void FloatGroupTokens(const float* x, int64_t x_stride, const uint8_t* group, int64_t cols,
                       const uint8_t* ahead_end, float* y, int64_t y_stride) {
   StreamAhead<4096, 0> ahead(group, ahead_end);
-  alignas(64) float saved[MT][16][16] = {};  // [token][lane l][row r], from +0
-  for (int64_t c0 = 0; c0 < cols; c0 += kFloatStretchColumns) {
-    const int64_t c1 = std::min(cols, c0 + kFloatStretchColumns);
-    const int64_t whole_end = c0 + (c1 - c0) / 16 * 16;
-    const int64_t tail = c1 == cols ? cols - whole_end : 0;
-    for (int first = 0; first < 16; first += kLanes) {
-      // Plain loops of constant counts, fully unrolled: GCC keeps these accumulators in
-      // registers (through lambdas it kept them on the stack).
-      __m512 acc[MT][kLanes];
-#pragma GCC unroll 16
-      for (int t = 0; t < MT; ++t) {
-#pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) {
-          acc[t][i] = _mm512_load_ps(saved[t][first + i]);
-        }
-      }
-      // Lanes first .. first + kLanes - 1 of every 16 columns from c0 + first, then of the
-      // last chunk the lanes it has.
-      for (int64_t c = c0 + first; c < whole_end; c += 16) {
-        if (first == 0) ahead.Upto(group + (c + 16) * kHalfColumnBytes);
-#pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) {
-          const __m512 w = WidenColumn<kType>(group + (c + i) * kHalfColumnBytes);
-#pragma GCC unroll 16
-          for (int t = 0; t < MT; ++t) {
-            acc[t][i] = _mm512_fmadd_ps(_mm512_set1_ps(x[t * x_stride + c + i]), w, acc[t][i]);
-          }
-        }
-      }
-      const int64_t c = whole_end + first;
-#pragma GCC unroll 16
-      for (int i = 0; i < kLanes; ++i) {
-        if (first + i < tail) {
-          const __m512 w = WidenColumn<kType>(group + (c + i) * kHalfColumnBytes);
-#pragma GCC unroll 16
-          for (int t = 0; t < MT; ++t) {
-            acc[t][i] = _mm512_fmadd_ps(_mm512_set1_ps(x[t * x_stride + c + i]), w, acc[t][i]);
-          }
-        }
-      }
-#pragma GCC unroll 16
-      for (int t = 0; t < MT; ++t) {
-#pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) _mm512_store_ps(saved[t][first + i], acc[t][i]);
-      }
-    }
-  }
-  for (int t = 0; t < MT; ++t) {
-    __m512 sums[16];
-    for (int l = 0; l < 16; ++l) sums[l] = _mm512_load_ps(saved[t][l]);
-    _mm512_storeu_ps(y + t * y_stride, HorizontalSumsOfRows(sums, cols));
-  }
+  FloatRowsTokens<GroupLanes, kType, MT, kLanes>(x, x_stride, group, cols, ahead, y, y_stride);
 }
 
 // FloatGroupTokens with as many lanes per pass as leave registers for the rest (MT x kLanes
@@ -447,8 +397,9 @@ void WidenGroup(const uint8_t* group, int64_t cols, float* panel, int64_t stride
     const int n = static_cast<int>(std::min<int64_t>(16, cols - c));
     __m512i in[16];
     for (int i = 0; i < 16; ++i) {
-      in[i] = i < n ? _mm512_castps_si512(WidenColumn<kType>(group + (c + i) * kHalfColumnBytes))
-                    : _mm512_setzero_si512();
+      in[i] =
+          i < n ? _mm512_castps_si512(GroupLanes::Widen<kType>(group + (c + i) * kHalfColumnBytes))
+                : _mm512_setzero_si512();
     }
     StoreTransposed(in, n, reinterpret_cast<uint8_t*>(panel + c),
                     stride * static_cast<int64_t>(sizeof(float)));

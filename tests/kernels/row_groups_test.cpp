@@ -36,7 +36,8 @@ const Grouping kGroupings[] = {
     {WeightType::kQ6_K, WeightLayout::kRowGroups},  {WeightType::kQ4_0, WeightLayout::kRowStreams},
     {WeightType::kQ5_0, WeightLayout::kRowStreams}, {WeightType::kQ8_0, WeightLayout::kRowStreams},
     {WeightType::kQ4_K, WeightLayout::kRowStreams}, {WeightType::kQ5_K, WeightLayout::kRowStreams},
-    {WeightType::kF16, WeightLayout::kRowGroups},   {WeightType::kBF16, WeightLayout::kRowGroups}};
+    {WeightType::kF16, WeightLayout::kRowGroups},   {WeightType::kBF16, WeightLayout::kRowGroups},
+    {WeightType::kF16, WeightLayout::kRowStreams},  {WeightType::kBF16, WeightLayout::kRowStreams}};
 
 std::string Name(const Grouping& g) {
   return std::string(WeightTypeName(g.type)) +
@@ -188,7 +189,9 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
                                                           : avx512 ? WeightLayout::kRowGroups
                                                                    : kRowMajor);
     for (WeightType float_type : {WeightType::kF16, WeightType::kBF16}) {
-      EXPECT_EQ(PreferredLayout(target, float_type), avx512 ? WeightLayout::kRowGroups : kRowMajor);
+      EXPECT_EQ(PreferredLayout(target, float_type), avx512 ? WeightLayout::kRowGroups
+                                                     : avx2 ? WeightLayout::kRowStreams
+                                                            : kRowMajor);
     }
     EXPECT_EQ(PreferredLayout(target, WeightType::kF32), kRowMajor);
     for (WeightType k_quant : {WeightType::kQ4_K, WeightType::kQ5_K}) {
