@@ -119,7 +119,9 @@ size_t MatchNumbersSymbolsSpaces(Text text, size_t pos, size_t end, size_t max_d
                                  After after) {
   const uint32_t c = text[pos];
   if (IsN(c)) {
-    return std::min(max_digits, Run(text, pos, end, IsN));
+    // At most max_digits looked at: scanning the whole run for each piece of it was quadratic in
+    // a long run of digits (a rendered prompt of 10^5 digits took minutes).
+    return Run(text, pos, std::min(end, pos + max_digits), IsN);
   }
   const size_t start = (c == ' ' && pos + 1 < end) ? pos + 1 : pos;
   if (IsOther(text[start])) {
@@ -190,7 +192,7 @@ size_t MatchNumberRun(Text text, size_t pos, size_t end) { return Run(text, pos,
 
 // \p{N}{1,3}
 size_t MatchNumberUpTo3(Text text, size_t pos, size_t end) {
-  return std::min<size_t>(3, Run(text, pos, end, IsN));
+  return Run(text, pos, std::min<size_t>(end, pos + 3), IsN);
 }
 
 // [\r\n]

@@ -74,6 +74,34 @@ TEST(TokenizerPreTokenizer, DeepseekKeepsCjkApart) {
             (Words{"我想在", "apple", "工作"}));
 }
 
+// A prompt may hold a million digits (a data dump): each piece of a run is found by looking at
+// no more than the piece. The number rules once scanned the whole rest of the run for every
+// piece of at most three digits, quadratic: 100,000 digits took 10-27 s, a million would take
+// hours and so run past this test's time limit.
+TEST(TokenizerPreTokenizer, LongRunsSplitInLinearTime) {
+  const size_t length = 1'000'000;
+  const std::vector<uint32_t> digits(length, '7');
+  EXPECT_EQ(SplitWords(PreTokenizerKind::kLlama3, digits).size(), (length + 2) / 3);
+  EXPECT_EQ(SplitWords(PreTokenizerKind::kQwen2, digits).size(), length);
+  EXPECT_EQ(SplitWords(PreTokenizerKind::kGpt2, digits).size(), 1u);
+  // Every family over runs of each class of character and a mix: the words cover the text.
+  std::vector<std::vector<uint32_t>> texts = {digits, std::vector<uint32_t>(length, ' '),
+                                              std::vector<uint32_t>(length, '\n'),
+                                              std::vector<uint32_t>(length, '!')};
+  std::vector<uint32_t> mixed;
+  while (mixed.size() < length) {
+    for (uint32_t c : {'a', '1', '!', '\n', ' ', '\''}) mixed.push_back(c);
+  }
+  texts.push_back(mixed);
+  for (int kind = 0; kind <= static_cast<int>(PreTokenizerKind::kGpt4o); ++kind) {
+    for (const std::vector<uint32_t>& text : texts) {
+      size_t covered = 0;
+      for (size_t word : SplitWords(static_cast<PreTokenizerKind>(kind), text)) covered += word;
+      ASSERT_EQ(covered, text.size()) << "kind " << kind;
+    }
+  }
+}
+
 TEST(TokenizerPreTokenizer, EmptyText) {
   EXPECT_TRUE(Split(PreTokenizerKind::kLlama3, "").empty());
 }
