@@ -14,11 +14,15 @@ OutputText::OutputText(const Tokenizer& tokenizer, std::vector<std::string> stop
 bool OutputText::Push(int32_t token) {
   const size_t previous = text_.size();
   text_ += detokenizer_.Push(token);
-  // A stop string may straddle tokens: search from just before the new text. When several
-  // appear, the text ends at the earliest.
-  const size_t from = previous >= longest_stop_ ? previous - longest_stop_ + 1 : 0;
+  // A stop string may straddle tokens: each is searched from where a match of its own length
+  // could end in the new text (one that ends earlier was found by an earlier token), so a
+  // token's search costs its new bytes times each stop string's length. When several appear,
+  // the text ends at the earliest.
   size_t cut = std::string::npos;
-  for (const auto& stop : stop_) cut = std::min(cut, text_.find(stop, from));
+  for (const auto& stop : stop_) {
+    const size_t from = previous >= stop.size() ? previous - stop.size() + 1 : 0;
+    cut = std::min(cut, text_.find(stop, from));
+  }
   if (cut == std::string::npos) return false;
   text_.resize(cut);
   return true;

@@ -111,6 +111,20 @@ TEST_F(OutputTextTest, EarliestOfSeveralStopStringsWins) {
   EXPECT_EQ(output.text(), " Hello ");
 }
 
+// Long stop strings over a long run that almost matches them: each token's search looks only
+// where a match could end in its new bytes, for each stop string, so the work per token grows
+// with the stop strings' lengths, not with their product. Searching every stop string from
+// where the longest could start compared about 10^9 bytes per token at half these sizes (189 s
+// for this test then); at these it would run past the test's time limit.
+TEST_F(OutputTextTest, LongStopStringsOverALongRun) {
+  const std::string run(240'000, 'a');
+  OutputText output(*tokenizer_, {std::string(120'000, 'a') + "b", std::string(60'000, 'a') + "c"});
+  bool stopped = false;
+  Stream(output, run + "b", &stopped);
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(output.text(), " " + std::string(120'000, 'a'));
+}
+
 TEST_F(OutputTextTest, EmptyStopStringsAreIgnored) {
   OutputText output(*tokenizer_, {"", ""});
   bool stopped = false;
