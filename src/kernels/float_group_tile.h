@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "kernels/stream_ahead.h"
 #include "kernels/weight_type.h"
@@ -88,6 +90,36 @@ void FloatRowsTokens(const float* x, int64_t x_stride, const uint8_t* rows, int6
     for (int l = 0; l < kRows; ++l) sums[l] = Lanes::Load(saved[t][l]);
     Lanes::StoreU(y + t * y_stride, Lanes::SumsOfRows(sums, cols));
   }
+}
+
+// Lanes per pass of FloatRowsTokens for `tokens` tokens: the most, a power of two up to `rows`,
+// whose tokens x lanes accumulators stay within `accumulators` registers (the rest hold the
+// widened column and the broadcasts).
+constexpr int LanesPerPass(int tokens, int rows, int accumulators) {
+  int lanes = rows;
+  while (lanes > 1 && tokens * lanes > accumulators) lanes /= 2;
+  return lanes;
+}
+
+// run(std::integral_constant<WeightType, kType>{}) for the 16-bit float type `type` (F16, else
+// BF16): the element type as the constant the tiles take.
+template <typename Run>
+void WithHalfType(WeightType type, const Run& run) {
+  if (type == WeightType::kF16) {
+    run(std::integral_constant<WeightType, WeightType::kF16>{});
+  } else {
+    run(std::integral_constant<WeightType, WeightType::kBF16>{});
+  }
+}
+
+// run(std::integral_constant<int, MT>{}) for MT = mt (1 .. kMaxTokens): a call's token count as
+// the constant the tiles take.
+template <int kMaxTokens, typename Run>
+void WithTokenCount(int mt, const Run& run) {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    (void)((mt == I + 1 ? (run(std::integral_constant<int, I + 1>{}), true) : false) || ...);
+  }
+  (std::make_integer_sequence<int, kMaxTokens>());
 }
 
 }  // namespace reprise::kernels

@@ -3,11 +3,13 @@
 // Internal to kernels/.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/row_groups.h"
 
 namespace reprise::kernels {
 
@@ -42,6 +44,26 @@ struct Job {
   int64_t panel_rows;
   bool decode;  // few tokens: weights are streamed once
 };
+
+// Runs tile(out, out_stride), a row-group tile writing mt (<= kMaxTokens) tokens' results for
+// the 16 rows of the group from row g, tokens out_stride apart: straight into y (rows `rows`
+// apart per token) when the group lies inside [r_begin, r_end), else into a scratch copy of
+// which only the range's rows are kept (ranges normally fall on groups).
+template <int kMaxTokens, typename Tile>
+void IntoGroupRows(int64_t g, int64_t r_begin, int64_t r_end, int mt, float* y, int64_t rows,
+                   const Tile& tile) {
+  if (g >= r_begin && g + kRowGroupRows <= r_end) {
+    tile(y + g, rows);
+    return;
+  }
+  alignas(64) float whole[kMaxTokens][kRowGroupRows];
+  tile(whole[0], int64_t{kRowGroupRows});
+  for (int i = 0; i < mt; ++i) {
+    for (int64_t r = std::max(g, r_begin); r < std::min(g + kRowGroupRows, r_end); ++r) {
+      y[i * rows + r] = whole[i][r - g];
+    }
+  }
+}
 
 // The group of w's grouped rows at `group` read back as stored into `out` (kRowGroupRows rows):
 // by the target's own reader where it has one for w's layout.

@@ -11,6 +11,22 @@ namespace reprise::kernels {
 
 namespace {
 
+// Every token tile of [t_begin, t_end) over rows [lo, hi) of a widened f32 panel (rows `stride`
+// floats apart) whose row 0 is the matrix's row `first_row`.
+void RunPanelTiles(const Job& job, const float* panel, int64_t stride, int64_t first_row,
+                   int64_t lo, int64_t hi, int64_t t_begin, int64_t t_end) {
+  const TargetKernels& k = *job.kernels;
+  const int64_t rows = job.w->rows;
+  for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
+    const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
+    for (int64_t r = lo; r < hi; r += k.float_row_tile) {
+      const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, hi - r));
+      k.float_tile(WeightType::kF32, job.x + t * job.x_stride, job.x_stride, mt, panel + r * stride,
+                   stride, nr, job.w->cols, job.y + t * rows + first_row + r, rows);
+    }
+  }
+}
+
 // Rows [r_begin, r_end) of a float matrix as stored for tokens [t_begin, t_end).
 void RunStoredFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin,
                          int64_t t_end) {
@@ -59,22 +75,15 @@ void RunStoredFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t
         k.widen(w.type, src, cols, panel + r * stride);
       }
     }
-    for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
-      const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
-      for (int64_t r = 0; r < np; r += k.float_row_tile) {
-        const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, np - r));
-        k.float_tile(WeightType::kF32, job.x + t * job.x_stride, job.x_stride, mt,
-                     panel + r * stride, stride, nr, cols, job.y + t * w.rows + p + r, w.rows);
-      }
-    }
+    RunPanelTiles(job, panel, stride, p, 0, np, t_begin, t_end);
   }
 }
 
 // Rows [r_begin, r_end) of an F16 or BF16 matrix in row groups, all before its last whole
 // group's end, for tokens [t_begin, t_end). Decode: the target's float group tile where it has
 // one (a group the range cuts computed whole and only the range's rows kept), asking for rows up
-// to prefetch_end. Else each group widened to an f32 panel of 16 rows (by the target straight
-// from the group where it can, else read back to stored rows first) under every token tile:
+// to prefetch_end. Else panels of whole groups widened to f32 rows (by the target straight from
+// each group where it can, else read back to stored rows first) under every token tile:
 // float_tile over the widened rows gives the stored rows' bits.
 void RunFloatGroups(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end,
                     int64_t prefetch_end) {
@@ -95,19 +104,10 @@ void RunFloatGroups(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_be
       for (int64_t t = t_begin; t < t_end; t += kFloatGroupTokens) {
         const int mt = static_cast<int>(std::min<int64_t>(kFloatGroupTokens, t_end - t));
         const float* x = job.x + t * job.x_stride;
-        float* y = job.y + t * w.rows;
-        if (g >= r_begin && g + kRowGroupRows <= r_end) {
-          k.float_group_tile(w.type, x, job.x_stride, mt, group, cols, ahead_end, y + g, w.rows);
-          continue;
-        }
-        alignas(64) float whole[kFloatGroupTokens][kRowGroupRows];
-        k.float_group_tile(w.type, x, job.x_stride, mt, group, cols, ahead_end, whole[0],
-                           kRowGroupRows);
-        for (int i = 0; i < mt; ++i) {
-          for (int64_t r = std::max(g, r_begin); r < std::min(g + kRowGroupRows, r_end); ++r) {
-            y[i * w.rows + r] = whole[i][r - g];
-          }
-        }
+        IntoGroupRows<kFloatGroupTokens>(
+            g, r_begin, r_end, mt, job.y + t * w.rows, w.rows, [&](float* out, int64_t stride) {
+              k.float_group_tile(w.type, x, job.x_stride, mt, group, cols, ahead_end, out, stride);
+            });
       }
     }
     return;
@@ -135,15 +135,8 @@ void RunFloatGroups(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_be
         }
       }
     }
-    const int64_t lo = std::max(p, r_begin) - p, hi = std::min(p_end, r_end) - p;
-    for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
-      const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
-      for (int64_t r = lo; r < hi; r += k.float_row_tile) {
-        const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, hi - r));
-        k.float_tile(WeightType::kF32, job.x + t * job.x_stride, job.x_stride, mt,
-                     panel + r * stride, stride, nr, cols, job.y + t * w.rows + p + r, w.rows);
-      }
-    }
+    RunPanelTiles(job, panel, stride, p, std::max(p, r_begin) - p, std::min(p_end, r_end) - p,
+                  t_begin, t_end);
   }
 }
 

@@ -203,8 +203,7 @@ struct StreamLanes {
 
 constexpr int64_t kStreamColumnBytes = 2 * kRowStreamRows;
 
-// Both streams of a group, token chunks of MT, with as many lanes per pass as leave registers
-// for the rest (MT x kLanes accumulators at most 8).
+// Both streams of a group for MT tokens.
 template <WeightType kType, int MT, int kLanes>
 void FloatGroupTokensAvx2(const float* x, int64_t x_stride, const uint8_t* group, int64_t cols,
                           const uint8_t* ahead_end, float* y, int64_t y_stride) {
@@ -216,23 +215,18 @@ void FloatGroupTokensAvx2(const float* x, int64_t x_stride, const uint8_t* group
   }
 }
 
+// Four tokens at a time (up to kFloatGroupTokens), with as many lanes per pass as leave
+// registers for the rest (MT x kLanes accumulators at most 8 of the 16).
 template <WeightType kType>
 void FloatGroupTile(const float* x, int64_t x_stride, int mt, const uint8_t* group, int64_t cols,
                     const uint8_t* ahead_end, float* y, int64_t y_stride) {
-  switch (mt) {
-    case 1:
-      return FloatGroupTokensAvx2<kType, 1, 8>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 2:
-      return FloatGroupTokensAvx2<kType, 2, 4>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 3:
-      return FloatGroupTokensAvx2<kType, 3, 2>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 4:
-      return FloatGroupTokensAvx2<kType, 4, 2>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    default:  // up to kFloatGroupTokens, one token tile at a time
-      for (int t = 0; t < mt; t += 4) {
-        FloatGroupTile<kType>(x + t * x_stride, x_stride, std::min(4, mt - t), group, cols,
-                              ahead_end, y + t * y_stride, y_stride);
-      }
+  constexpr int kTile = 4;
+  for (int t = 0; t < mt; t += kTile) {
+    WithTokenCount<kTile>(std::min(kTile, mt - t), [&](auto tokens) {
+      constexpr int kTokens = decltype(tokens)::value;
+      FloatGroupTokensAvx2<kType, kTokens, LanesPerPass(kTokens, kRowStreamRows, 8)>(
+          x + t * x_stride, x_stride, group, cols, ahead_end, y + t * y_stride, y_stride);
+    });
   }
 }
 
@@ -329,20 +323,15 @@ bool HasRowGroupTileAvx2(WeightType type) {
 void FloatGroupTileAvx2(WeightType type, const float* x, int64_t x_stride, int mt,
                         const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,
                         int64_t y_stride) {
-  if (type == WeightType::kF16) {
-    FloatGroupTile<WeightType::kF16>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
-  } else {
-    FloatGroupTile<WeightType::kBF16>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
-  }
+  WithHalfType(type, [&](auto half) {
+    FloatGroupTile<decltype(half)::value>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
+  });
 }
 
 void WidenGroupAvx2(WeightType type, const uint8_t* group, int64_t cols, float* panel,
                     int64_t stride) {
-  if (type == WeightType::kF16) {
-    WidenGroup<WeightType::kF16>(group, cols, panel, stride);
-  } else {
-    WidenGroup<WeightType::kBF16>(group, cols, panel, stride);
-  }
+  WithHalfType(type,
+               [&](auto half) { WidenGroup<decltype(half)::value>(group, cols, panel, stride); });
 }
 
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,

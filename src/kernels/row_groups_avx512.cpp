@@ -365,28 +365,15 @@ void FloatGroupTokens(const float* x, int64_t x_stride, const uint8_t* group, in
 }
 
 // FloatGroupTokens with as many lanes per pass as leave registers for the rest (MT x kLanes
-// accumulators at most 24).
+// accumulators at most 24 of the 32).
 template <WeightType kType>
 void FloatGroupTile(const float* x, int64_t x_stride, int mt, const uint8_t* group, int64_t cols,
                     const uint8_t* ahead_end, float* y, int64_t y_stride) {
-  switch (mt) {
-    case 1:
-      return FloatGroupTokens<kType, 1, 16>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 2:
-      return FloatGroupTokens<kType, 2, 8>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 3:
-      return FloatGroupTokens<kType, 3, 8>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 4:
-      return FloatGroupTokens<kType, 4, 4>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 5:
-      return FloatGroupTokens<kType, 5, 4>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 6:
-      return FloatGroupTokens<kType, 6, 4>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    case 7:
-      return FloatGroupTokens<kType, 7, 2>(x, x_stride, group, cols, ahead_end, y, y_stride);
-    default:
-      return FloatGroupTokens<kType, 8, 2>(x, x_stride, group, cols, ahead_end, y, y_stride);
-  }
+  WithTokenCount<kFloatGroupTokens>(mt, [&](auto tokens) {
+    constexpr int kTokens = decltype(tokens)::value;
+    FloatGroupTokens<kType, kTokens, LanesPerPass(kTokens, kRowGroupRows, 24)>(
+        x, x_stride, group, cols, ahead_end, y, y_stride);
+  });
 }
 
 // The group's 16 rows widened to f32: row r at panel + r * stride. 16 columns at a time, a
@@ -491,20 +478,15 @@ bool HasRowGroupTileAvx512(WeightType type) {
 void FloatGroupTileAvx512(WeightType type, const float* x, int64_t x_stride, int mt,
                           const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,
                           int64_t y_stride) {
-  if (type == WeightType::kF16) {
-    FloatGroupTile<WeightType::kF16>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
-  } else {
-    FloatGroupTile<WeightType::kBF16>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
-  }
+  WithHalfType(type, [&](auto half) {
+    FloatGroupTile<decltype(half)::value>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
+  });
 }
 
 void WidenGroupAvx512(WeightType type, const uint8_t* group, int64_t cols, float* panel,
                       int64_t stride) {
-  if (type == WeightType::kF16) {
-    WidenGroup<WeightType::kF16>(group, cols, panel, stride);
-  } else {
-    WidenGroup<WeightType::kBF16>(group, cols, panel, stride);
-  }
+  WithHalfType(type,
+               [&](auto half) { WidenGroup<decltype(half)::value>(group, cols, panel, stride); });
 }
 
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
