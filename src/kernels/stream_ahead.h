@@ -1,5 +1,6 @@
 // The row-group tiles' prefetch along their one stream of bytes (row_groups_avx512.cpp,
-// row_groups_avx2.cpp). Include only from files compiled for a SIMD target.
+// row_groups_avx2.cpp, k_quant_streams_avx2.cpp). Include only from files compiled for a SIMD
+// target.
 #pragma once
 
 #include <algorithm>
