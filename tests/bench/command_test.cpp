@@ -124,6 +124,34 @@ TEST(BenchCommandTest, EngineWorkloadsWriteTablesJsonAndSvg) {
   std::filesystem::remove_all(dir);
 }
 
+// Each conversation's later turns are each followed by their new tokens alone, so that a turn's
+// ratio is the median of pairs measured back to back (one pair per turn read as noise).
+TEST(BenchCommandTest, ChatPairsEveryConversationsTurnsWithTheirNewTokensAlone) {
+  REPRISE_REQUIRE_FIXTURES();
+  const auto json_path = testing::ScratchDir() / "chat-pairs.json";
+  const std::string vocab = testing::Fixture("vocab/ggml-vocab-llama-bpe.gguf");
+  BenchRun run = RunBench("chat --make-model tiny --type q8_0 --vocab-from '" + vocab +
+                          "' --quick --repeat 2 -t 2 --json '" + json_path.string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // Warm-up, 2 x 8 turns, 2 x 7 turns alone, 8 turns with reuse off.
+  EXPECT_NE(run.err.find("[bench] chat: 39 steps"), std::string::npos) << run.err;
+  size_t pairs = 0;
+  for (size_t at = run.err.find("turn 2: its new tokens alone"); at != std::string::npos;
+       at = run.err.find("turn 2: its new tokens alone", at + 1)) {
+    ++pairs;
+  }
+  EXPECT_EQ(pairs, 2u) << run.err;
+  const auto result = nlohmann::json::parse(Slurp(json_path))["workloads"][0];
+  const auto& rows = result["tables"][0]["rows"];
+  ASSERT_EQ(rows.size(), 8u);
+  for (size_t turn = 1; turn < rows.size(); ++turn) {
+    EXPECT_GT(rows[turn][7].get<double>(), 0) << "turn " << turn + 1;  // new tokens alone (ms)
+    EXPECT_GT(rows[turn][8].get<double>(), 0) << "turn " << turn + 1;  // TTFT / new alone
+  }
+  EXPECT_TRUE(result["figures"].contains("later_turns_over_new_tokens_alone"));
+  std::filesystem::remove(json_path);
+}
+
 // multidoc takes the budget it is given and a disk tier, which it clears before each row, so that
 // round 1 is cold even on a folder an earlier run filled.
 TEST(BenchCommandTest, MultidocHonoursTheMemoryBudgetAndTheDiskTier) {
