@@ -12,7 +12,8 @@ namespace {
 
 const std::string kLongPrompt =
     "You are a helpful assistant in recognizes the content of tables in markdown format. Here is "
-    "a table as follows.\n# Table\n" R"(
+    "a table as follows.\n# Table\n"
+    R"(
 | ID | Name | Age | Occupation | Country | Email | Phone Number | Address |
 |-----|---------------|-----|---------------|---------------|------------------------|----------------|------------------------------|
 | 1 | John Doe | 29 | Engineer | USA | john.doe@example.com | 555-1234 | 123 Elm St, Springfield, IL |
@@ -72,10 +73,14 @@ int main(int argc, char** argv) {
     reprise::SamplingParams params;
     params.temperature = 0;
     params.max_tokens = 100;
-    GetGenerationTime(engine, params,
-                      kLongPrompt + "Question: what is the age of John Doe? Your answer: The age of John Doe is ");
-    GetGenerationTime(engine, params,
-                      kLongPrompt + "Question: what is the age of Zack Blue? Your answer: The age of Zack Blue is ");
+    GetGenerationTime(
+        engine, params,
+        kLongPrompt +
+            "Question: what is the age of John Doe? Your answer: The age of John Doe is ");
+    GetGenerationTime(
+        engine, params,
+        kLongPrompt +
+            "Question: what is the age of Zack Blue? Your answer: The age of Zack Blue is ");
   } catch (const std::exception& error) {
     std::fprintf(stderr, "error: %s\n", error.what());
     return 1;

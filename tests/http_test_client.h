@@ -3,19 +3,19 @@
 #pragma once
 
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace reprise::testing {
 
 struct HttpResult {
-  int status = 0;           // 0: no answer (connection failed)
+  int status = 0;  // 0: no answer (connection failed)
   std::string body;
-  nlohmann::json json;      // the parsed body, or null when it is not JSON
+  nlohmann::json json;  // the parsed body, or null when it is not JSON
   std::string content_type;
 };
 

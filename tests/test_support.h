@@ -2,7 +2,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <csignal>
@@ -25,7 +24,9 @@ inline std::filesystem::path FixturesDir() { return REPRISE_FIXTURES_DIR; }
 
 inline bool HaveFixtures() { return std::filesystem::is_directory(FixturesDir()); }
 
-inline std::string Fixture(const std::string& relative) { return (FixturesDir() / relative).string(); }
+inline std::string Fixture(const std::string& relative) {
+  return (FixturesDir() / relative).string();
+}
 
 // A folder for this test process's files (models it writes, logs of servers it starts), removed
 // with everything in it when the process exits, so that test runs leave nothing in /tmp

@@ -48,7 +48,7 @@ struct EngineConfig {
   // processes on one machine share and which reads nothing until used. Weights larger than nine
   // tenths of available memory are mapped whatever this says (a copy would not fit).
   bool mmap_weights = false;
-  int64_t max_context = 0;            // 0: the model's context length
+  int64_t max_context = 0;  // 0: the model's context length
   // The disk tier: KV blocks evicted from memory are written under this folder (created when
   // missing) and loaded back on a later miss, after a restart too. Empty: no disk tier.
   std::string kv_disk_path;

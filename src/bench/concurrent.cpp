@@ -1,12 +1,12 @@
 // `bench concurrent`: 16 clients at once on a shared-prefix workload (groups of prompts sharing a
 // 2,048-token system prompt, a 128-token question each, 64 generated tokens): throughput and
 // TTFT percentiles.
+#include <fmt/format.h>
+
 #include <exception>
 #include <latch>
 #include <mutex>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "bench/stats.h"
 #include "bench/texts.h"
@@ -34,8 +34,9 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
   progress.Step("writing the prompts");
   std::vector<std::string> systems;
   for (int g = 0; g < groups; ++g) {
-    systems.push_back(fmt::format("System prompt {} for this group of users.\n", g + 1) +
-                      FitProse(*target, context.Seed(60'000 + static_cast<uint64_t>(g)), system_tokens));
+    systems.push_back(
+        fmt::format("System prompt {} for this group of users.\n", g + 1) +
+        FitProse(*target, context.Seed(60'000 + static_cast<uint64_t>(g)), system_tokens));
   }
   // [client][request]
   std::vector<std::vector<BenchRequest>> requests(clients);
@@ -43,7 +44,8 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
     for (int r = 0; r < requests_per_client; ++r) {
       BenchRequest request;
       request.prompt = systems[c % groups] + "\nQuestion: " +
-                       FitProse(*target, context.Seed(61'000 + 100 * static_cast<uint64_t>(c) + r), question_tokens) +
+                       FitProse(*target, context.Seed(61'000 + 100 * static_cast<uint64_t>(c) + r),
+                                question_tokens) +
                        "\nAnswer:";
       request.max_tokens = generated;
       requests[c].push_back(std::move(request));
@@ -91,12 +93,20 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
   }
   const double hit = 100.0 * Ratio(static_cast<double>(cached), static_cast<double>(prompt));
   BenchTable table(
-      fmt::format("[concurrent] {} clients x {} requests; {} groups share a {}-token system prompt; "
-                  "{}-token questions, {} generated tokens",
-                  clients, requests_per_client, groups, system_tokens, question_tokens, generated),
-      {{"requests", ""}, {"wall", "s"}, {"generated", "tok/s"}, {"prompt + generated", "tok/s"},
-       {"hit rate", "%"}, {"TTFT p50", "ms"}, {"TTFT p90", "ms"}, {"TTFT p99", "ms"}});
-  table.AddRow({runs.size(), BenchCell(wall, 2), BenchCell(static_cast<double>(completion) / wall, 1),
+      fmt::format(
+          "[concurrent] {} clients x {} requests; {} groups share a {}-token system prompt; "
+          "{}-token questions, {} generated tokens",
+          clients, requests_per_client, groups, system_tokens, question_tokens, generated),
+      {{"requests", ""},
+       {"wall", "s"},
+       {"generated", "tok/s"},
+       {"prompt + generated", "tok/s"},
+       {"hit rate", "%"},
+       {"TTFT p50", "ms"},
+       {"TTFT p90", "ms"},
+       {"TTFT p99", "ms"}});
+  table.AddRow({runs.size(), BenchCell(wall, 2),
+                BenchCell(static_cast<double>(completion) / wall, 1),
                 BenchCell(static_cast<double>(prompt + completion) / wall, 1), BenchCell(hit, 1),
                 BenchCell(Percentile(ttft, 50) * 1e3, 1), BenchCell(Percentile(ttft, 90) * 1e3, 1),
                 BenchCell(Percentile(ttft, 99) * 1e3, 1)});
@@ -123,8 +133,13 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
   result.tables.push_back(std::move(waves));
   std::vector<double> sorted = ttft;
   std::sort(sorted.begin(), sorted.end());
-  ChartSpec chart{ChartKind::kLine, "Concurrent clients: TTFT distribution", "request (sorted by TTFT)",
-                  "TTFT (ms)", {}, {{"TTFT", {}}}, {}};
+  ChartSpec chart{ChartKind::kLine,
+                  "Concurrent clients: TTFT distribution",
+                  "request (sorted by TTFT)",
+                  "TTFT (ms)",
+                  {},
+                  {{"TTFT", {}}},
+                  {}};
   for (size_t i = 0; i < sorted.size(); ++i) {
     chart.categories.push_back(std::to_string(i + 1));
     chart.series[0].values.push_back(sorted[i] * 1e3);
@@ -146,7 +161,8 @@ WorkloadResult RunConcurrentWorkload(const BenchContext& context) {
   }
   result.notes = {
       "all clients start together; each sends its requests one after another (closed loop); "
-      "client c belongs to group c mod 4, so the first wave sends each system prompt 4 times at once",
+      "client c belongs to group c mod 4, so the first wave sends each system prompt 4 times at "
+      "once",
       "wall = first request sent to last request finished; one pass (--repeat is not used here)"};
   return result;
 }

@@ -1,10 +1,10 @@
 #include "bench/context.h"
 
-#include <algorithm>
-#include <thread>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <thread>
 
 #include "bench/engine_target.h"
 #include "bench/http_target.h"
@@ -23,8 +23,7 @@ BenchContext::BenchContext(BenchOptions options, std::string model_path, BenchPr
 std::unique_ptr<BenchTarget> BenchContext::MakeTarget(bool prefix_caching, size_t kv_cache_bytes,
                                                       const std::string& kv_disk_path) const {
   if (remote()) {
-    return std::make_unique<BenchHttpTarget>(
-        options_.url, options_.served_model, model_path_);
+    return std::make_unique<BenchHttpTarget>(options_.url, options_.served_model, model_path_);
   }
   return std::make_unique<BenchEngineTarget>(
       EngineConfigFor(prefix_caching, kv_cache_bytes, kv_disk_path));

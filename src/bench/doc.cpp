@@ -43,16 +43,16 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
   std::unique_ptr<BenchTarget> alone = context.MakeTarget(/*prefix_caching=*/false);
   WarmUp(*alone);
   progress.Step("sizing the document");
-  FittedText table = FitToTokens([](size_t rows) { return TableDocument(static_cast<int>(rows)); },
-                                 doc_tokens,
-                                 [&](const std::string& text) { return cached->CountTokens(text); },
-                                 2000);
+  FittedText table =
+      FitToTokens([](size_t rows) { return TableDocument(static_cast<int>(rows)); }, doc_tokens,
+                  [&](const std::string& text) { return cached->CountTokens(text); }, 2000);
   const int rows = static_cast<int>(table.units);
 
   // [question][repeat]
   std::vector<std::vector<double>> ttft(kQuestions), alone_ttft(kQuestions);
   std::vector<double> warm_compute;  // forward time of each warm request's uncached suffix
-  std::vector<size_t> prompt_tokens(kQuestions), cached_tokens(kQuestions), alone_tokens(kQuestions);
+  std::vector<size_t> prompt_tokens(kQuestions), cached_tokens(kQuestions),
+      alone_tokens(kQuestions);
   for (int r = 0; r < repeat; ++r) {
     const std::string document = DocumentOpening(context, r) + table.text;
     std::vector<BenchRequest> suffixes;
@@ -73,7 +73,8 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
       if (cached->in_process()) {
         std::vector<int32_t> tokens = cached->Tokenize(request.prompt);
         size_t from = std::min(cached_tokens[i], tokens.size() - 1);
-        suffix.prompt_tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(from), tokens.end());
+        suffix.prompt_tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(from),
+                                    tokens.end());
       } else {
         suffix.prompt = question;
       }
@@ -91,10 +92,20 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
   BenchTable questions(
       fmt::format("[doc] {}-token document ({} table rows), then 5 questions (TTFT p50 of {} runs)",
                   table.tokens, rows, repeat),
-      {{"question", ""}, {"prompt", "tokens"}, {"cached", "tokens"}, {"TTFT", "ms"},
-       {"alone", "tokens"}, {"alone TTFT", "ms"}, {"TTFT / alone", "x"}});
-  ChartSpec chart{ChartKind::kBar, "Long document, 5 questions", "question", "TTFT (ms)", {},
-                  {{"with document", {}}, {"question alone", {}}}, {}};
+      {{"question", ""},
+       {"prompt", "tokens"},
+       {"cached", "tokens"},
+       {"TTFT", "ms"},
+       {"alone", "tokens"},
+       {"alone TTFT", "ms"},
+       {"TTFT / alone", "x"}});
+  ChartSpec chart{ChartKind::kBar,
+                  "Long document, 5 questions",
+                  "question",
+                  "TTFT (ms)",
+                  {},
+                  {{"with document", {}}, {"question alone", {}}},
+                  {}};
   std::vector<double> warm, warm_alone;
   for (int i = 0; i < kQuestions; ++i) {
     const double median = Median(ttft[i]) * 1e3;
@@ -115,32 +126,36 @@ WorkloadResult RunDocWorkload(const BenchContext& context) {
   const double cold_ms = Median(ttft[0]) * 1e3;
   const double warm_ms = Median(warm) * 1e3;
   const double alone_ms = Median(warm_alone) * 1e3;
-  BenchTable summary("[doc] summary",
-                     {{"case", ""}, {"TTFT p50", "ms"}, {"vs cold", "x"}, {"vs question alone", "x"}});
+  BenchTable summary(
+      "[doc] summary",
+      {{"case", ""}, {"TTFT p50", "ms"}, {"vs cold", "x"}, {"vs question alone", "x"}});
   summary.AddRow({"cold (document + question 1)", BenchCell(cold_ms, 1), BenchCell(1.0, 2),
                   BenchCell(Ratio(cold_ms, alone_ms), 2)});
   summary.AddRow({"warm (questions 2-5, document cached)", BenchCell(warm_ms, 1),
                   BenchCell(Ratio(warm_ms, cold_ms), 3), BenchCell(Ratio(warm_ms, alone_ms), 2)});
-  summary.AddRow({cached->in_process() ? "question alone (reuse off)" : "question alone", BenchCell(alone_ms, 1),
-                  BenchCell(Ratio(alone_ms, cold_ms), 3), BenchCell(1.0, 2)});
+  summary.AddRow({cached->in_process() ? "question alone (reuse off)" : "question alone",
+                  BenchCell(alone_ms, 1), BenchCell(Ratio(alone_ms, cold_ms), 3),
+                  BenchCell(1.0, 2)});
   const double compute_ms = warm_compute.empty() ? std::nan("") : Median(warm_compute) * 1e3;
   if (!warm_compute.empty()) {
     summary.AddRow({"question prefill, document cached (compute)", BenchCell(compute_ms, 1),
-                    BenchCell(Ratio(compute_ms, cold_ms), 3), BenchCell(Ratio(compute_ms, alone_ms), 2)});
+                    BenchCell(Ratio(compute_ms, cold_ms), 3),
+                    BenchCell(Ratio(compute_ms, alone_ms), 2)});
   }
   result.tables = {std::move(questions), std::move(summary)};
   result.figures = {
       BenchFigure::Plain("cold_ttft_ms", "cold TTFT", cold_ms, "ms"),
       BenchFigure::Plain("warm_ttft_ms", "warm TTFT", warm_ms, "ms"),
       BenchFigure::Plain("question_alone_ttft_ms", "question-alone TTFT", alone_ms, "ms"),
-      BenchFigure::Plain("cold_over_warm", "speed-up of warm over cold", Ratio(cold_ms, warm_ms), "x"),
+      BenchFigure::Plain("cold_over_warm", "speed-up of warm over cold", Ratio(cold_ms, warm_ms),
+                         "x"),
       BenchFigure::Plain("warm_over_question_alone", "warm TTFT / question-alone TTFT",
                          Ratio(warm_ms, alone_ms), "x")};
   if (!warm_compute.empty()) {
     // The target: warm TTFT within 1.1x of prefilling only the question with the
     // document already cached, i.e. reuse adds at most 10% around the compute it cannot avoid.
-    result.figures.push_back(BenchFigure::Plain("question_prefill_ms",
-                                                "question prefill with document cached", compute_ms, "ms"));
+    result.figures.push_back(BenchFigure::Plain(
+        "question_prefill_ms", "question prefill with document cached", compute_ms, "ms"));
     result.figures.push_back(BenchFigure::AtMost("warm_over_question_prefill",
                                                  "warm TTFT / question prefill (doc cached)",
                                                  Ratio(warm_ms, compute_ms), "x", 1.1));

@@ -45,8 +45,8 @@ class BenchHttpTarget : public BenchTarget {
   int port_;
   std::string model_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::mutex mutex_;            // guards the counting mode below
-  bool server_counts_ = true;   // POST /tokenize worked (or was not tried yet)
+  std::mutex mutex_;           // guards the counting mode below
+  bool server_counts_ = true;  // POST /tokenize worked (or was not tried yet)
   bool warned_estimate_ = false;
   bool server_clears_ = true;  // POST /v1/cache/clear worked (or was not tried yet)
 };

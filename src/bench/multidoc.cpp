@@ -17,7 +17,7 @@ namespace reprise::bench {
 namespace {
 
 constexpr int kDefaultCapacity = 4;  // documents the default KV budget holds
-constexpr int kQuestionWords = 6;  // a short question: the part of each visit never cached
+constexpr int kQuestionWords = 6;    // a short question: the part of each visit never cached
 constexpr int kGenerated = 1;
 constexpr int kMemoryWarmVisits = 5;
 

@@ -10,8 +10,8 @@ namespace reprise::bench {
 
 const std::vector<std::string>& BenchWorkloadNames() {
   static const std::vector<std::string> names = {
-      "kernels", "prefill", "decode",   "doc",  "chat",         "multidoc", "unique",
-      "concurrent", "tiers", "sched", "all", "side-channel", "soak"};
+      "kernels",    "prefill", "decode", "doc", "chat",         "multidoc", "unique",
+      "concurrent", "tiers",   "sched",  "all", "side-channel", "soak"};
   return names;
 }
 
@@ -24,7 +24,8 @@ bool RunsOverHttp(const std::string& workload) {
 HostPort ParseHttpUrl(const std::string& url) {
   const std::string scheme = "http://";
   if (url.rfind(scheme, 0) != 0) {
-    throw Error(fmt::format("--url '{}' must start with http:// (e.g. http://127.0.0.1:8080)", url));
+    throw Error(
+        fmt::format("--url '{}' must start with http:// (e.g. http://127.0.0.1:8080)", url));
   }
   std::string rest = url.substr(scheme.size());
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
@@ -58,12 +59,14 @@ void ValidateBenchOptions(const BenchOptions& options) {
     throw Error("--kv-disk-size needs --kv-disk-path");
   }
   if (!options.kv_disk_path.empty() && !options.url.empty()) {
-    throw Error("--kv-disk-path configures the in-process engine; with --url, start the server "
-                "with it instead");
+    throw Error(
+        "--kv-disk-path configures the in-process engine; with --url, start the server "
+        "with it instead");
   }
   if (options.mmap_weights && !options.url.empty()) {
-    throw Error("--mmap configures the in-process engine; with --url, start the server with it "
-                "instead");
+    throw Error(
+        "--mmap configures the in-process engine; with --url, start the server with it "
+        "instead");
   }
   if (options.threads < 0) throw Error("--threads must be 0 (every core) or more");
   if (options.max_batch_tokens < 1) throw Error("--max-batch-tokens must be at least 1");
@@ -81,22 +84,26 @@ void ValidateBenchOptions(const BenchOptions& options) {
   }
   if (!options.cpu_target.empty() && options.cpu_target != "scalar" &&
       options.cpu_target != "avx2" && options.cpu_target != "avx512") {
-    throw Error(fmt::format("unknown --cpu-target '{}' (scalar, avx2 or avx512)", options.cpu_target));
+    throw Error(
+        fmt::format("unknown --cpu-target '{}' (scalar, avx2 or avx512)", options.cpu_target));
   }
   if ((options.workload == "side-channel" || options.workload == "soak") && options.url.empty()) {
-    throw Error(fmt::format("the {} benchmark runs against a server: give --url", options.workload));
+    throw Error(
+        fmt::format("the {} benchmark runs against a server: give --url", options.workload));
   }
   if (!options.url.empty()) {
     ParseHttpUrl(options.url);
     if (!RunsOverHttp(options.workload)) {
-      throw Error(fmt::format("the {} workload runs in process only; drop --url", options.workload));
+      throw Error(
+          fmt::format("the {} workload runs in process only; drop --url", options.workload));
     }
     return;
   }
   if (WorkloadNeedsEngine(options.workload) && options.model.empty() &&
       options.make_model_shape.empty()) {
-    throw Error(fmt::format(
-        "the {} workload needs a model: -m MODEL.gguf, --make-model 135m, or --url", options.workload));
+    throw Error(
+        fmt::format("the {} workload needs a model: -m MODEL.gguf, --make-model 135m, or --url",
+                    options.workload));
   }
 }
 

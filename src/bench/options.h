@@ -13,33 +13,33 @@ struct BenchOptions {
   std::string model;             // -m: GGUF model file
   std::string make_model_shape;  // --make-model: write a temporary random-weight model instead
   std::string make_model_type = "q8_0";
-  std::string vocab_path;        // --vocab-from for --make-model (default: the fixtures' vocab)
-  int threads = 0;               // 0: every core
+  std::string vocab_path;  // --vocab-from for --make-model (default: the fixtures' vocab)
+  int threads = 0;         // 0: every core
   int block_size = 16;
-  std::string kv_cache_memory;   // "" : the engine's default (workloads may set their own)
+  std::string kv_cache_memory;  // "" : the engine's default (workloads may set their own)
   std::string kv_type = "f16";
-  bool mmap_weights = false;     // --mmap: weights in the file's memory map
-  std::string kv_disk_path;      // "" : no disk tier
-  std::string kv_disk_size;      // "" : no cap
+  bool mmap_weights = false;  // --mmap: weights in the file's memory map
+  std::string kv_disk_path;   // "" : no disk tier
+  std::string kv_disk_size;   // "" : no cap
   std::string schedule_policy = "cache-aware";
   std::string eviction_policy = "scan-resistant";
   int max_batch_tokens = 512;
   int max_running_requests = 64;
-  int repeat = 3;                // measured repetitions of each case (medians are reported)
+  int repeat = 3;  // measured repetitions of each case (medians are reported)
   std::string json_path;
   std::string chart_path;
-  bool quick = false;            // small sizes: the whole run takes seconds (smoke tests)
-  std::string url;               // an OpenAI-compatible server instead of the in-process engine
-  std::string served_model;      // the "model" field sent to --url ("": the first of /v1/models)
-  uint64_t seed = 0;             // shifts every prompt text (a server keeps its cache across runs)
-  std::string cpu_target;        // kernels: scalar, avx2 or avx512 (default: the best one)
+  bool quick = false;        // small sizes: the whole run takes seconds (smoke tests)
+  std::string url;           // an OpenAI-compatible server instead of the in-process engine
+  std::string served_model;  // the "model" field sent to --url ("": the first of /v1/models)
+  uint64_t seed = 0;         // shifts every prompt text (a server keeps its cache across runs)
+  std::string cpu_target;    // kernels: scalar, avx2 or avx512 (default: the best one)
   // side-channel and soak (security.h), against --url only:
   std::string victim_key;
   std::string attacker_key;
-  std::string api_key;           // soak: sent with every request
-  int probes = 40;               // side-channel: probes of each kind
-  int prompt_words = 200;        // side-channel: words per secret
-  double max_auc = 0;            // side-channel: > 0: exit 1 above it
+  std::string api_key;            // soak: sent with every request
+  int probes = 40;                // side-channel: probes of each kind
+  int prompt_words = 200;         // side-channel: words per secret
+  double max_auc = 0;             // side-channel: > 0: exit 1 above it
   double duration_seconds = 600;  // soak
   int clients = 32;               // soak
 };

@@ -1,11 +1,10 @@
 #include "bench/progress.h"
 
+#include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
 
 namespace reprise::bench {
 
@@ -29,9 +28,9 @@ std::string BenchProgress::BarLine(const std::string& workload, int done, int to
   done = std::clamp(done, 0, total);
   constexpr int kBarCells = 20;
   int filled = done * kBarCells / total;
-  std::string line = fmt::format("[{}] [{}{}] {:>3}/{:<3} {:6.1f}s  {}", workload,
-                                 std::string(filled, '#'), std::string(kBarCells - filled, '-'),
-                                 done, total, elapsed_seconds, what);
+  std::string line =
+      fmt::format("[{}] [{}{}] {:>3}/{:<3} {:6.1f}s  {}", workload, std::string(filled, '#'),
+                  std::string(kBarCells - filled, '-'), done, total, elapsed_seconds, what);
   if (width > 0 && static_cast<int>(line.size()) > width) line.resize(width);
   return line;
 }
@@ -73,8 +72,8 @@ void BenchProgress::End() {
 }
 
 void BenchProgress::Draw(const std::string& what) {
-  std::string line = BarLine(workload_, done_ - 1, total_, what, SecondsSince(started_),
-                             TerminalWidth(out_) - 1);
+  std::string line =
+      BarLine(workload_, done_ - 1, total_, what, SecondsSince(started_), TerminalWidth(out_) - 1);
   std::fprintf(out_, "\r\033[K%s", line.c_str());
   std::fflush(out_);
 }

@@ -1,17 +1,18 @@
 #include "bench/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "kernels/cpu_target.h"
 
 namespace reprise::bench {
 
-BenchFigure BenchFigure::Plain(std::string name, std::string label, double value, std::string unit) {
+BenchFigure BenchFigure::Plain(std::string name, std::string label, double value,
+                               std::string unit) {
   BenchFigure figure;
   figure.name = std::move(name);
   figure.label = std::move(label);
@@ -28,8 +29,8 @@ BenchFigure BenchFigure::AtLeast(std::string name, std::string label, double val
   return figure;
 }
 
-BenchFigure BenchFigure::AtMost(std::string name, std::string label, double value,
-                                std::string unit, double threshold) {
+BenchFigure BenchFigure::AtMost(std::string name, std::string label, double value, std::string unit,
+                                double threshold) {
   BenchFigure figure = Plain(std::move(name), std::move(label), value, std::move(unit));
   figure.target = fmt::format("<= {:g}", threshold);
   figure.met = !std::isnan(value) && value <= threshold;
@@ -74,12 +75,9 @@ std::string WorkloadText(const WorkloadResult& result) {
 }
 
 BenchTable SummaryTable(const std::vector<WorkloadResult>& results) {
-  BenchTable table("summary", {{"workload", ""},
-                               {"figure", ""},
-                               {"value", ""},
-                               {"unit", ""},
-                               {"target", ""},
-                               {"met", ""}});
+  BenchTable table(
+      "summary",
+      {{"workload", ""}, {"figure", ""}, {"value", ""}, {"unit", ""}, {"target", ""}, {"met", ""}});
   for (const auto& result : results) {
     for (const auto& figure : result.figures) {
       table.AddRow({result.name, figure.label, BenchCell(figure.value, Precision(figure.value)),

@@ -2,11 +2,10 @@
 // charts, notes on method) and how a run's results become text and JSON.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/svg.h"
 #include "bench/table.h"
@@ -31,12 +30,12 @@ struct BenchFigure {
 };
 
 struct WorkloadResult {
-  std::string name;                 // "doc"
+  std::string name;  // "doc"
   std::vector<BenchTable> tables;
   std::vector<BenchFigure> figures;
   std::vector<ChartSpec> charts;
-  std::vector<std::string> notes;   // how it was measured, printed under the tables
-  double seconds = 0;               // wall time of the workload
+  std::vector<std::string> notes;  // how it was measured, printed under the tables
+  double seconds = 0;              // wall time of the workload
 };
 
 // The workload's tables, notes and figures as printed on stdout.

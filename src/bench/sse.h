@@ -25,8 +25,8 @@ class CompletionStreamReader {
   std::optional<size_t> cached_tokens() const { return cached_tokens_; }
 
  private:
-  bool HandleLine(std::string_view line);   // true on the first choice
-  bool HandleData(std::string_view data);   // one event's JSON
+  bool HandleLine(std::string_view line);  // true on the first choice
+  bool HandleData(std::string_view data);  // one event's JSON
 
   std::string pending_;  // bytes after the last complete line
   std::string text_;

@@ -1,9 +1,9 @@
 #include "bench/table.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -92,7 +92,8 @@ std::string BenchTable::ToText() const {
 
 nlohmann::json BenchTable::ToJson() const {
   nlohmann::json columns = nlohmann::json::array();
-  for (const auto& column : columns_) columns.push_back({{"name", column.name}, {"unit", column.unit}});
+  for (const auto& column : columns_)
+    columns.push_back({{"name", column.name}, {"unit", column.unit}});
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : rows_) {
     nlohmann::json cells = nlohmann::json::array();

@@ -3,11 +3,10 @@
 #pragma once
 
 #include <concepts>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace reprise::bench {
 
@@ -16,7 +15,7 @@ class BenchCell {
  public:
   BenchCell() = default;
   BenchCell(std::string text) : text_(std::move(text)) {}  // NOLINT: implicit on purpose
-  BenchCell(const char* text) : text_(text) {}              // NOLINT
+  BenchCell(const char* text) : text_(text) {}             // NOLINT
   BenchCell(double value, int precision = 1) : number_(value), precision_(precision) {}  // NOLINT
   template <std::integral T>
   BenchCell(T value) : number_(static_cast<double>(value)), precision_(0) {}  // NOLINT

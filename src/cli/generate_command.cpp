@@ -1,7 +1,6 @@
 // `reprise generate`: run prompts through the engine and stream the text, with per-prompt
 // figures (prompt tokens, cached tokens, TTFT, prefill and decode speed) on stderr.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <future>
@@ -63,12 +62,14 @@ int RunGenerate(const GenerateOptions& options) {
   config.mmap_weights = options.mmap_weights;
   config.max_batch_tokens = options.max_batch_tokens;
   config.num_threads = options.threads;
-  if (!options.kv_cache_memory.empty()) config.kv_cache_memory_bytes = ParseByteSize(options.kv_cache_memory);
+  if (!options.kv_cache_memory.empty())
+    config.kv_cache_memory_bytes = ParseByteSize(options.kv_cache_memory);
   if (!options.kv_disk_size.empty() && options.kv_disk_path.empty()) {
     throw Error("--kv-disk-size needs --kv-disk-path");
   }
   config.kv_disk_path = options.kv_disk_path;
-  if (!options.kv_disk_size.empty()) config.kv_disk_size_bytes = ParseByteSize(options.kv_disk_size);
+  if (!options.kv_disk_size.empty())
+    config.kv_disk_size_bytes = ParseByteSize(options.kv_disk_size);
   Engine engine(config);
 
   SamplingParams sampling;
@@ -107,16 +108,16 @@ int RunGenerate(const GenerateOptions& options) {
     size_t computed = output.prompt_tokens - output.cached_tokens;
     double decode_seconds = output.total_seconds - output.ttft_seconds;
     size_t decoded = output.token_ids.size() > 0 ? output.token_ids.size() - 1 : 0;
-    std::fprintf(stderr,
-                 "[prompt %zu] prompt tokens: %zu, cached tokens: %zu (memory %zu, disk %zu), "
-                 "TTFT: %.1f ms (compute %.1f ms), prefill: %.1f tok/s, decode: %.1f tok/s (%zu "
-                 "tokens, %s)\n",
-                 i + 1, output.prompt_tokens, output.cached_tokens, output.cache_sources.memory,
-                 output.cache_sources.disk, output.ttft_seconds * 1e3,
-                 output.prefill_compute_seconds * 1e3,
-                 output.ttft_seconds > 0 ? static_cast<double>(computed) / output.ttft_seconds : 0.0,
-                 decode_seconds > 0 ? static_cast<double>(decoded) / decode_seconds : 0.0,
-                 output.token_ids.size(), FinishReasonName(output.finish_reason));
+    std::fprintf(
+        stderr,
+        "[prompt %zu] prompt tokens: %zu, cached tokens: %zu (memory %zu, disk %zu), "
+        "TTFT: %.1f ms (compute %.1f ms), prefill: %.1f tok/s, decode: %.1f tok/s (%zu "
+        "tokens, %s)\n",
+        i + 1, output.prompt_tokens, output.cached_tokens, output.cache_sources.memory,
+        output.cache_sources.disk, output.ttft_seconds * 1e3, output.prefill_compute_seconds * 1e3,
+        output.ttft_seconds > 0 ? static_cast<double>(computed) / output.ttft_seconds : 0.0,
+        decode_seconds > 0 ? static_cast<double>(decoded) / decode_seconds : 0.0,
+        output.token_ids.size(), FinishReasonName(output.finish_reason));
   }
   return 0;
 }
@@ -130,8 +131,10 @@ void RegisterGenerateCommand(CLI::App& app, CommandAction& run) {
       ->required();
   command->add_option("-p,--prompt", options->prompts, "prompt text (repeat for several prompts)");
   command->add_option("--prompt-file", options->prompt_files, "file holding a prompt (repeatable)");
-  command->add_option("-n,--max-tokens", options->max_tokens, "tokens to generate")->check(CLI::Range(1, 1 << 20));
-  command->add_option("--temp,--temperature", options->temperature, "0 = greedy")->check(CLI::Range(0.0, 100.0));
+  command->add_option("-n,--max-tokens", options->max_tokens, "tokens to generate")
+      ->check(CLI::Range(1, 1 << 20));
+  command->add_option("--temp,--temperature", options->temperature, "0 = greedy")
+      ->check(CLI::Range(0.0, 100.0));
   command->add_option("--top-k", options->top_k, "0 = no limit")->check(CLI::NonNegativeNumber);
   command->add_option("--top-p", options->top_p)->check(CLI::Range(0.0, 1.0));
   command->add_option("--min-p", options->min_p)->check(CLI::Range(0.0, 1.0));
@@ -139,11 +142,13 @@ void RegisterGenerateCommand(CLI::App& app, CommandAction& run) {
   command->add_option("--frequency-penalty", options->frequency_penalty);
   command->add_option("--presence-penalty", options->presence_penalty);
   command->add_option("--seed", options->seed);
-  command->add_flag("--no-enable-prefix-caching", options->no_prefix_caching, "turn prefix reuse off");
+  command->add_flag("--no-enable-prefix-caching", options->no_prefix_caching,
+                    "turn prefix reuse off");
   command->add_option("--block-size", options->block_size, "KV positions per block");
   command->add_option("--kv-cache-memory", options->kv_cache_memory, "KV cache budget, e.g. 2GiB");
-  command->add_option("--kv-disk-path", options->kv_disk_path,
-                      "keep KV blocks in this folder beyond memory and across runs (the disk tier)");
+  command->add_option(
+      "--kv-disk-path", options->kv_disk_path,
+      "keep KV blocks in this folder beyond memory and across runs (the disk tier)");
   command->add_option("--kv-disk-size", options->kv_disk_size,
                       "size cap of --kv-disk-path, e.g. 20GiB (default: no cap)");
   command->add_option("--kv-type", options->kv_type, "f16, f32 or q8 (8-bit codes with scales)");

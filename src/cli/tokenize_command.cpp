@@ -1,9 +1,8 @@
 // `reprise tokenize`: print the token ids of a text with the model's (or a vocab file's) tokenizer.
-#include <CLI/CLI.hpp>
-
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "cli/commands.h"
 #include "gguf/gguf_file.h"

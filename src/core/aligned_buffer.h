@@ -46,7 +46,8 @@ class AlignedBuffer {
     if (count == 0) return;
     size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
     if (bytes >= kMapThreshold) {
-      void* address = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      void* address =
+          ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (address == MAP_FAILED) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
       // Attention walks the KV pool block by block across the whole mapping: with 4 KiB pages

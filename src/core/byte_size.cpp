@@ -22,17 +22,25 @@ size_t ParseByteSize(const std::string& text) {
   std::string number = trimmed.substr(0, split);
   std::string unit = AsciiLower(TrimAsciiSpace(trimmed.substr(split)));
   auto bad = [&]() {
-    return Error(fmt::format("'{}' is not a memory size (examples: 2GiB, 512MiB, 1.5G, 1000000)",
-                             text));
+    return Error(
+        fmt::format("'{}' is not a memory size (examples: 2GiB, 512MiB, 1.5G, 1000000)", text));
   };
   if (number.empty() || std::count(number.begin(), number.end(), '.') > 1) throw bad();
   double multiplier = 0;
-  static const std::vector<std::pair<std::string, double>> kUnits = {
-      {"", 1.0},           {"b", 1.0},
-      {"k", 1024.0},       {"kib", 1024.0},       {"kb", 1e3},
-      {"m", 1048576.0},    {"mib", 1048576.0},    {"mb", 1e6},
-      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
-      {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12}};
+  static const std::vector<std::pair<std::string, double>> kUnits = {{"", 1.0},
+                                                                     {"b", 1.0},
+                                                                     {"k", 1024.0},
+                                                                     {"kib", 1024.0},
+                                                                     {"kb", 1e3},
+                                                                     {"m", 1048576.0},
+                                                                     {"mib", 1048576.0},
+                                                                     {"mb", 1e6},
+                                                                     {"g", 1073741824.0},
+                                                                     {"gib", 1073741824.0},
+                                                                     {"gb", 1e9},
+                                                                     {"t", 1099511627776.0},
+                                                                     {"tib", 1099511627776.0},
+                                                                     {"tb", 1e12}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) multiplier = factor;
   }

@@ -2,10 +2,10 @@
 // programmer errors (a broken invariant; throws so a server thread can report it, never aborts).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace reprise {
 
@@ -26,9 +26,9 @@ class InternalError : public std::logic_error {
 
 }  // namespace reprise
 
-#define REPRISE_CHECK(condition, ...)                                                      \
-  do {                                                                                     \
-    if (!(condition)) [[unlikely]] {                                                       \
+#define REPRISE_CHECK(condition, ...)                                                         \
+  do {                                                                                        \
+    if (!(condition)) [[unlikely]] {                                                          \
       ::reprise::ThrowCheckFailure(#condition, __FILE__, __LINE__, fmt::format(__VA_ARGS__)); \
-    }                                                                                      \
+    }                                                                                         \
   } while (0)

@@ -204,8 +204,9 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
   if (paged_kv_.type == kernels::KvType::kQ8 &&
       kernels::BestCpuTarget() == kernels::CpuTarget::kScalar) {
     // Its integer sums have AVX2 and AVX-512 kernels; the portable one is several times slower.
-    spdlog::warn("the q8 KV cache is attended by the portable kernel on this CPU (no AVX2), "
-                 "slower than f16's; q8 still holds 1.85x the tokens");
+    spdlog::warn(
+        "the q8 KV cache is attended by the portable kernel on this CPU (no AVX2), "
+        "slower than f16's; q8 still holds 1.85x the tokens");
   }
 
   if (!config_.task_prompts_json.empty()) ComputeTaskPrompts(config_.task_prompts_json);

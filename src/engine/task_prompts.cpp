@@ -1,7 +1,6 @@
 #include "engine/task_prompts.h"
 
 #include <nlohmann/json.hpp>
-
 #include <set>
 
 #include "core/error.h"
@@ -33,9 +32,11 @@ std::vector<TaskPromptSpec> ParseTaskPrompts(const std::string& json_text) {
     } else if (task_id->is_number_integer()) {
       spec.task_id = std::to_string(task_id->get<int64_t>());
     } else {
-      throw Error(fmt::format("task prompt entry {}: \"task_id\" must be a string or an integer", i));
+      throw Error(
+          fmt::format("task prompt entry {}: \"task_id\" must be a string or an integer", i));
     }
-    if (spec.task_id.empty()) throw Error(fmt::format("task prompt entry {} has an empty task_id", i));
+    if (spec.task_id.empty())
+      throw Error(fmt::format("task prompt entry {} has an empty task_id", i));
     auto prompt = entry.find("prompt");
     if (prompt == entry.end() || !prompt->is_string()) {
       throw Error(fmt::format("task prompt entry {} (task_id {}) has no string \"prompt\"", i,
@@ -43,8 +44,8 @@ std::vector<TaskPromptSpec> ParseTaskPrompts(const std::string& json_text) {
     }
     spec.prompt = prompt->get<std::string>();
     if (spec.prompt.empty()) {
-      throw Error(fmt::format("task prompt entry {} (task_id {}) has an empty prompt", i,
-                              spec.task_id));
+      throw Error(
+          fmt::format("task prompt entry {} (task_id {}) has an empty prompt", i, spec.task_id));
     }
     if (!seen.insert(spec.task_id).second) {
       throw Error(fmt::format("task prompt entry {}: duplicate task_id {}", i, spec.task_id));

@@ -185,8 +185,8 @@ void Parse(const MappedFile& file, uint32_t& version, size_t& alignment, size_t&
                             file.size()));
   }
   if (tensor_count > cursor.remaining() / (8 + 4 + 8 + 4 + 8)) {
-    throw Error(fmt::format("absurd tensor count {} for a file of {} bytes", tensor_count,
-                            file.size()));
+    throw Error(
+        fmt::format("absurd tensor count {} for a file of {} bytes", tensor_count, file.size()));
   }
   for (uint64_t i = 0; i < metadata_count; ++i) {
     std::string key = cursor.ReadString("a metadata key");
@@ -229,10 +229,10 @@ void Parse(const MappedFile& file, uint32_t& version, size_t& alignment, size_t&
     }
     info.type = static_cast<TensorType>(raw_type);
     if (info.shape[0] % geometry->block_elements != 0) {
-      throw Error(fmt::format("tensor '{}' of type {} has a row of {} elements, not a multiple "
-                              "of its block size {}",
-                              info.name, TypeName(info.type), info.shape[0],
-                              geometry->block_elements));
+      throw Error(
+          fmt::format("tensor '{}' of type {} has a row of {} elements, not a multiple "
+                      "of its block size {}",
+                      info.name, TypeName(info.type), info.shape[0], geometry->block_elements));
     }
     if (elements > (uint64_t{1} << 44)) {
       throw Error(fmt::format("tensor '{}' has an absurd element count {}", info.name, elements));
@@ -251,9 +251,10 @@ void Parse(const MappedFile& file, uint32_t& version, size_t& alignment, size_t&
   size_t data_size = file.size() > data_start ? file.size() - data_start : 0;
   for (auto& info : tensors) {
     if (info.offset > data_size || info.num_bytes > data_size - info.offset) {
-      throw Error(fmt::format("tensor '{}' ({} bytes at data offset {}) lies outside the file "
-                              "(data section of {} bytes); the file may be truncated",
-                              info.name, info.num_bytes, info.offset, data_size));
+      throw Error(
+          fmt::format("tensor '{}' ({} bytes at data offset {}) lies outside the file "
+                      "(data section of {} bytes); the file may be truncated",
+                      info.name, info.num_bytes, info.offset, data_size));
     }
     info.data = file.data() + data_start + info.offset;
   }

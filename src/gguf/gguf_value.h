@@ -16,11 +16,11 @@ struct Value;
 // as double) except strings, which is what every reader of tokenizer metadata wants.
 struct ArrayValue {
   ValueType element_type = ValueType::kUint8;
-  std::vector<int64_t> integers;       // signed integer and bool elements
+  std::vector<int64_t> integers;            // signed integer and bool elements
   std::vector<uint64_t> unsigned_integers;  // unsigned integer elements
-  std::vector<double> floats;          // float32/float64 elements
-  std::vector<std::string> strings;    // string elements
-  std::vector<Value> arrays;           // nested arrays (rare; kept for completeness)
+  std::vector<double> floats;               // float32/float64 elements
+  std::vector<std::string> strings;         // string elements
+  std::vector<Value> arrays;                // nested arrays (rare; kept for completeness)
   size_t size() const;
 };
 

@@ -70,19 +70,45 @@ void PutArray(ByteSink& sink, const ArrayValue& array) {
 
 void PutScalar(ByteSink& sink, ValueType type, const Value& value) {
   switch (type) {
-    case ValueType::kUint8: sink.Put<uint8_t>(static_cast<uint8_t>(std::get<uint64_t>(value.data))); break;
-    case ValueType::kUint16: sink.Put<uint16_t>(static_cast<uint16_t>(std::get<uint64_t>(value.data))); break;
-    case ValueType::kUint32: sink.Put<uint32_t>(static_cast<uint32_t>(std::get<uint64_t>(value.data))); break;
-    case ValueType::kUint64: sink.Put<uint64_t>(std::get<uint64_t>(value.data)); break;
-    case ValueType::kInt8: sink.Put<int8_t>(static_cast<int8_t>(std::get<int64_t>(value.data))); break;
-    case ValueType::kInt16: sink.Put<int16_t>(static_cast<int16_t>(std::get<int64_t>(value.data))); break;
-    case ValueType::kInt32: sink.Put<int32_t>(static_cast<int32_t>(std::get<int64_t>(value.data))); break;
-    case ValueType::kInt64: sink.Put<int64_t>(std::get<int64_t>(value.data)); break;
-    case ValueType::kFloat32: sink.Put<float>(static_cast<float>(std::get<double>(value.data))); break;
-    case ValueType::kFloat64: sink.Put<double>(std::get<double>(value.data)); break;
-    case ValueType::kBool: sink.Put<uint8_t>(std::get<bool>(value.data) ? 1 : 0); break;
-    case ValueType::kString: sink.PutString(std::get<std::string>(value.data)); break;
-    case ValueType::kArray: PutArray(sink, std::get<ArrayValue>(value.data)); break;
+    case ValueType::kUint8:
+      sink.Put<uint8_t>(static_cast<uint8_t>(std::get<uint64_t>(value.data)));
+      break;
+    case ValueType::kUint16:
+      sink.Put<uint16_t>(static_cast<uint16_t>(std::get<uint64_t>(value.data)));
+      break;
+    case ValueType::kUint32:
+      sink.Put<uint32_t>(static_cast<uint32_t>(std::get<uint64_t>(value.data)));
+      break;
+    case ValueType::kUint64:
+      sink.Put<uint64_t>(std::get<uint64_t>(value.data));
+      break;
+    case ValueType::kInt8:
+      sink.Put<int8_t>(static_cast<int8_t>(std::get<int64_t>(value.data)));
+      break;
+    case ValueType::kInt16:
+      sink.Put<int16_t>(static_cast<int16_t>(std::get<int64_t>(value.data)));
+      break;
+    case ValueType::kInt32:
+      sink.Put<int32_t>(static_cast<int32_t>(std::get<int64_t>(value.data)));
+      break;
+    case ValueType::kInt64:
+      sink.Put<int64_t>(std::get<int64_t>(value.data));
+      break;
+    case ValueType::kFloat32:
+      sink.Put<float>(static_cast<float>(std::get<double>(value.data)));
+      break;
+    case ValueType::kFloat64:
+      sink.Put<double>(std::get<double>(value.data));
+      break;
+    case ValueType::kBool:
+      sink.Put<uint8_t>(std::get<bool>(value.data) ? 1 : 0);
+      break;
+    case ValueType::kString:
+      sink.PutString(std::get<std::string>(value.data));
+      break;
+    case ValueType::kArray:
+      PutArray(sink, std::get<ArrayValue>(value.data));
+      break;
   }
 }
 

@@ -11,11 +11,11 @@ namespace reprise {
 // written to block block_tables[s][p / block_size], slot p % block_size, and it attends to
 // positions [0, p] of its sequence. Tokens of one sequence appear in position order.
 struct ForwardBatch {
-  std::vector<int32_t> tokens;          // [num_tokens]
-  std::vector<int32_t> positions;       // [num_tokens]
-  std::vector<int32_t> sequence_index;  // [num_tokens], indexes block_tables
+  std::vector<int32_t> tokens;                         // [num_tokens]
+  std::vector<int32_t> positions;                      // [num_tokens]
+  std::vector<int32_t> sequence_index;                 // [num_tokens], indexes block_tables
   std::vector<std::span<const int32_t>> block_tables;  // [num_sequences][blocks]
-  std::vector<int32_t> logit_rows;      // batch indices whose next-token logits are wanted
+  std::vector<int32_t> logit_rows;  // batch indices whose next-token logits are wanted
 
   void Clear() {
     tokens.clear();

@@ -58,8 +58,8 @@ ApiError DefaultError(const std::string& method, const std::string& path, int st
     case 400:
       return ApiError::BadRequest("malformed HTTP request");
     case 411:
-      return ApiError(411, "a request body needs a Content-Length header",
-                      "invalid_request_error", "length_required");
+      return ApiError(411, "a request body needs a Content-Length header", "invalid_request_error",
+                      "length_required");
     default:
       return ApiError(status, fmt::format("HTTP error {}", status),
                       status >= 500 ? "internal_server_error" : "invalid_request_error");

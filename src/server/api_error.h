@@ -3,7 +3,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <stdexcept>
 #include <string>
 
@@ -17,8 +16,8 @@ class ApiError : public std::runtime_error {
   // The common cases.
   static ApiError BadRequest(const std::string& message, const std::string& param = "",
                              const std::string& code = "");  // 400 invalid_request_error
-  static ApiError NotFound(const std::string& message, const std::string& code);  // 404
-  static ApiError Unauthorized();                                                   // 401
+  static ApiError NotFound(const std::string& message, const std::string& code);     // 404
+  static ApiError Unauthorized();                                                    // 401
   static ApiError Unavailable(const std::string& message, const std::string& code);  // 503
   static ApiError Internal(const std::string& message);                              // 500
 

@@ -1,7 +1,7 @@
 // The generation routes (/v1/chat/completions, /v1/completions, rtp-llm's POST / and /generate):
 // parse and check the request, prepare each prompt (chat template, tokens computed once by the
-// engine's rule, length against the context), submit one engine request per choice and answer whole or as SSE. A client that
-// goes away mid-stream has its engine requests cancelled.
+// engine's rule, length against the context), submit one engine request per choice and answer whole
+// or as SSE. A client that goes away mid-stream has its engine requests cancelled.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +30,7 @@ class CompletionHandler {
   explicit CompletionHandler(ServerState& state) : state_(state) {}
 
   // Throws ApiError for anything the client should hear about; the caller turns it into a body.
-  void Handle(ApiKind kind, const httplib::Request& http_request,
-              httplib::Response& http_response);
+  void Handle(ApiKind kind, const httplib::Request& http_request, httplib::Response& http_response);
 
  private:
   ServerState& state_;

@@ -29,9 +29,7 @@ void CompletionJob::Submit(size_t index, GenerationRequest request) {
   // alive themselves, so a job that is gone never leaves them dangling.
   std::shared_ptr<RequestChannel> channel = channel_;
   StreamCallbacks callbacks;
-  callbacks.on_token = [channel, index](const TokenEvent& event) {
-    channel->Push({index, event});
-  };
+  callbacks.on_token = [channel, index](const TokenEvent& event) { channel->Push({index, event}); };
   callbacks.on_finish = [channel, index](const GenerationOutput& output) {
     channel->Push({index, output});
   };

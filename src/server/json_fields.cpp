@@ -1,10 +1,10 @@
 #include "server/json_fields.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "server/api_error.h"
 
@@ -12,22 +12,31 @@ namespace reprise::server {
 
 const char* JsonTypeName(const nlohmann::json& value) {
   switch (value.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::object: return "an object";
-    case nlohmann::json::value_t::array: return "an array";
-    case nlohmann::json::value_t::string: return "a string";
-    case nlohmann::json::value_t::boolean: return "a boolean";
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::string:
+      return "a string";
+    case nlohmann::json::value_t::boolean:
+      return "a boolean";
     case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned: return "an integer";
-    case nlohmann::json::value_t::number_float: return "a number";
-    default: return "an unsupported value";
+    case nlohmann::json::value_t::number_unsigned:
+      return "an integer";
+    case nlohmann::json::value_t::number_float:
+      return "a number";
+    default:
+      return "an unsupported value";
   }
 }
 
 JsonFields::JsonFields(const nlohmann::json& object, std::string prefix)
     : object_(object), prefix_(std::move(prefix)) {
   if (!object_.is_object()) {
-    std::string where = prefix_.empty() ? "the request body" : prefix_.substr(0, prefix_.size() - 1);
+    std::string where =
+        prefix_.empty() ? "the request body" : prefix_.substr(0, prefix_.size() - 1);
     throw ApiError::BadRequest(
         fmt::format("{} must be a JSON object, got {}", where, JsonTypeName(object_)),
         prefix_.empty() ? "" : where);
@@ -40,9 +49,7 @@ const nlohmann::json* JsonFields::Find(std::string_view name) const {
   return &*it;
 }
 
-std::string JsonFields::Param(std::string_view name) const {
-  return prefix_ + std::string(name);
-}
+std::string JsonFields::Param(std::string_view name) const { return prefix_ + std::string(name); }
 
 void JsonFields::TypeError(std::string_view name, std::string_view expected) const {
   const nlohmann::json* value = Find(name);
@@ -94,10 +101,10 @@ std::optional<double> JsonFields::Number(std::string_view name, double min, doub
   double result = value->get<double>();
   bool below = min_exclusive ? !(result > min) : !(result >= min);
   if (!std::isfinite(result) || below || result > max) {
-    throw ApiError::BadRequest(fmt::format("'{}' must be {} {} and at most {}, got {}",
-                                           Param(name), min_exclusive ? "above" : "at least",
-                                           min, max, value->dump()),
-                               Param(name));
+    throw ApiError::BadRequest(
+        fmt::format("'{}' must be {} {} and at most {}, got {}", Param(name),
+                    min_exclusive ? "above" : "at least", min, max, value->dump()),
+        Param(name));
   }
   return result;
 }
@@ -134,10 +141,9 @@ std::optional<std::vector<std::string>> JsonFields::StringOrStringList(std::stri
   }
   if (!value->is_array()) TypeError(name, "a string or a list of strings");
   if (value->size() > max_items) {
-    throw ApiError::BadRequest(
-        fmt::format("'{}' holds {} items; at most {} are allowed", Param(name), value->size(),
-                    max_items),
-        Param(name));
+    throw ApiError::BadRequest(fmt::format("'{}' holds {} items; at most {} are allowed",
+                                           Param(name), value->size(), max_items),
+                               Param(name));
   }
   for (const nlohmann::json& item : *value) {
     if (!item.is_string()) TypeError(name, "a string or a list of strings");

@@ -39,7 +39,7 @@ struct HttpCounters {
   size_t open_connections = 0;
   size_t requests_in_flight = 0;  // parsed and not yet fully answered
   uint64_t connections_refused = 0;
-  uint64_t resident_bytes = 0;    // the process's resident memory (RSS)
+  uint64_t resident_bytes = 0;  // the process's resident memory (RSS)
 };
 
 // The process's resident set size from /proc/self/statm; 0 where it cannot be read.

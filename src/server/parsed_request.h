@@ -2,9 +2,8 @@
 // rtp-llm routes (POST /, /generate), parsed and range-checked but not yet tokenized.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,14 +23,14 @@ struct PromptInput {
 
 struct ParsedRequest {
   ApiKind kind = ApiKind::kChat;
-  std::string model;                             // empty when the client sent none
-  std::vector<Engine::ChatMessage> messages;     // kChat
-  std::vector<PromptInput> prompts;              // kCompletion, kRtpGenerate: at least one
-  SamplingParams sampling;                       // max_tokens is decided later (see below)
-  std::optional<int64_t> max_tokens;             // unset: the route's default
-  int n = 1;                                     // choices per prompt
+  std::string model;                          // empty when the client sent none
+  std::vector<Engine::ChatMessage> messages;  // kChat
+  std::vector<PromptInput> prompts;           // kCompletion, kRtpGenerate: at least one
+  SamplingParams sampling;                    // max_tokens is decided later (see below)
+  std::optional<int64_t> max_tokens;          // unset: the route's default
+  int n = 1;                                  // choices per prompt
   bool stream = false;
-  bool include_usage = false;                    // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
   CacheOptions cache;
   bool echo = false;  // kCompletion: the prompt before the completion
   // OpenAI's prompt_cache_key: logged, and read by routers in front of us to keep requests that
@@ -40,7 +39,7 @@ struct ParsedRequest {
 };
 
 // Limits on one request.
-inline constexpr int kMaxChoicesPerPrompt = 16;   // n
+inline constexpr int kMaxChoicesPerPrompt = 16;  // n
 inline constexpr size_t kMaxPromptsPerRequest = 16;
 inline constexpr size_t kMaxChoicesPerRequest = 64;  // prompts * n
 inline constexpr size_t kMaxStopStrings = 16;

@@ -6,10 +6,14 @@ namespace reprise::server {
 
 const char* FinishReasonText(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "error";
 }
@@ -143,11 +147,10 @@ nlohmann::json ResponseBuilder::ChunkEnvelope() const {
 
 nlohmann::json ResponseBuilder::RoleChunk(size_t index) const {
   nlohmann::json chunk = ChunkEnvelope();
-  chunk["choices"] = nlohmann::json::array(
-      {{{"index", index},
-        {"delta", {{"role", "assistant"}, {"content", ""}}},
-        {"logprobs", nullptr},
-        {"finish_reason", nullptr}}});
+  chunk["choices"] = nlohmann::json::array({{{"index", index},
+                                             {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                             {"logprobs", nullptr},
+                                             {"finish_reason", nullptr}}});
   return chunk;
 }
 

@@ -4,10 +4,9 @@
 // top-level `reuse_len` (rtp-llm's name) with the same number.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,7 +34,7 @@ nlohmann::json UsageJson(const UsageCounts& usage);
 struct ChoiceResult {
   size_t index = 0;
   std::string text;
-  std::string finish_reason;     // "stop" or "length"
+  std::string finish_reason;  // "stop" or "length"
   size_t prompt_tokens = 0;
   size_t cached_tokens = 0;
   CacheSources cache_sources;

@@ -1,9 +1,9 @@
 #include "server/server_state.h"
 
+#include <fmt/format.h>
+
 #include <random>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "server/api_error.h"
 

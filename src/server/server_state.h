@@ -19,19 +19,19 @@ namespace reprise::server {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                  // 0: any free port
+  int port = 8000;  // 0: any free port
   std::string served_model_name = "reprise";
   std::vector<ApiKeyEntry> api_keys;  // empty: no authentication, one anonymous tenant
   std::string cache_secret;           // keys tenants' cache salts; empty: a fresh random one
   bool share_cache_across_tenants = false;
   bool metrics_require_auth = false;  // /metrics needs a key too
-  std::string chat_template;        // empty: the model's own
+  std::string chat_template;          // empty: the model's own
   size_t max_body_bytes = 16u << 20;
   int http_threads = 64;                    // worker threads started up front; more start on demand
   size_t max_connections = 1024;            // open connections in all; more are answered 503
   size_t max_connections_per_client = 128;  // open connections from one address
   std::chrono::milliseconds read_timeout{5000};  // request header deadline, body idle timeout
-  std::vector<std::string> allowed_origins;  // CORS ("*": any); empty: no CORS headers
+  std::vector<std::string> allowed_origins;      // CORS ("*": any); empty: no CORS headers
 };
 
 // The backend and what the server caches about it, set once.

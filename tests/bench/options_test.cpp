@@ -1,7 +1,8 @@
 // Argument checks of `reprise bench` and the --url parser.
+#include "bench/options.h"
+
 #include <gtest/gtest.h>
 
-#include "bench/options.h"
 #include "core/error.h"
 
 namespace reprise::bench {

@@ -1,9 +1,9 @@
 // The progress display: the bar line, and plain lines when stderr is not a terminal.
+#include "bench/progress.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
-
-#include "bench/progress.h"
 
 namespace reprise::bench {
 namespace {

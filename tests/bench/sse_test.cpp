@@ -1,19 +1,22 @@
 // Reading OpenAI completion streams: events split anywhere, usage, cached tokens, errors.
+#include "bench/sse.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/http_target.h"
-#include "bench/sse.h"
 
 namespace reprise::bench {
 namespace {
 
 constexpr const char* kStream =
     "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"Hel\",\"finish_reason\":null}]}\n\n"
-    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"lo\",\"finish_reason\":null}]}\r\n\r\n"
+    "data: "
+    "{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"lo\",\"finish_reason\":null}]}\r\n\r\n"
     ": keep-alive comment\n\n"
-    "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"!\",\"finish_reason\":\"length\"}]}\n\n"
+    "data: "
+    "{\"id\":\"c1\",\"choices\":[{\"index\":0,\"text\":\"!\",\"finish_reason\":\"length\"}]}\n\n"
     "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":1210,\"completion_tokens\":3,"
     "\"prompt_tokens_details\":{\"cached_tokens\":1201}}}\n\n"
     "data: [DONE]\n\n";
@@ -52,8 +55,9 @@ TEST(CompletionStreamReaderTest, FirstTokenIsReportedOnceWhereverTheBytesSplit) 
 
 TEST(CompletionStreamReaderTest, ReadsLlamaCppTimingsWhenUsageHasNoCachedTokens) {
   CompletionStreamReader reader;
-  reader.Feed("data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
-              "data: {\"choices\":[{\"text\":\"b\"}],\"timings\":{\"cache_n\":96,\"prompt_n\":32}}\n\n");
+  reader.Feed(
+      "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
+      "data: {\"choices\":[{\"text\":\"b\"}],\"timings\":{\"cache_n\":96,\"prompt_n\":32}}\n\n");
   EXPECT_EQ(reader.cached_tokens(), 96u);
   EXPECT_EQ(reader.prompt_tokens(), 128u);
   EXPECT_FALSE(reader.completion_tokens().has_value());

@@ -1,9 +1,9 @@
 // Percentiles and friends, checked against numpy's linear interpolation.
+#include "bench/stats.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "bench/stats.h"
 
 namespace reprise::bench {
 namespace {

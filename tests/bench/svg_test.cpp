@@ -1,9 +1,9 @@
 // The SVG chart writer: nice axis ticks, escaping, and the elements each chart kind draws.
+#include "bench/svg.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "bench/svg.h"
 
 namespace reprise::bench {
 namespace {

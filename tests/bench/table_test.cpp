@@ -1,11 +1,12 @@
 // BenchTable and BenchCell: aligned text, JSON shape, empty and non-finite cells, row checks.
+#include "bench/table.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "bench/report.h"
-#include "bench/table.h"
 
 namespace reprise::bench {
 namespace {
@@ -77,7 +78,8 @@ TEST(BenchReportTest, JsonHasOneEntryPerWorkloadWithItsFigures) {
   result.name = "doc";
   result.tables.emplace_back("cases", std::vector<BenchColumn>{{"case", ""}, {"TTFT", "ms"}});
   result.tables.back().AddRow({"cold", 120.0});
-  result.figures.push_back(BenchFigure::AtMost("warm_over_question", "warm / question", 1.05, "x", 1.1));
+  result.figures.push_back(
+      BenchFigure::AtMost("warm_over_question", "warm / question", 1.05, "x", 1.1));
   result.notes.push_back("how it was measured");
   result.seconds = 2.5;
   nlohmann::json json = ReportJson({{"cpu", "test"}}, {{"threads", 2}}, {result});

@@ -1,9 +1,9 @@
 // Benchmark texts: the seed's table, grown rows, questions, prose and fitting to a token count.
+#include "bench/texts.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
-
-#include "bench/texts.h"
 
 namespace reprise::bench {
 namespace {

@@ -49,7 +49,8 @@ TEST(ThreadPoolTest, TaskExceptionReachesCaller) {
     EXPECT_EQ(finished.load(), 2);
   }
   std::atomic<int> total{0};
-  pool.ParallelFor(30, [&](size_t begin, size_t end) { total.fetch_add(static_cast<int>(end - begin)); });
+  pool.ParallelFor(
+      30, [&](size_t begin, size_t end) { total.fetch_add(static_cast<int>(end - begin)); });
   EXPECT_EQ(total.load(), 30);
 }
 

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <future>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -30,7 +29,8 @@ TEST_F(EngineTest, TooSmallCacheStillFinishesEveryRequestExactlyWithoutLeaks) {
   std::string table = testing::ReadTestData("long_table_prompt.txt");
   std::vector<std::string> prompts;
   // Distinct prompts of about 15 blocks each: 8 of them need three times the 40 blocks there are.
-  for (size_t i = 0; i < 8; ++i) prompts.push_back("Request " + std::to_string(i) + table.substr(i * 283, 700));
+  for (size_t i = 0; i < 8; ++i)
+    prompts.push_back("Request " + std::to_string(i) + table.substr(i * 283, 700));
 
   Engine roomy(TestConfig(model_, false));
   std::vector<GenerationRequest> requests;
@@ -94,9 +94,8 @@ TEST_F(EngineTest, UnknownPolicyNamesAreErrors) {
   bad_schedule.schedule_policy = "priority";
   EngineConfig bad_eviction = TestConfig(model_, true);
   bad_eviction.eviction_policy = "random";
-  for (const auto& [config, message] :
-       {std::pair{bad_schedule, "schedule policy 'priority'"},
-        std::pair{bad_eviction, "eviction policy 'random'"}}) {
+  for (const auto& [config, message] : {std::pair{bad_schedule, "schedule policy 'priority'"},
+                                        std::pair{bad_eviction, "eviction policy 'random'"}}) {
     try {
       Engine engine(config);
       ADD_FAILURE() << "accepted: " << message;
@@ -229,8 +228,8 @@ TEST_F(EngineTest, StreamedTextEqualsFinalText) {
 TEST_F(EngineTest, TaskPromptsArePinnedReusedAndExact) {
   std::string system = "You are a helpful assistant that answers questions about tables. " +
                        testing::ReadTestData("long_table_prompt.txt").substr(0, 600);
-  nlohmann::json tasks = nlohmann::json::array({{{"task_id", 1}, {"prompt", system}},
-                                                {{"task_id", "2"}, {"prompt", "Short task."}}});
+  nlohmann::json tasks = nlohmann::json::array(
+      {{{"task_id", 1}, {"prompt", system}}, {{"task_id", "2"}, {"prompt", "Short task."}}});
   EngineConfig config = TestConfig(model_, true, 64);
   config.task_prompts_json = tasks.dump();
   config.kv_cache_memory_bytes = 80 * 4096;  // room for the task prompts and a little more
@@ -290,13 +289,15 @@ TEST_F(EngineTest, BadTaskPromptsStopStartUpNamingTheEntry) {
             std::string::npos);
   EXPECT_NE(message(R"([{"task_id": 3, "prompt": ""}])").find("empty prompt"), std::string::npos);
   EngineConfig config = TestConfig(model_, true);
-  config.task_prompts_json = nlohmann::json::array({{{"task_id", 1}, {"prompt", std::string(4000, 'y')}}}).dump();
+  config.task_prompts_json =
+      nlohmann::json::array({{{"task_id", 1}, {"prompt", std::string(4000, 'y')}}}).dump();
   config.kv_cache_memory_bytes = 8 * 4096;
   try {
     Engine engine(config);
     FAIL() << "start-up should fail";
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("raise --kv-cache-memory"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("raise --kv-cache-memory"), std::string::npos)
+        << error.what();
   }
 }
 
@@ -319,7 +320,8 @@ TEST(EngineShutdownTest, DestroyingTheEngineFinishesEveryRequestAsCancelled) {
       finished.fetch_add(1);
       if (output.finish_reason == FinishReason::kCancelled) cancelled.fetch_add(1);
     };
-    for (int i = 0; i < 6; ++i) engine.Submit(testing::Greedy("request " + std::to_string(i), 1000), callbacks);
+    for (int i = 0; i < 6; ++i)
+      engine.Submit(testing::Greedy("request " + std::to_string(i), 1000), callbacks);
   }
   EXPECT_EQ(finished.load(), 6);
   EXPECT_GE(cancelled.load(), 4);

@@ -13,9 +13,7 @@
 namespace reprise::gguf {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  return testing::ScratchPath(name + ".gguf");
-}
+std::string TempPath(const std::string& name) { return testing::ScratchPath(name + ".gguf"); }
 
 std::vector<uint8_t> ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -24,7 +22,8 @@ std::vector<uint8_t> ReadAll(const std::string& path) {
 
 void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string ErrorOpening(const std::string& path) {

@@ -293,7 +293,8 @@ class FakeBackend : public InferenceBackend {
       }
       for (auto it = active_.begin(); it != active_.end();) {
         Active& active = *it;
-        bool done = active.cancelled || static_cast<int>(active.generated.size()) >= active.max_tokens;
+        bool done =
+            active.cancelled || static_cast<int>(active.generated.size()) >= active.max_tokens;
         if (!done) {
           int32_t token = 'a' + 3 + static_cast<int32_t>(active.generated.size() % 26);
           active.generated.push_back(token);
@@ -310,8 +311,9 @@ class FakeBackend : public InferenceBackend {
           }
           active.text += event.text;
           if (active.generated.size() == 1) {
-            active.ttft = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                        active.start).count();
+            active.ttft =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - active.start)
+                    .count();
           }
           if (active.callbacks.on_token) active.callbacks.on_token(event);
           ++it;

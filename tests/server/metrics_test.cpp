@@ -74,14 +74,13 @@ TEST(MetricsTest, RendersEngineStatsAndServerCounters) {
   EXPECT_DOUBLE_EQ(Sample(text, "reprise:kv_cache_usage_perc" + label + "}"), 0.15);
   EXPECT_EQ(Sample(text, "reprise:request_success_total" + label + ",finished_reason=\"stop\"}"),
             1);
-  EXPECT_EQ(
-      Sample(text, "reprise:request_success_total" + label + ",finished_reason=\"length\"}"), 2);
+  EXPECT_EQ(Sample(text, "reprise:request_success_total" + label + ",finished_reason=\"length\"}"),
+            2);
   EXPECT_EQ(Sample(text, "reprise:http_errors_total" + label + ",status=\"404\"}"), 1);
   EXPECT_NE(text.find("# TYPE reprise:time_to_first_token_seconds histogram"), std::string::npos);
   EXPECT_EQ(Sample(text, "reprise:time_to_first_token_seconds_bucket" + label + ",le=\"0.02\"}"),
             1);
-  EXPECT_EQ(Sample(text, "reprise:time_to_first_token_seconds_bucket" + label + ",le=\"0.5\"}"),
-            3);
+  EXPECT_EQ(Sample(text, "reprise:time_to_first_token_seconds_bucket" + label + ",le=\"0.5\"}"), 3);
   EXPECT_EQ(Sample(text, "reprise:time_to_first_token_seconds_bucket" + label + ",le=\"+Inf\"}"),
             3);
   EXPECT_EQ(Sample(text, "reprise:time_to_first_token_seconds_count" + label + "}"), 3);
@@ -100,13 +99,11 @@ TEST(MetricsTest, EmptyPoolGivesZeroUsage) {
   ServerMetrics metrics;
   std::string text = metrics.Render(EngineStats{}, {}, "m");
   EXPECT_EQ(Sample(text, "reprise:kv_cache_usage_perc{model_name=\"m\"}"), 0);
-  EXPECT_EQ(Sample(text, "reprise:request_success_total{model_name=\"m\",finished_reason=\"stop\"}"),
-            0);
+  EXPECT_EQ(
+      Sample(text, "reprise:request_success_total{model_name=\"m\",finished_reason=\"stop\"}"), 0);
 }
 
-TEST(MetricsTest, EscapesLabels) {
-  EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
-}
+TEST(MetricsTest, EscapesLabels) { EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd"); }
 
 }  // namespace
 }  // namespace reprise::server
