@@ -125,47 +125,28 @@ class RedisServer {
     static int counter = 0;
     dir_ = ScratchDir() / ("redis_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     std::filesystem::create_directories(dir_);
-    port_ = FreePort(cluster_node_);
-    Start();
+    // The port is free when chosen but not held: another test process's server, or a client's
+    // outgoing connection, may take it before redis-server binds it. Then that server exits, and
+    // a fresh port is tried (a test must not talk to another test's server).
+    for (int attempt = 1;; ++attempt) {
+      port_ = FreePort(cluster_node_);
+      if (StartOnPort() || attempt == 5) break;
+    }
+    if (pid_ <= 0) {
+      throw std::runtime_error(
+          "redis-server did not start on a loopback port in 5 tries; its log:\n" + Log());
+    }
   }
   ~RedisServer() { Kill(); }
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
+  // Starts the server again on its port (a restart); throws if it cannot listen there.
   void Start() {
     if (pid_ > 0) return;
-    std::vector<std::string> argv = {FindProgram("redis-server"),
-                                     "--bind",
-                                     "127.0.0.1",
-                                     "--port",
-                                     std::to_string(port_),
-                                     "--dir",
-                                     dir_.string(),
-                                     "--save",
-                                     "",
-                                     "--appendonly",
-                                     "no",
-                                     "--daemonize",
-                                     "no",
-                                     "--protected-mode",
-                                     "no",
-                                     "--enable-debug-command",
-                                     "local"};
-    if (!password_.empty()) {
-      argv.insert(argv.end(), {"--requirepass", password_, "--masterauth", password_});
-    }
-    if (cluster_node_) {
-      argv.insert(argv.end(), {"--cluster-enabled", "yes", "--cluster-config-file",
-                               (dir_ / "nodes.conf").string(), "--cluster-node-timeout", "2000"});
-    }
-    pid_ = Spawn(argv, (dir_ / "server.log").string());
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!PortOpen(port_)) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        throw std::runtime_error("redis-server did not listen on port " + std::to_string(port_) +
-                                 "; its log:\n" + Log());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!StartOnPort()) {
+      throw std::runtime_error("redis-server could not listen on port " + std::to_string(port_) +
+                               "; its log:\n" + Log());
     }
   }
 
@@ -191,6 +172,57 @@ class RedisServer {
   }
 
  private:
+  // Spawns redis-server on port_ and waits until it listens: false if it exits first (the port
+  // was taken) or does not listen within 20 s.
+  bool StartOnPort() {
+    std::vector<std::string> argv = {FindProgram("redis-server"),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--dir",
+                                     dir_.string(),
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--daemonize",
+                                     "no",
+                                     "--protected-mode",
+                                     "no",
+                                     "--enable-debug-command",
+                                     "local"};
+    if (!password_.empty()) {
+      argv.insert(argv.end(), {"--requirepass", password_, "--masterauth", password_});
+    }
+    if (cluster_node_) {
+      argv.insert(argv.end(), {"--cluster-enabled", "yes", "--cluster-config-file",
+                               (dir_ / "nodes.conf").string(), "--cluster-node-timeout", "2000"});
+    }
+    // The log is appended to across restarts: this start's lines are those past its end now.
+    const size_t log_start = Log().size();
+    pid_ = Spawn(argv, (dir_ / "server.log").string());
+    // Ready when this server says so and the port answers (the port alone may be another
+    // server's); failed when it exits (it could not bind) or takes too long.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (true) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      if (Log().find("Ready to accept connections", log_start) != std::string::npos &&
+          PortOpen(port_)) {
+        return true;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        Kill();
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
   std::string password_;
   bool cluster_node_;
   std::filesystem::path dir_;
