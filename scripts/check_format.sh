@@ -18,11 +18,18 @@ if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   echo "check_format: not a git checkout (the tracked files are unknown); skipped"
   exit 77
 fi
-mapfile -t files < <(git ls-files -- '*.cpp' '*.h' | grep -v '^fuzz/corpus/')
-unformatted=()
-for file in "${files[@]}"; do
-  if ! "$format" --dry-run --Werror "$file" >/dev/null 2>&1; then unformatted+=("$file"); fi
-done
+mapfile -t files < <(git ls-files -- '*.cpp' '*.h')
+# One run over every file (a process per file took 9 s of the suite); it names each file that
+# differs in lines "FILE:LINE:COLUMN: error: code should be clang-formatted".
+status=0
+report=$("$format" --dry-run --Werror "${files[@]}" 2>&1) || status=$?
+mapfile -t unformatted < <(printf '%s\n' "$report" |
+  sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' | sort -u)
+if [ "$status" -ne 0 ] && [ ${#unformatted[@]} -eq 0 ]; then
+  echo "check_format: $format failed:"
+  printf '%s\n' "$report"
+  exit 1
+fi
 if [ ${#unformatted[@]} -gt 0 ]; then
   echo "check_format: ${#unformatted[@]} of ${#files[@]} files differ from $format's output;" \
        "format them with: $format -i FILE"
