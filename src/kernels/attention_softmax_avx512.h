@@ -55,7 +55,9 @@ inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row,
     const float* row = scores + r * kScoreStride;
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     __m512 maxes = minus_inf;  // a max is exact in any order
-    for (int j = 0; j < n; j += 16) {
+    int j = 0;
+    for (; j + 16 <= n; j += 16) maxes = _mm512_max_ps(maxes, _mm512_loadu_ps(row + j));
+    for (; j < n; j += 16) {
       maxes = _mm512_max_ps(maxes, _mm512_mask_loadu_ps(minus_inf, ChunkMask(n, j), row + j));
     }
     span_max[r] = std::max(state.running_max[r], _mm512_reduce_max_ps(maxes));
@@ -76,7 +78,13 @@ inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row,
     // of HorizontalSum.
     const __m512 max = _mm512_set1_ps(new_max);
     __m512 sums = _mm512_setzero_ps();
-    for (int j = 0; j < n; j += 16) {
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {  // whole chunks: the operations below, unmasked
+      const __m512 e = ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(row + j), max));
+      _mm512_storeu_ps(row + j, e);
+      sums = _mm512_add_ps(sums, e);
+    }
+    for (; j < n; j += 16) {
       const __mmask16 mask = ChunkMask(n, j);
       const __m512 e = ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + j), max));
       _mm512_mask_storeu_ps(row + j, mask, e);

@@ -101,7 +101,7 @@ inline void ScoreTileQ8(const QueryQ8* const* rows, const KeyChunk* chunks, int 
 #pragma GCC unroll 16
       for (int c = 0; c < kChunks; ++c) sums[i][c] = _mm512_set1_epi32(rows[i]->corrections[g]);
     }
-    for (int e = begin; e < end; ++e) {
+    const auto dword = [&](int e) {
       __m512i keys[kChunks];
 #pragma GCC unroll 16
       for (int c = 0; c < kChunks; ++c) {
@@ -114,9 +114,17 @@ inline void ScoreTileQ8(const QueryQ8* const* rows, const KeyChunk* chunks, int 
         const __m512i query = _mm512_set1_epi32(rows[i]->codes[e]);
 #pragma GCC unroll 16
         for (int c = 0; c < kChunks; ++c) {
-          sums[i][c] = _mm512_dpbusd_epi32(sums[i][c], keys[c], query);
+          sums[i][c] = DotBytes(sums[i][c], keys[c], query);
         }
       }
+    };
+    // A whole group's dwords unrolled: through a loop of runtime length GCC copied every
+    // accumulator to another register and back at each step (two moves per dot product).
+    if (end - begin == kKvQ8KeyGroup / 4) {
+#pragma GCC unroll 8
+      for (int e = 0; e < kKvQ8KeyGroup / 4; ++e) dword(begin + e);
+    } else {
+      for (int e = begin; e < end; ++e) dword(e);
     }
     __m512 key_scales[kChunks];
 #pragma GCC unroll 16
@@ -218,7 +226,14 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
     const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     __m512 maxes = minus_inf;  // a max is exact in any order
     __m512 weight_maxes = minus_inf;
-    for (int j = 0; j < n[r]; j += 16) {
+    int j = 0;
+    for (; j + 16 <= n[r]; j += 16) {  // whole chunks: no masks (a max is exact in any order)
+      const __m512 score = _mm512_loadu_ps(scores[r] + j);
+      maxes = _mm512_max_ps(maxes, score);
+      weight_maxes =
+          _mm512_max_ps(weight_maxes, _mm512_add_ps(score, _mm512_load_ps(log_scales + j)));
+    }
+    for (; j < n[r]; j += 16) {
       const __mmask16 mask = ChunkMask(n[r], j);
       const __m512 score = _mm512_mask_loadu_ps(minus_inf, mask, scores[r] + j);
       maxes = _mm512_max_ps(maxes, score);
@@ -253,7 +268,31 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
     const __m512 code_inverse = _mm512_set1_ps(inverse);
     const __m512 m = _mm512_set1_ps(row_max[r]);
     __m512 sums = _mm512_setzero_ps();
-    for (int j = 0; j < span.length; j += 16) {
+    if (n[r] == span.length && span.length % 64 == 0) {
+      // A row over the whole span (every row but the last tokens' in the last one): the same
+      // operations unmasked, and four chunks' codes packed into one store (their values at
+      // most 255 before packing, as the saturating conversion below leaves them).
+      const __m512i limit = _mm512_set1_epi32(255);
+      const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+      for (int j = 0; j < span.length; j += 64) {
+        __m512i chunk_codes[4];
+        for (int q = 0; q < 4; ++q) {
+          const float* at = scores[r] + j + 16 * q;
+          const __m512 u = ExpProbability(_mm512_sub_ps(_mm512_loadu_ps(at), m));
+          sums = _mm512_add_ps(sums, u);
+          const __m512 weights = _mm512_mul_ps(u, _mm512_load_ps(value_scales + j + 16 * q));
+          chunk_codes[q] =
+              _mm512_min_epu32(_mm512_cvtps_epi32(_mm512_mul_ps(weights, code_inverse)), limit);
+        }
+        // Per 128-bit lane l, packing leaves chunk q's codes 4 l .. 4 l + 3 in dword 4 l + q.
+        const __m512i packed =
+            _mm512_packus_epi16(_mm512_packus_epi32(chunk_codes[0], chunk_codes[1]),
+                                _mm512_packus_epi32(chunk_codes[2], chunk_codes[3]));
+        _mm512_storeu_si512(codes[r] + j, _mm512_permutexvar_epi32(order, packed));
+      }
+    }
+    for (int j = n[r] == span.length && span.length % 64 == 0 ? span.length : 0; j < span.length;
+         j += 16) {
       const __mmask16 valid = j < n[r] ? ChunkMask(n[r], j) : static_cast<__mmask16>(0);
       const __m512 u =
           _mm512_maskz_mov_ps(valid, ExpProbability(_mm512_maskz_sub_ps(
@@ -310,7 +349,7 @@ void ValueTileQ8(const ValueBlock* blocks, int num_blocks, int head_dim,
         const __m512i p = _mm512_set1_epi32(four);
 #pragma GCC unroll 16
         for (int c = 0; c < kValueChunks; ++c) {
-          sums[i][c] = _mm512_dpbusd_epi32(sums[i][c], p, values[c]);
+          sums[i][c] = DotBytes(sums[i][c], p, values[c]);
         }
       }
     }

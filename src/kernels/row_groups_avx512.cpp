@@ -270,7 +270,7 @@ void Q6KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
         for (int h = 0; h < 2; ++h) {
           __m512i sum = _mm512_set1_epi32(zero_point_sums[t][first / 16 + h]);
           for (int w = 0; w < 4; ++w) {
-            sum = _mm512_dpbusd_epi32(sum, codes[h][w], Bytes4(xc + 16 * h + 4 * w));
+            sum = DotBytes(sum, codes[h][w], Bytes4(xc + 16 * h + 4 * w));
           }
           __m512& chain = chains[t][(2 * k + h) % 4];
           chain = _mm512_fmadd_ps(
