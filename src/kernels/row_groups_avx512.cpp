@@ -204,15 +204,14 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
             const __mmask64 high_fifth = FifthBits(p, j, u, 1);
             const __m512i low = _mm512_and_si512(v, nibble);
             const __m512i high = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
-            sums[u / 4] = _mm512_dpbusd_epi32(
-                sums[u / 4], _mm512_mask_add_epi8(low, low_fifth, low, fifth), low_x);
-            sums[2 + u / 4] = _mm512_dpbusd_epi32(
-                sums[2 + u / 4], _mm512_mask_add_epi8(high, high_fifth, high, fifth), high_x);
+            sums[u / 4] =
+                DotBytes(sums[u / 4], _mm512_mask_add_epi8(low, low_fifth, low, fifth), low_x);
+            sums[2 + u / 4] = DotBytes(sums[2 + u / 4],
+                                       _mm512_mask_add_epi8(high, high_fifth, high, fifth), high_x);
           } else {
             // The high nibbles in place: 16 x their sum, divided below (exact).
-            sums[u / 4] = _mm512_dpbusd_epi32(sums[u / 4], _mm512_and_si512(v, nibble), low_x);
-            sums[2 + u / 4] =
-                _mm512_dpbusd_epi32(sums[2 + u / 4], _mm512_andnot_si512(nibble, v), high_x);
+            sums[u / 4] = DotBytes(sums[u / 4], _mm512_and_si512(v, nibble), low_x);
+            sums[2 + u / 4] = DotBytes(sums[2 + u / 4], _mm512_andnot_si512(nibble, v), high_x);
           }
         }
         if constexpr (!kFifthBits) {
