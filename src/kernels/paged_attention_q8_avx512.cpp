@@ -118,8 +118,8 @@ inline void ScoreTileQ8(const QueryQ8* const* rows, const KeyChunk* chunks, int 
         }
       }
     };
-    // A whole group's dwords unrolled: through a loop of runtime length GCC copied every
-    // accumulator to another register and back at each step (two moves per dot product).
+    // A whole group's dwords unrolled (a constant trip count: no loop control between the dot
+    // products); a head dimension's last partial group takes the loop.
     if (end - begin == kKvQ8KeyGroup / 4) {
 #pragma GCC unroll 8
       for (int e = 0; e < kKvQ8KeyGroup / 4; ++e) dword(begin + e);
@@ -268,7 +268,8 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
     const __m512 code_inverse = _mm512_set1_ps(inverse);
     const __m512 m = _mm512_set1_ps(row_max[r]);
     __m512 sums = _mm512_setzero_ps();
-    if (n[r] == span.length && span.length % 64 == 0) {
+    const bool whole_span = n[r] == span.length && span.length % 64 == 0;
+    if (whole_span) {
       // A row over the whole span (every row but the last tokens' in the last one): the same
       // operations unmasked, and four chunks' codes packed into one store (their values at
       // most 255 before packing, as the saturating conversion below leaves them).
@@ -291,8 +292,7 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
         _mm512_storeu_si512(codes[r] + j, _mm512_permutexvar_epi32(order, packed));
       }
     }
-    for (int j = n[r] == span.length && span.length % 64 == 0 ? span.length : 0; j < span.length;
-         j += 16) {
+    for (int j = whole_span ? span.length : 0; j < span.length; j += 16) {
       const __mmask16 valid = j < n[r] ? ChunkMask(n[r], j) : static_cast<__mmask16>(0);
       const __m512 u =
           _mm512_maskz_mov_ps(valid, ExpProbability(_mm512_maskz_sub_ps(
