@@ -71,27 +71,23 @@ __attribute__((always_inline)) inline void InterleavedChunk(const QuantizedRows&
     // group in all of the group's lanes (lanes past a lone last block meet zero codes).
     const __m512i own = _mm512_maskz_loadu_epi8(code_mask, x.q + (t0 + t) * cols + c);
     const __m512i xb = kUnsignedCodes ? own : _mm512_xor_si512(own, bias);
-    const __m512i x0 = _mm512_shuffle_epi32(xb, _MM_PERM_AAAA);
-    const __m512i x1 = _mm512_shuffle_epi32(xb, _MM_PERM_BBBB);
-    const __m512i x2 = _mm512_shuffle_epi32(xb, _MM_PERM_CCCC);
-    const __m512i x3 = _mm512_shuffle_epi32(xb, _MM_PERM_DDDD);
+    const __m512i xe[4] = {
+        _mm512_shuffle_epi32(xb, _MM_PERM_AAAA), _mm512_shuffle_epi32(xb, _MM_PERM_BBBB),
+        _mm512_shuffle_epi32(xb, _MM_PERM_CCCC), _mm512_shuffle_epi32(xb, _MM_PERM_DDDD)};
     const __m512 xd =
         ExpandGroupScales(_mm_maskz_loadu_ps(scale_mask, x.d + (t0 + t) * groups + c / 16));
 #pragma GCC unroll 4
     for (int quad = 0; quad < kQuads; ++quad) {
       const uint8_t* q = chunk + quad * kQuadChunkBytes;
-      __m512i isum;
-      if constexpr (kUnsignedCodes) {
-        isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_load_si512(q), x0);
-        isum = _mm512_dpbusd_epi32(isum, _mm512_load_si512(q + 64), x1);
-        isum = _mm512_dpbusd_epi32(isum, _mm512_load_si512(q + 128), x2);
-        isum = _mm512_dpbusd_epi32(isum, _mm512_load_si512(q + 192), x3);
-      } else {
-        isum = _mm512_load_si512(q + kCodeBytes + 64);
-        isum = _mm512_dpbusd_epi32(isum, x0, _mm512_load_si512(q));
-        isum = _mm512_dpbusd_epi32(isum, x1, _mm512_load_si512(q + 64));
-        isum = _mm512_dpbusd_epi32(isum, x2, _mm512_load_si512(q + 128));
-        isum = _mm512_dpbusd_epi32(isum, x3, _mm512_load_si512(q + 192));
+      // Unsigned codes take the dot product's unsigned side; signed ones the signed side, their
+      // sums starting from the stored correction.
+      __m512i isum =
+          kUnsignedCodes ? _mm512_setzero_si512() : _mm512_load_si512(q + kCodeBytes + 64);
+#pragma GCC unroll 4
+      for (int e = 0; e < 4; ++e) {
+        const __m512i codes = _mm512_load_si512(q + 64 * e);
+        isum = kUnsignedCodes ? _mm512_dpbusd_epi32(isum, codes, xe[e])
+                              : _mm512_dpbusd_epi32(isum, xe[e], codes);
       }
       const __m512 sums = _mm512_cvtepi32_ps(isum);
       const __m512 scales = _mm512_mul_ps(_mm512_load_ps(q + kCodeBytes), xd);
