@@ -9,8 +9,9 @@
 // w_scale * x_scale the panel tile forms per block); the codes of each block of 32 are then split
 // from the stored bytes in registers. Every integer sum is exact,
 // so any instruction sequence that forms lane i's sum of products 4i..4i+3 gives the panel tile's
-// integers: codes with a zero point z use maddubs(q, x) - maddubs(z, x) (the second formed once
-// per token and block), Q8_0's signed codes maddubs(|w|, sign(x, w)).
+// integers: codes with a zero point z use maddubs(q, x) - z * (pair sums of x) (the second formed
+// once per token: QuantizedRows::zero8_pairs, zero16_pairs), Q8_0's signed codes maddubs(|w|,
+// sign(x, w)).
 //
 // Rows are computed one at a time (see DecodeTile).
 #include <algorithm>
@@ -185,8 +186,9 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
         } else {
           pairs = _mm256_maddubs_epi16(codes, xq);
           if constexpr (Type::kCodes == Codes::kZeroPoint) {
-            pairs =
-                _mm256_sub_epi16(pairs, _mm256_maddubs_epi16(_mm256_set1_epi8(Type::kZero), xq));
+            const int16_t* zero = Type::kZero == 8 ? x.zero8_pairs : x.zero16_pairs;
+            pairs = _mm256_sub_epi16(pairs,
+                                     Load32(zero + (t0 + t) * (cols / 2) + (b0 + b) * (kQk / 2)));
           }
         }
         const __m256i isum = _mm256_madd_epi16(pairs, ones);

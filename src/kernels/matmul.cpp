@@ -200,11 +200,20 @@ struct ActivationBuffers {
   float* d;
   float* sum;
   int16_t* group_sum;
+  int16_t* zero8_pairs;  // both null where no tile reads them
+  int16_t* zero16_pairs;
   int64_t cols;
   ActivationForm form;
 
   QuantizedRows View() const {
-    return {.q = q, .d = d, .sum = sum, .group_sum = group_sum, .cols = cols, .form = form};
+    return {.q = q,
+            .d = d,
+            .sum = sum,
+            .group_sum = group_sum,
+            .zero8_pairs = zero8_pairs,
+            .zero16_pairs = zero16_pairs,
+            .cols = cols,
+            .form = form};
   }
   // Rows [begin, end) of x ([tokens][cols]).
   void Quantize(const TargetKernels& k, const float* x, int64_t begin, int64_t end) const {
@@ -215,24 +224,42 @@ struct ActivationBuffers {
                                            group_sum + t * (cols / 16));
       } else {
         quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
+        if (zero8_pairs != nullptr) {
+          const int8_t* row = q + t * cols;
+          int16_t* eights = zero8_pairs + t * (cols / 2);
+          int16_t* sixteens = zero16_pairs + t * (cols / 2);
+          for (int64_t i = 0; i < cols / 2; ++i) {
+            const int pair = row[2 * i] + row[2 * i + 1];
+            eights[i] = static_cast<int16_t>(8 * pair);
+            sixteens[i] = static_cast<int16_t>(16 * pair);
+          }
+        }
       }
     }
   }
 };
 
-ActivationBuffers ActivationScratch(ActivationForm form, int64_t tokens, int64_t cols) {
+// `decode`: the job's tiles are the decode ones (Job::decode), the readers of the zero-point pairs.
+ActivationBuffers ActivationScratch(const TargetKernels& k, ActivationForm form, int64_t tokens,
+                                    int64_t cols, bool decode) {
   // The per-block form's arrays are the larger: d per 16 (not per 256), and a float per 32 takes
   // as many bytes as an int16 per 16.
+  const bool per_block = form == ActivationForm::kPerBlock;
+  const bool pairs = per_block && decode && k.zero_point_pairs;
   const size_t q_bytes = RoundUp64(tokens * cols);
   const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
   const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
-  uint8_t* scratch = ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes);
-  const bool per_block = form == ActivationForm::kPerBlock;
+  const size_t pair_bytes = pairs ? RoundUp64(tokens * (cols / 2) * sizeof(int16_t)) : 0;
+  uint8_t* scratch =
+      ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes + 2 * pair_bytes);
+  uint8_t* const sums = scratch + q_bytes + d_bytes;
   return {
       .q = reinterpret_cast<int8_t*>(scratch),
       .d = reinterpret_cast<float*>(scratch + q_bytes),
-      .sum = per_block ? reinterpret_cast<float*>(scratch + q_bytes + d_bytes) : nullptr,
-      .group_sum = per_block ? nullptr : reinterpret_cast<int16_t*>(scratch + q_bytes + d_bytes),
+      .sum = per_block ? reinterpret_cast<float*>(sums) : nullptr,
+      .group_sum = per_block ? nullptr : reinterpret_cast<int16_t*>(sums),
+      .zero8_pairs = pairs ? reinterpret_cast<int16_t*>(sums + sum_bytes) : nullptr,
+      .zero16_pairs = pairs ? reinterpret_cast<int16_t*>(sums + sum_bytes + pair_bytes) : nullptr,
       .cols = cols,
       .form = form};
 }
@@ -527,7 +554,7 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   // token tile: size it for L2.
   const int64_t budget = decode ? kDecodePanelBytes : (192 << 10);
   if (quantized) {
-    const ActivationBuffers buffers = ActivationScratch(form, tokens, cols);
+    const ActivationBuffers buffers = ActivationScratch(kernels, form, tokens, cols, decode);
     pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
       buffers.Quantize(kernels, x, static_cast<int64_t>(begin), static_cast<int64_t>(end));
     });
@@ -623,7 +650,8 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
   }
   const int64_t cols = outputs[0].w->cols;
   const ActivationBuffers buffers =
-      ActivationScratch(FormFor(kernels, *outputs[0].w), tokens, cols);
+      ActivationScratch(kernels, FormFor(kernels, *outputs[0].w), tokens, cols,
+                        /*decode=*/true);
   buffers.Quantize(kernels, x, 0, tokens);
   // Fixed arrays: this runs several times per layer and token, and should not allocate.
   std::array<Job, kMaxFusedOutputs> jobs;

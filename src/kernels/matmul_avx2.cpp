@@ -345,6 +345,7 @@ const TargetKernels& Avx2Kernels() {
       .quant_tile_raw = DecodeTileAvx2,
       .activation_form = ActivationFormAvx2,
       .widen = Widen,
+      .zero_point_pairs = true,
       .unpack = UnpackBlocksAvx2,
       .group_layout = WeightLayout::kRowStreams,
       .has_row_group_tile = HasRowGroupTileAvx2,

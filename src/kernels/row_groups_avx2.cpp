@@ -61,20 +61,19 @@ struct StreamLayout {
 };
 
 // Per 32-bit lane: the exact sum of (code - kZeroPoint) * x over its 4 codes, x the token's 4
-// bytes at p.
-template <int kZeroPoint>
-inline __m256i LaneSums(__m256i codes, const int8_t* p) {
-  const __m256i x = Broadcast4(p);
-  const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(codes, x),
-                                         _mm256_maddubs_epi16(_mm256_set1_epi8(kZeroPoint), x));
+// bytes at p; zero: kZeroPoint * the sums of those bytes' two pairs (QuantizedRows::zero8_pairs
+// or zero16_pairs), the same for every row: read, not formed, per word.
+inline __m256i LaneSums(__m256i codes, const int8_t* p, const int16_t* zero) {
+  const __m256i pairs =
+      _mm256_sub_epi16(_mm256_maddubs_epi16(codes, Broadcast4(p)), Broadcast4(zero));
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
-// One token over one stream of 8 rows: y[r] = dot(x, row r) for r < 8. xq, xd: the token's codes
-// and scales (QuantizedRows, per-block form).
+// One token over one stream of 8 rows: y[r] = dot(x, row r) for r < 8. xq, xd, zero: the token's
+// codes, scales and pairs for the layout's zero point (QuantizedRows, per-block form).
 template <typename Layout>
-void StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const Layout& stream,
-                StreamAhead<8192, 0>& ahead, float* y) {
+void StreamTile(const int8_t* xq, const float* xd, const int16_t* zero, int64_t blocks,
+                const Layout& stream, StreamAhead<8192, 0>& ahead, float* y) {
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
   __m256 chains[8];
   for (__m256& chain : chains) chain = _mm256_setzero_ps();
@@ -88,6 +87,7 @@ void StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const Layout&
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(stream.Block0Scales() + at))),
         _mm256_set1_ps(xd[2 * b]));
     const int8_t* xb = xq + b * kQk;
+    const int16_t* zb = zero + b * (kQk / 2);
     if constexpr (Layout::kEightBit) {
       // Code word u: elements 4u..4u+3 (chain u), signed: maddubs(|w|, sign(x, w)).
       Unroll<8>([&](auto word_index) {
@@ -111,11 +111,11 @@ void StreamTile(const int8_t* xq, const float* xd, int64_t blocks, const Layout&
         low = _mm256_or_si256(low, FifthBitsAt<2 * u>(qh));
         high = _mm256_or_si256(high, FifthBitsAt<2 * u + 1>(qh));
       }
-      constexpr int kZero = Layout::kZeroPoint;
-      chains[u] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums<kZero>(low, xb + 4 * u)), scale, chains[u]);
-      chains[u + 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums<kZero>(high, xb + 16 + 4 * u)),
-                                      scale, chains[u + 4]);
+      chains[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums(low, xb + 4 * u, zb + 2 * u)), scale,
+                                  chains[u]);
+      chains[u + 4] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(LaneSums(high, xb + 16 + 4 * u, zb + 8 + 2 * u)),
+                          scale, chains[u + 4]);
     });
   }
   // HorizontalSum's tree (reduce_avx2.h) over the chains.
@@ -137,8 +137,10 @@ void GroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
   for (int t = 0; t < mt; ++t) {
     const int8_t* xq = x.q + (t0 + t) * cols;
     const float* xd = x.d + (t0 + t) * (cols / 16);
+    const int16_t* zero =
+        (Layout::kZeroPoint == 8 ? x.zero8_pairs : x.zero16_pairs) + (t0 + t) * (cols / 2);
     for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
-      StreamTile(xq, xd, blocks, Layout(group, blocks, s), ahead,
+      StreamTile(xq, xd, zero, blocks, Layout(group, blocks, s), ahead,
                  y + t * y_stride + s * kRowStreamRows);
     }
   }
