@@ -239,13 +239,12 @@ struct ActivationBuffers {
   }
 };
 
-// `decode`: the job's tiles are the decode ones (Job::decode), the readers of the zero-point pairs.
 ActivationBuffers ActivationScratch(const TargetKernels& k, ActivationForm form, int64_t tokens,
-                                    int64_t cols, bool decode) {
+                                    int64_t cols) {
   // The per-block form's arrays are the larger: d per 16 (not per 256), and a float per 32 takes
   // as many bytes as an int16 per 16.
   const bool per_block = form == ActivationForm::kPerBlock;
-  const bool pairs = per_block && decode && k.zero_point_pairs;
+  const bool pairs = per_block && k.zero_point_pairs;
   const size_t q_bytes = RoundUp64(tokens * cols);
   const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
   const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
@@ -554,7 +553,7 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   // token tile: size it for L2.
   const int64_t budget = decode ? kDecodePanelBytes : (192 << 10);
   if (quantized) {
-    const ActivationBuffers buffers = ActivationScratch(kernels, form, tokens, cols, decode);
+    const ActivationBuffers buffers = ActivationScratch(kernels, form, tokens, cols);
     pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {
       buffers.Quantize(kernels, x, static_cast<int64_t>(begin), static_cast<int64_t>(end));
     });
@@ -650,8 +649,7 @@ void MatMulsOnTarget(CpuTarget target, std::span<const MatMulOutput> outputs, co
   }
   const int64_t cols = outputs[0].w->cols;
   const ActivationBuffers buffers =
-      ActivationScratch(kernels, FormFor(kernels, *outputs[0].w), tokens, cols,
-                        /*decode=*/true);
+      ActivationScratch(kernels, FormFor(kernels, *outputs[0].w), tokens, cols);
   buffers.Quantize(kernels, x, 0, tokens);
   // Fixed arrays: this runs several times per layer and token, and should not allocate.
   std::array<Job, kMaxFusedOutputs> jobs;

@@ -5,7 +5,7 @@
 //   float types: acc[8] += x[c..c+7] * w[c..c+7] for c = 0, 8, ... (a masked last chunk), then
 //                HorizontalSum.
 //   quantized:   per block of 32 codes, lane i holds the exact integer sum of products
-//                4i..4i+3 (maddubs on |w| and sign(x, w), then pairs);
+//                4i..4i+3 (maddubs, then pairs; see Codes);
 //                acc[8] += float(isum) * (w_scale * x_scale) of the lane's 16-group, then
 //                HorizontalSum(acc) + HorizontalSum(min_acc) for types with a min, where
 //                min_acc[8] += w_min[b..b+7] * x_sum[b..b+7] over blocks b.
@@ -131,27 +131,41 @@ inline __m256 BlockScales(const float* p, int n = 8) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
 }
 
+// How a tile forms a block's integer products (the same integers every way).
+enum class Codes {
+  // Codes minus a zero point: maddubs(|w|, sign(x, w)); right for every type.
+  kSigned,
+  // Codes below 32 with a zero point z of 8 or 16 (Q4_0, Q5_0): maddubs(w, x) less z times the
+  // activations' pair sums (QuantizedRows::zero8_pairs, zero16_pairs), read once per token and
+  // block where kSigned takes a sign per token, row and block and an absolute value per row and
+  // block (Zen 1, 512 tokens, 2 threads: 4-7% faster).
+  kZeroPairs,
+  // Codes without a zero point (K-quants, Q4_1, Q5_1), small and unsigned: maddubs(w, x).
+  kUnsigned,
+};
+
 // Tokens t0 .. t0 + MT - 1 over any number of unpacked rows, NR = 2 rows at a time (a last one
 // alone): one call per token tile and panel, so that the tokens' pointers and the call itself
 // are set up once, not per pair of rows (on 576 columns they were a quarter of the time).
 //
-// kSigned: codes minus a zero point, whose products take maddubs(|w|, sign(x, w)); it gives the
-// right integers for every type. Codes without one (K-quants, Q4_1, Q5_1) are small and unsigned:
-// maddubs(w, x) gives the same integers. kPerBlock: the weights' two 16-group scales of a block
+// kCodes: see Codes. kPerBlock: the weights' two 16-group scales of a block
 // are equal (UnpackedRows::scales_per_32), as an activation row's always are, so a block's scale
 // product is one number: for 8 blocks at a time one vector multiply forms each token and row's
 // products and the blocks take them back with broadcast loads. The tile is bound by the pipes
 // that multiply (floats and integers share two of them): a product per token, row and block
 // was one of six operations there, and broadcasts of both scales two more.
-template <int MT, bool kSigned, bool kPerBlock>
+template <int MT, Codes kCodes, bool kPerBlock>
 class QuantRows {
  public:
   QuantRows(const QuantizedRows& x, int64_t t0, const UnpackedRows& w)
       : w_(w), cols_(x.cols), groups_(x.cols / 16), blocks_(x.cols / 32) {
+    const int16_t* zero_pairs = w.zero_point == 8 ? x.zero8_pairs : x.zero16_pairs;
     for (int t = 0; t < MT; ++t) {
       x_codes_[t] = x.q + (t0 + t) * cols_;
       x_scales_[t] = x.d + (t0 + t) * groups_;
       x_sums_[t] = x.sum != nullptr ? x.sum + (t0 + t) * blocks_ : nullptr;
+      x_zero_pairs_[t] =
+          kCodes == Codes::kZeroPairs ? zero_pairs + (t0 + t) * (cols_ / 2) : nullptr;
     }
   }
 
@@ -178,7 +192,7 @@ class QuantRows {
       __m256 ws[NR];
       for (int r = 0; r < NR; ++r) {
         const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_codes[r] + c));
-        if constexpr (kSigned) {
+        if constexpr (kCodes == Codes::kSigned) {
           w_signed[r] = _mm256_sub_epi8(codes, zero_bytes);
           w_abs[r] = _mm256_abs_epi8(w_signed[r]);
         } else {
@@ -190,10 +204,20 @@ class QuantRows {
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_codes_[t] + c));
         __m256 xd;
         if constexpr (!kPerBlock) xd = BroadcastFloat(x_scales_[t] + 2 * b);
+        __m256i zero_pairs;
+        if constexpr (kCodes == Codes::kZeroPairs) {
+          zero_pairs =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_zero_pairs_[t] + c / 2));
+        }
         for (int r = 0; r < NR; ++r) {
-          const __m256i pairs =
-              kSigned ? _mm256_maddubs_epi16(w_abs[r], _mm256_sign_epi8(xv, w_signed[r]))
-                      : _mm256_maddubs_epi16(w_abs[r], xv);
+          __m256i pairs;
+          if constexpr (kCodes == Codes::kSigned) {
+            pairs = _mm256_maddubs_epi16(w_abs[r], _mm256_sign_epi8(xv, w_signed[r]));
+          } else if constexpr (kCodes == Codes::kZeroPairs) {
+            pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(w_abs[r], xv), zero_pairs);
+          } else {
+            pairs = _mm256_maddubs_epi16(w_abs[r], xv);
+          }
           const __m256i isum = _mm256_madd_epi16(pairs, ones);
           const __m256 scale =
               kPerBlock ? BroadcastFloat(&products[t][r][i]) : _mm256_mul_ps(ws[r], xd);
@@ -268,16 +292,17 @@ class QuantRows {
   const int8_t* x_codes_[MT];
   const float* x_scales_[MT];
   const float* x_sums_[MT];
+  const int16_t* x_zero_pairs_[MT];
 };
 
 // 4 x 2 runs about 10% faster than 3 x 2 per output; more rows or tokens spill registers.
 constexpr int kQuantTokenTile = 4;
 constexpr int kQuantRowTile = 2;
 
-template <int MT, bool kSigned, bool kPerBlock>
+template <int MT, Codes kCodes, bool kPerBlock>
 void QuantRowsT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, int nr,
                 float* y, int64_t y_stride) {
-  QuantRows<MT, kSigned, kPerBlock> rows(x, t0, w);
+  QuantRows<MT, kCodes, kPerBlock> rows(x, t0, w);
   int r = 0;
   for (; r + kQuantRowTile <= nr; r += kQuantRowTile) {
     rows.template Tile<kQuantRowTile>(r0 + r, y + r, y_stride);
@@ -289,19 +314,23 @@ static_assert(kQuantRowTile == 2, "QuantRowsT takes the rows two at a time and a
 using QuantRowsFn = void (*)(const QuantizedRows&, int64_t, const UnpackedRows&, int64_t, int,
                              float*, int64_t);
 
-template <bool kSigned, bool kPerBlock, int... MTs>
+template <Codes kCodes, bool kPerBlock, int... MTs>
 constexpr auto QuantVariants(std::integer_sequence<int, MTs...>) {
-  return std::array<QuantRowsFn, sizeof...(MTs)>{&QuantRowsT<MTs + 1, kSigned, kPerBlock>...};
+  return std::array<QuantRowsFn, sizeof...(MTs)>{&QuantRowsT<MTs + 1, kCodes, kPerBlock>...};
 }
 
 void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
                int nr, float* y, int64_t y_stride) {
   using Tokens = std::make_integer_sequence<int, kQuantTokenTile>;
   // Codes without a zero point all have one scale per block; the signed form serves any codes.
-  static constexpr auto kSignedPerGroup = QuantVariants<true, false>(Tokens());
-  static constexpr auto kSignedPerBlock = QuantVariants<true, true>(Tokens());
-  static constexpr auto kUnsignedPerBlock = QuantVariants<false, true>(Tokens());
+  static constexpr auto kSignedPerGroup = QuantVariants<Codes::kSigned, false>(Tokens());
+  static constexpr auto kSignedPerBlock = QuantVariants<Codes::kSigned, true>(Tokens());
+  static constexpr auto kZeroPairsPerBlock = QuantVariants<Codes::kZeroPairs, true>(Tokens());
+  static constexpr auto kUnsignedPerBlock = QuantVariants<Codes::kUnsigned, true>(Tokens());
+  const bool zero_pairs = (w.zero_point == 8 && x.zero8_pairs != nullptr) ||
+                          (w.zero_point == 16 && x.zero16_pairs != nullptr);
   const auto& variants = !w.scales_per_32    ? kSignedPerGroup
+                         : zero_pairs        ? kZeroPairsPerBlock
                          : w.zero_point != 0 ? kSignedPerBlock
                                              : kUnsignedPerBlock;
   variants[mt - 1](x, t0, w, r0, nr, y, y_stride);

@@ -32,7 +32,7 @@ struct QuantizedRows {
   const float* d = nullptr;
   const float* sum = nullptr;          // kPerBlock: [tokens][cols / 32] d * sum of the block's q
   const int16_t* group_sum = nullptr;  // kPerSuperBlock: [tokens][cols / 16] sum of each 16's q
-  // kPerBlock, for decode where the target reads them (TargetKernels::zero_point_pairs):
+  // kPerBlock, where the target reads them (TargetKernels::zero_point_pairs):
   // [tokens][cols / 2] z * (q[2i] + q[2i + 1]), what codes with a zero point z (8: Q4_0, 16:
   // Q5_0) take off maddubs(codes, q) per pair; formed once per token instead of once per row.
   const int16_t* zero8_pairs = nullptr;
@@ -135,7 +135,7 @@ struct TargetKernels {
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
 
-  // Whether the decode tiles read QuantizedRows::zero8_pairs and zero16_pairs.
+  // Whether the tiles read QuantizedRows::zero8_pairs and zero16_pairs.
   bool zero_point_pairs = false;
 
   // QuantizeActivationRow, or a faster equivalent with identical output (null: that function).
