@@ -7,8 +7,8 @@
 // The columns are walked in spans of eight blocks of 32. Once per span and row the block scales
 // are unpacked together and multiplied by each token's activation scales (the same float products
 // w_scale * x_scale the panel tile forms per block); the codes of each block of 32 are then split
-// from the stored bytes in registers. Every integer sum is exact,
-// so any instruction sequence that forms lane i's sum of products 4i..4i+3 gives the panel tile's
+// from the stored bytes in registers. Every integer sum is exact, so any instruction sequence
+// that forms lane i's sum of products 4i..4i+3 and 16 + 4i..16 + 4i + 3 gives the panel tile's
 // integers: codes with a zero point z use maddubs(q, x) - z * (pair sums of x) (the second formed
 // once per token: QuantizedRows::zero8_pairs, zero16_pairs), Q8_0's signed codes maddubs(|w|,
 // sign(x, w)).
@@ -135,8 +135,12 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   const int64_t cols = x.cols;
   const int64_t blocks = cols / kQk;
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[MT], min_acc[MT];
-  for (int t = 0; t < MT; ++t) acc[t] = min_acc[t] = _mm256_setzero_ps();
+  __m128 acc[MT];  // the panel tile's 4-lane chains
+  __m256 min_acc[MT];
+  for (int t = 0; t < MT; ++t) {
+    acc[t] = _mm_setzero_ps();
+    min_acc[t] = _mm256_setzero_ps();
+  }
   const uint8_t* const row_data = w.data + static_cast<size_t>(row) * w.row_bytes;
   const uint8_t* const ahead = RowAhead(w, row, row_data);
   // w_scale * x_scale per group and token (the products the panel tile forms), for two spans:
@@ -191,9 +195,9 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
                                      Load32(zero + (t0 + t) * (cols / 2) + (b0 + b) * (kQk / 2)));
           }
         }
-        const __m256i isum = _mm256_madd_epi16(pairs, ones);
-        const __m256 scale = BroadcastFloat(span_products[t] + b);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t]);
+        const __m128i isum = BlockLaneSums(_mm256_madd_epi16(pairs, ones));
+        const __m128 scale = _mm_broadcastss_ps(_mm_load_ss(span_products[t] + b));
+        acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), scale, acc[t]);
       }
     };
     if (n == kSpanBlocks) {
@@ -222,7 +226,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   }
   if (tail > 0) run_span(whole_spans * kSpanBlocks, tail, products[slot]);
   for (int t = 0; t < MT; ++t) {
-    float sum = HorizontalSum(acc[t]);
+    float sum = HorizontalSum4(acc[t]);
     if constexpr (Type::kMins) sum += HorizontalSum(min_acc[t]);
     y[t * y_stride] = sum;
   }

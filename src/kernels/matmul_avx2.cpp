@@ -4,11 +4,17 @@
 // Lane layout, the same for every tile size so that an output's bits never depend on it:
 //   float types: acc[8] += x[c..c+7] * w[c..c+7] for c = 0, 8, ... (a masked last chunk), then
 //                HorizontalSum.
-//   quantized:   per block of 32 codes, lane i holds the exact integer sum of products
-//                4i..4i+3 (maddubs, then pairs; see Codes);
-//                acc[8] += float(isum) * (w_scale * x_scale) of the lane's 16-group, then
-//                HorizontalSum(acc) + HorizontalSum(min_acc) for types with a min, where
-//                min_acc[8] += w_min[b..b+7] * x_sum[b..b+7] over blocks b.
+//   quantized:   per block of 32 codes whose two 16-groups share a scale (every type but
+//                Q6_K), lane i of 4 holds the exact integer sum of products 4i..4i+3 and
+//                16 + 4i..16 + 4i + 3 (maddubs, then pairs, then the halves; see Codes);
+//                acc[4] += float(isum) * (w_scale * x_scale) of the block, then
+//                HorizontalSum4(acc) + HorizontalSum(min_acc) for types with a min, where
+//                min_acc[8] += w_min[b..b+7] * x_sum[b..b+7] over blocks b. Q6_K (a scale per
+//                16-group): lane i of 8 holds products 4i..4i+3, acc[8] += float(isum) *
+//                (w_scale * x_scale) of the lane's 16-group, then HorizontalSum(acc). Lanes of 8
+//                products take half the conversions and multiply-adds of lanes of 4, and the
+//                row-streams decode tile (row_groups_avx2.cpp) adds a word's two halves in 16
+//                bits before one madd.
 #include <array>
 #include <utility>
 
@@ -131,6 +137,16 @@ inline __m256 BlockScales(const float* p, int n = 8) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
 }
 
+// A quantized tile's chain (see the file comment): 4 lanes for a scale per block, 8 per 16-group.
+template <bool kPerBlock>
+struct QuantChain {
+  using Type = __m256;
+};
+template <>
+struct QuantChain<true> {
+  using Type = __m128;
+};
+
 // How a tile forms a block's integer products (the same integers every way).
 enum class Codes {
   // Codes minus a zero point: maddubs(|w|, sign(x, w)); right for every type.
@@ -174,9 +190,10 @@ class QuantRows {
   __attribute__((always_inline)) void Tile(int64_t r0, float* y, int64_t y_stride) {
     const __m256i zero_bytes = _mm256_set1_epi8(static_cast<char>(w_.zero_point));
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[MT][NR];
+    using Chain = typename QuantChain<kPerBlock>::Type;
+    Chain acc[MT][NR];
     for (int t = 0; t < MT; ++t) {
-      for (int r = 0; r < NR; ++r) acc[t][r] = _mm256_setzero_ps();
+      for (int r = 0; r < NR; ++r) acc[t][r] = Chain{};
     }
     const uint8_t* w_codes[NR];
     const float* w_scales[NR];
@@ -219,9 +236,14 @@ class QuantRows {
             pairs = _mm256_maddubs_epi16(w_abs[r], xv);
           }
           const __m256i isum = _mm256_madd_epi16(pairs, ones);
-          const __m256 scale =
-              kPerBlock ? BroadcastFloat(&products[t][r][i]) : _mm256_mul_ps(ws[r], xd);
-          acc[t][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[t][r]);
+          if constexpr (kPerBlock) {
+            acc[t][r] =
+                _mm_fmadd_ps(_mm_cvtepi32_ps(BlockLaneSums(isum)),
+                             _mm_broadcastss_ps(_mm_load_ss(&products[t][r][i])), acc[t][r]);
+          } else {
+            acc[t][r] =
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(ws[r], xd), acc[t][r]);
+          }
         }
       }
     };
@@ -246,9 +268,9 @@ class QuantRows {
     } else {
       for (int64_t b = 0; b < blocks_; ++b) block(b, 0);
     }
-    if constexpr (MT * NR == 8) {
+    if constexpr (MT * NR == 8 && kPerBlock) {
       if (w_.min == nullptr) {
-        const __m256 sums = HorizontalSums(reinterpret_cast<const __m256(&)[8]>(acc));
+        const __m256 sums = HorizontalSums4(reinterpret_cast<const __m128(&)[8]>(acc));
         const __m128 lo = _mm256_castps256_ps128(sums), hi = _mm256_extractf128_ps(sums, 1);
         _mm_storel_pi(reinterpret_cast<__m64*>(y), lo);
         _mm_storeh_pi(reinterpret_cast<__m64*>(y + y_stride), lo);
@@ -259,7 +281,13 @@ class QuantRows {
     }
     float sums[MT][NR];
     for (int t = 0; t < MT; ++t) {
-      for (int r = 0; r < NR; ++r) sums[t][r] = HorizontalSum(acc[t][r]);
+      for (int r = 0; r < NR; ++r) {
+        if constexpr (kPerBlock) {
+          sums[t][r] = HorizontalSum4(acc[t][r]);
+        } else {
+          sums[t][r] = HorizontalSum(acc[t][r]);
+        }
+      }
     }
     if (w_.min != nullptr) {
       for (int t = 0; t < MT; ++t) {

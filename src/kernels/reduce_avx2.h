@@ -1,5 +1,6 @@
 // The one horizontal sum AVX2 kernels use. Its fixed tree (8 -> 4 -> 2 -> 1) is part of the
-// exactness contract, so every AVX2 kernel must reduce through it. Also the lane mask of their
+// exactness contract, so every AVX2 kernel must reduce through it (4-lane chains through its last
+// two levels). Also the lane mask of their
 // masked reads. Include only from files compiled for AVX2.
 #pragma once
 
@@ -18,6 +19,35 @@ inline float HorizontalSum(__m256 v) {
   __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
   __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
   return _mm_cvtss_f32(one);
+}
+
+// The same tree's last two levels (4 -> 2 -> 1): the sum of a 4-lane chain (the quantized
+// tiles' lanes of 8 products, matmul_avx2.cpp).
+inline float HorizontalSum4(__m128 four) {
+  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
+  return _mm_cvtss_f32(one);
+}
+
+// Lane i = HorizontalSum4(v[i]), bit for bit (HorizontalSums' last two levels).
+inline __m256 HorizontalSums4(const __m128 (&v)[8]) {
+  __m256 four[4];  // [v[2i] | v[2i + 1]]
+  for (int i = 0; i < 4; ++i) four[i] = _mm256_set_m128(v[2 * i + 1], v[2 * i]);
+  __m256 two[2];  // [v[4i] (0+2, 1+3), v[4i + 2] the same | v[4i + 1], v[4i + 3]]
+  for (int i = 0; i < 2; ++i) {
+    const __m256d a = _mm256_castps_pd(four[2 * i]), b = _mm256_castps_pd(four[2 * i + 1]);
+    two[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)),
+                           _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
+  }
+  const __m256 one = _mm256_add_ps(_mm256_shuffle_ps(two[0], two[1], 0x88),   // lanes 0, 2
+                                   _mm256_shuffle_ps(two[0], two[1], 0xDD));  // lanes 1, 3
+  return _mm256_permutevar8x32_ps(one, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// The 8 exact lane sums of a block's products (lane i: products 4i..4i+3) as the 4 the chains
+// take (lane i: products 4i..4i+3 and 16 + 4i..16 + 4i + 3).
+inline __m128i BlockLaneSums(__m256i eight) {
+  return _mm_add_epi32(_mm256_castsi256_si128(eight), _mm256_extracti128_si256(eight, 1));
 }
 
 // Lane i = HorizontalSum(v[i]), bit for bit: the same tree taken across the registers (each add
