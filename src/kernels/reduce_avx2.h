@@ -14,13 +14,6 @@ inline __m256i LaneMask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-inline float HorizontalSum(__m256 v) {
-  __m128 four = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
-  return _mm_cvtss_f32(one);
-}
-
 // The same tree's last two levels (4 -> 2 -> 1): the sum of a 4-lane chain (the quantized
 // tiles' lanes of 8 products, matmul_avx2.cpp).
 inline float HorizontalSum4(__m128 four) {
@@ -29,10 +22,13 @@ inline float HorizontalSum4(__m128 four) {
   return _mm_cvtss_f32(one);
 }
 
-// Lane i = HorizontalSum4(v[i]), bit for bit (HorizontalSums' last two levels).
-inline __m256 HorizontalSums4(const __m128 (&v)[8]) {
-  __m256 four[4];  // [v[2i] | v[2i + 1]]
-  for (int i = 0; i < 4; ++i) four[i] = _mm256_set_m128(v[2 * i + 1], v[2 * i]);
+inline float HorizontalSum(__m256 v) {
+  return HorizontalSum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+}
+
+// Lane i = the tree's last two levels over v[i]'s four lanes, v packed two to a register
+// ([v[2i] | v[2i + 1]]), for HorizontalSums and HorizontalSums4.
+inline __m256 PackedSums(const __m256 (&four)[4]) {
   __m256 two[2];  // [v[4i] (0+2, 1+3), v[4i + 2] the same | v[4i + 1], v[4i + 3]]
   for (int i = 0; i < 2; ++i) {
     const __m256d a = _mm256_castps_pd(four[2 * i]), b = _mm256_castps_pd(four[2 * i + 1]);
@@ -41,7 +37,15 @@ inline __m256 HorizontalSums4(const __m128 (&v)[8]) {
   }
   const __m256 one = _mm256_add_ps(_mm256_shuffle_ps(two[0], two[1], 0x88),   // lanes 0, 2
                                    _mm256_shuffle_ps(two[0], two[1], 0xDD));  // lanes 1, 3
+  // one = [v0, v2, v4, v6 | v1, v3, v5, v7]
   return _mm256_permutevar8x32_ps(one, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// Lane i = HorizontalSum4(v[i]), bit for bit.
+inline __m256 HorizontalSums4(const __m128 (&v)[8]) {
+  __m256 four[4];
+  for (int i = 0; i < 4; ++i) four[i] = _mm256_set_m128(v[2 * i + 1], v[2 * i]);
+  return PackedSums(four);
 }
 
 // The 8 exact lane sums of a block's products (lane i: products 4i..4i+3) as the 4 the chains
@@ -59,16 +63,7 @@ inline __m256 HorizontalSums(const __m256 (&v)[8]) {
     four[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20),
                             _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
   }
-  __m256 two[2];  // [v[4i] (0+2, 1+3), v[4i + 2] the same | v[4i + 1], v[4i + 3]]
-  for (int i = 0; i < 2; ++i) {
-    const __m256d a = _mm256_castps_pd(four[2 * i]), b = _mm256_castps_pd(four[2 * i + 1]);
-    two[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)),
-                           _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
-  }
-  const __m256 one = _mm256_add_ps(_mm256_shuffle_ps(two[0], two[1], 0x88),   // lanes 0, 2
-                                   _mm256_shuffle_ps(two[0], two[1], 0xDD));  // lanes 1, 3
-  // one = [v0, v2, v4, v6 | v1, v3, v5, v7]
-  return _mm256_permutevar8x32_ps(one, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  return PackedSums(four);
 }
 
 }  // namespace reprise::kernels
