@@ -190,9 +190,8 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
         } else {
           pairs = _mm256_maddubs_epi16(codes, xq);
           if constexpr (Type::kCodes == Codes::kZeroPoint) {
-            const int16_t* zero = Type::kZero == 8 ? x.zero8_pairs : x.zero16_pairs;
-            pairs = _mm256_sub_epi16(pairs,
-                                     Load32(zero + (t0 + t) * (cols / 2) + (b0 + b) * (kQk / 2)));
+            pairs = _mm256_sub_epi16(
+                pairs, Load32(x.ZeroPairs(Type::kZero, t0 + t) + (b0 + b) * (kQk / 2)));
           }
         }
         const __m128i isum = BlockLaneSums(_mm256_madd_epi16(pairs, ones));

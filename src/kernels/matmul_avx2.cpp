@@ -175,13 +175,11 @@ class QuantRows {
  public:
   QuantRows(const QuantizedRows& x, int64_t t0, const UnpackedRows& w)
       : w_(w), cols_(x.cols), groups_(x.cols / 16), blocks_(x.cols / 32) {
-    const int16_t* zero_pairs = w.zero_point == 8 ? x.zero8_pairs : x.zero16_pairs;
     for (int t = 0; t < MT; ++t) {
       x_codes_[t] = x.q + (t0 + t) * cols_;
       x_scales_[t] = x.d + (t0 + t) * groups_;
       x_sums_[t] = x.sum != nullptr ? x.sum + (t0 + t) * blocks_ : nullptr;
-      x_zero_pairs_[t] =
-          kCodes == Codes::kZeroPairs ? zero_pairs + (t0 + t) * (cols_ / 2) : nullptr;
+      x_zero_pairs_[t] = kCodes == Codes::kZeroPairs ? x.ZeroPairs(w.zero_point, t0 + t) : nullptr;
     }
   }
 
@@ -355,8 +353,7 @@ void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w
   static constexpr auto kSignedPerBlock = QuantVariants<Codes::kSigned, true>(Tokens());
   static constexpr auto kZeroPairsPerBlock = QuantVariants<Codes::kZeroPairs, true>(Tokens());
   static constexpr auto kUnsignedPerBlock = QuantVariants<Codes::kUnsigned, true>(Tokens());
-  const bool zero_pairs = (w.zero_point == 8 && x.zero8_pairs != nullptr) ||
-                          (w.zero_point == 16 && x.zero16_pairs != nullptr);
+  const bool zero_pairs = x.ZeroPairs(w.zero_point, 0) != nullptr;
   const auto& variants = !w.scales_per_32    ? kSignedPerGroup
                          : zero_pairs        ? kZeroPairsPerBlock
                          : w.zero_point != 0 ? kSignedPerBlock

@@ -39,6 +39,13 @@ struct QuantizedRows {
   const int16_t* zero16_pairs = nullptr;
   int64_t cols = 0;
   ActivationForm form = ActivationForm::kPerBlock;
+
+  // Token t's pairs for codes with zero point z: null where they are not there (another zero
+  // point, or a target that does not read them).
+  const int16_t* ZeroPairs(int z, int64_t t) const {
+    const int16_t* pairs = z == 8 ? zero8_pairs : z == 16 ? zero16_pairs : nullptr;
+    return pairs != nullptr ? pairs + t * (cols / 2) : nullptr;
+  }
 };
 
 // Weight rows in the unpacked integer form (see unpacked.h).

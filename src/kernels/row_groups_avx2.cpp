@@ -139,8 +139,7 @@ void GroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
   for (int t = 0; t < mt; ++t) {
     const int8_t* xq = x.q + (t0 + t) * cols;
     const float* xd = x.d + (t0 + t) * (cols / 16);
-    const int16_t* zero =
-        (Layout::kZeroPoint == 8 ? x.zero8_pairs : x.zero16_pairs) + (t0 + t) * (cols / 2);
+    const int16_t* zero = x.ZeroPairs(Layout::kZeroPoint, t0 + t);
     for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
       StreamTile(xq, xd, zero, blocks, Layout(group, blocks, s), ahead,
                  y + t * y_stride + s * kRowStreamRows);
