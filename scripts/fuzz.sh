@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan+UBSan) in build-fuzz and runs each for SECONDS
+# Builds the libFuzzer targets (clang, ASan+UBSan; scalar kernels only) in build-fuzz and runs each for SECONDS
 # (default 60) on its corpus in fuzz/corpus/<target>/, printing executions and time per target.
 # New inputs that add coverage go to build-fuzz/corpus/<target>/ (not into the repository); a
 # crash leaves its input in build-fuzz/crashes/ and makes the script fail: turn it into a
@@ -14,7 +14,7 @@ if [ ${#targets[@]} -eq 0 ]; then targets=(gguf tokenizer jinja chat_template re
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_C_COMPILER=clang -DREPRISE_FUZZ=ON -DREPRISE_BUILD_TESTS=OFF -DREPRISE_WERROR=OFF \
-  >/dev/null
+  -DREPRISE_SIMD_KERNELS=OFF >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

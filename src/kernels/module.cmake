@@ -6,7 +6,14 @@
 # intrinsic, so an output's rounding is the same wherever the code is inlined.
 target_compile_options(reprise_kernels PRIVATE -ffp-contract=off)
 
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+# Without them (REPRISE_SIMD_KERNELS=OFF, or not x86-64) the files of the SIMD targets are left out
+# and dispatch knows only the scalar target. The fuzz build does this: its targets parse and check
+# files and never run a product, and the sanitized SIMD files were half its compile time.
+if(NOT REPRISE_SIMD_KERNELS OR NOT CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  get_target_property(kernel_sources reprise_kernels SOURCES)
+  list(FILTER kernel_sources EXCLUDE REGEX "_avx(2|512)[a-z_]*\\.cpp$")
+  set_property(TARGET reprise_kernels PROPERTY SOURCES ${kernel_sources})
+else()
   set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/matmul_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/decode_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/interleaved_avx512.cpp

@@ -257,6 +257,7 @@ TEST(KernelMatMulTest, PrefillOnPartBlocksOfRowsMatchesOneToken) {
 // every row count of a block for Q8_0, with a row's lone last block of 32, and K-quant rows of 1, 3
 // and 16 super-blocks.
 TEST(KernelMatMulTest, InterleavingStraightFromTheMatrixGivesTheUnpackedBytes) {
+#if defined(REPRISE_KERNELS_AVX512)
   if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "needs a CPU with AVX-512";
   const TargetKernels& k = Avx512Kernels();
   struct Case {
@@ -323,12 +324,16 @@ TEST(KernelMatMulTest, InterleavingStraightFromTheMatrixGivesTheUnpackedBytes) {
   EXPECT_FALSE(k.interleaves_weights(WeightType::kQ4_K, WeightLayout::kRowMajor));
   EXPECT_FALSE(k.interleaves_weights(WeightType::kQ6_K, WeightLayout::kRowMajor));
   EXPECT_FALSE(k.interleaves_weights(WeightType::kQ4_0, WeightLayout::kRowGroups));
+#else
+  GTEST_SKIP() << "built without the AVX-512 kernels (REPRISE_SIMD_KERNELS=OFF)";
+#endif
 }
 
 // The one-token AVX-512 tiles split packed nibbles by GFNI where the CPU has it and by shifts
 // elsewhere: both must give the same bits (the row-bits test above covers the one this CPU
 // takes against the general tiles; this one the other against it).
 TEST(KernelMatMulTest, DecodeTilesSameBitsWithGfniOrShifts) {
+#if defined(REPRISE_KERNELS_AVX512)
   if (!CpuTargetSupported(CpuTarget::kAvx512) || BestNibbleSplit() != NibbleSplit::kGfni) {
     GTEST_SKIP() << "needs a CPU with AVX-512 and GFNI";
   }
@@ -360,6 +365,9 @@ TEST(KernelMatMulTest, DecodeTilesSameBitsWithGfniOrShifts) {
       }
     }
   }
+#else
+  GTEST_SKIP() << "built without the AVX-512 kernels (REPRISE_SIMD_KERNELS=OFF)";
+#endif
 }
 
 TEST(KernelMatMulTest, FloatTailRowsStayExact) {
@@ -463,6 +471,7 @@ TEST(KernelMatMulTest, DefaultTargetIsTheBest) {
 // magnitudes, a block of zeros, one of denormals, values on a rounding tie, and infinities' worth
 // of range (large finite values).
 TEST(MatMulTest, AvxActivationQuantizerMatchesPortable) {
+#if defined(REPRISE_KERNELS_AVX512)
   if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "no AVX-512 on this machine";
   constexpr int64_t kCols = 32 * 12;
   std::vector<float> x = RandomValues(kCols, 5);
@@ -480,6 +489,9 @@ TEST(MatMulTest, AvxActivationQuantizerMatchesPortable) {
   EXPECT_EQ(q1, q2);
   EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), s1.size() * sizeof(float)));
+#else
+  GTEST_SKIP() << "built without the AVX-512 kernels (REPRISE_SIMD_KERNELS=OFF)";
+#endif
 }
 
 }  // namespace

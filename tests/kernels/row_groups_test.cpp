@@ -152,8 +152,9 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
 
 // A target's reader of its grouped layout (TargetKernels::ungroup_rows, prefill's) gives the
 // portable one's bytes.
-void ExpectPortableBytes(WeightLayout layout,
-                         void (*reader)(WeightType, const uint8_t*, int64_t, uint8_t*)) {
+[[maybe_unused]] void ExpectPortableBytes(WeightLayout layout,
+                                          void (*reader)(WeightType, const uint8_t*, int64_t,
+                                                         uint8_t*)) {
   for (const Grouping& grouping : kGroupings) {
     if (grouping.layout != layout) continue;
     const WeightType type = grouping.type;
@@ -171,13 +172,21 @@ void ExpectPortableBytes(WeightLayout layout,
 }
 
 TEST(KernelRowGroupsTest, VectorUngroupingGivesThePortableBytes) {
+#if defined(REPRISE_KERNELS_AVX512)
   if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "needs a CPU with AVX-512";
   ExpectPortableBytes(WeightLayout::kRowGroups, UngroupRowsAvx512);
+#else
+  GTEST_SKIP() << "built without the AVX-512 kernels (REPRISE_SIMD_KERNELS=OFF)";
+#endif
 }
 
 TEST(KernelRowGroupsTest, Avx2StreamUngroupingGivesThePortableBytes) {
+#if defined(REPRISE_KERNELS_AVX2)
   if (!CpuTargetSupported(CpuTarget::kAvx2)) GTEST_SKIP() << "needs a CPU with AVX2";
   ExpectPortableBytes(WeightLayout::kRowStreams, UngroupRowStreamsAvx2);
+#else
+  GTEST_SKIP() << "built without the AVX2 kernels (REPRISE_SIMD_KERNELS=OFF)";
+#endif
 }
 
 TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {

@@ -46,7 +46,7 @@ std::vector<uint8_t> RandomRow(WeightType type, int64_t blocks, uint32_t seed) {
 
 using UnpackFn = void (*)(WeightType, const void*, int64_t, int64_t, uint8_t*, float*, float*);
 
-void ExpectSameAsScalar(UnpackFn unpack) {
+[[maybe_unused]] void ExpectSameAsScalar(UnpackFn unpack) {
   for (WeightType type : testing::kAllTypes) {
     if (!IsQuantized(type)) continue;
     const int64_t blocks = 12;  // 11 unpacked from block 1: steps of 4 plus leftovers
@@ -67,14 +67,22 @@ void ExpectSameAsScalar(UnpackFn unpack) {
 }
 
 TEST(KernelUnpackTest, Avx2UnpackMatchesScalarBytes) {
+#if defined(REPRISE_KERNELS_AVX2)
   if (!CpuTargetSupported(CpuTarget::kAvx2)) GTEST_SKIP() << "no AVX2";
   ExpectSameAsScalar(UnpackBlocksAvx2);
   ExpectSameAsScalar(UnpackBlocksAvx2NoPrefetch);
+#else
+  GTEST_SKIP() << "built without the AVX2 kernels (REPRISE_SIMD_KERNELS=OFF)";
+#endif
 }
 
 TEST(KernelUnpackTest, Avx512UnpackMatchesScalarBytes) {
+#if defined(REPRISE_KERNELS_AVX512)
   if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "no AVX-512";
   ExpectSameAsScalar(UnpackBlocksAvx512NoPrefetch);
+#else
+  GTEST_SKIP() << "built without the AVX-512 kernels (REPRISE_SIMD_KERNELS=OFF)";
+#endif
 }
 
 }  // namespace
