@@ -2,15 +2,18 @@
 // per test binary), engine configs, and bit-exact comparison of outputs.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "kernels/cpu_target.h"
 #include "modelgen/make_model.h"
 #include "reprise/engine.h"
 #include "test_support.h"
@@ -95,6 +98,23 @@ inline std::string ReadTestData(const std::string& name) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// The exactness tests run again under REPRISE_CPU_TARGET=avx2 and =scalar (tests/CMakeLists.txt).
+// Where the named target is the one this CPU picks anyway (avx2 without AVX-512), or one it lacks
+// (then it runs its best), that run repeats the plain one: the reason to skip it, or nothing.
+inline std::optional<std::string> TargetRunRepeatsDefault() {
+  const char* named = std::getenv("REPRISE_CPU_TARGET");
+  if (named == nullptr) return std::nullopt;
+  kernels::CpuTarget highest = kernels::CpuTarget::kScalar;
+  for (auto target : {kernels::CpuTarget::kAvx2, kernels::CpuTarget::kAvx512}) {
+    if (kernels::CpuTargetSupported(target)) highest = target;
+  }
+  if (kernels::BestCpuTarget() != highest) return std::nullopt;
+  return fmt::format(
+      "REPRISE_CPU_TARGET={} runs {}, this CPU's best target: the run without it "
+      "covers that",
+      named, kernels::CpuTargetName(highest));
 }
 
 }  // namespace reprise::testing

@@ -42,6 +42,7 @@ class ExactnessTest : public ::testing::TestWithParam<ModelVariant> {
  protected:
   void SetUp() override {
     REPRISE_REQUIRE_FIXTURES();
+    if (auto reason = testing::TargetRunRepeatsDefault()) GTEST_SKIP() << *reason;
     model_ = TinyModelPath(GetParam().type, GetParam().architecture);
   }
   std::string model_;
@@ -204,6 +205,7 @@ class CacheLayoutExactnessTest : public ::testing::TestWithParam<CacheLayout> {}
 // Any block size from 1 to 256 and any KV type: reuse still changes nothing, to the bit.
 TEST_P(CacheLayoutExactnessTest, SharedPrefixThenAnotherQuestion) {
   REPRISE_REQUIRE_FIXTURES();
+  if (auto reason = testing::TargetRunRepeatsDefault()) GTEST_SKIP() << *reason;
   const CacheLayout layout = GetParam();
   std::string model = testing::TinyModelPath();
   std::string document = testing::ReadTestData("long_table_prompt.txt").substr(0, 900);
