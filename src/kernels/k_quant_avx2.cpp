@@ -72,6 +72,15 @@ inline __m256i PickWords(__m256i scales, int low_index, int high_index) {
                         pair(high_index), pair(high_index), pair(high_index), pair(high_index)));
 }
 
+// The 16-bit lanes of `scales` (as PickWords) by 64-bit quarter: word `low_index` in the first
+// and third quarters, `high_index` in the second and fourth.
+inline __m256i PickQuarterWords(__m256i scales, int low_index, int high_index) {
+  const auto pair = [](int i) { return static_cast<int16_t>((2 * i + 1) << 8 | (2 * i)); };
+  const int16_t lo = pair(low_index), hi = pair(high_index);
+  return _mm256_shuffle_epi8(
+      scales, _mm256_setr_epi16(lo, lo, lo, lo, hi, hi, hi, hi, lo, lo, lo, lo, hi, hi, hi, hi));
+}
+
 // Per token t < MT of a tile: the int8 activations of super-block s and its float scale.
 struct Activations {
   const QuantizedRows& x;
@@ -130,14 +139,16 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
                                                                  : _mm256_srli_epi16(qh, j - 3),
                                                       bit4));
       }
-      const __m256i low_scale = PickWords(scales, 2 * pair, 2 * pair);
-      const __m256i high_scale = PickWords(scales, 2 * pair + 1, 2 * pair + 1);
+      const __m256i pair_scales = PickQuarterWords(scales, 2 * pair, 2 * pair + 1);
       for (int t = 0; t < MT; ++t) {
-        const __m256i a = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(low, Load32(act.Block(t, s, 2 * pair))), low_scale);
-        const __m256i b = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(high, Load32(act.Block(t, s, 2 * pair + 1))), high_scale);
-        sums[t] = _mm256_add_epi32(sums[t], _mm256_add_epi32(a, b));
+        // The two sub-blocks' pair sums, their 64-bit quarters added in 16 bits (Q5_K: at most
+        // 4 * 31 * 127), so that one madd scales both: (low, high | low, high) by quarter.
+        const __m256i low_pairs = _mm256_maddubs_epi16(low, Load32(act.Block(t, s, 2 * pair)));
+        const __m256i high_pairs =
+            _mm256_maddubs_epi16(high, Load32(act.Block(t, s, 2 * pair + 1)));
+        const __m256i both = _mm256_add_epi16(_mm256_unpacklo_epi64(low_pairs, high_pairs),
+                                              _mm256_unpackhi_epi64(low_pairs, high_pairs));
+        sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(both, pair_scales));
         KeepChain(sums[t]);
       }
     }
