@@ -60,23 +60,21 @@ inline __m128i KScaleBytes(const uint8_t* packed) {
   return _mm_or_si128(_mm_or_si128(low_bits, high_nibbles), top_bits);
 }
 
+// The byte shuffle's index pair that picks 16-bit word i of a 128-bit half.
+constexpr int16_t WordPicker(int i) { return static_cast<int16_t>((2 * i + 1) << 8 | (2 * i)); }
+
 // The 16-bit lanes of `scales` (16 bytes, repeated in both halves) picked by byte pairs: lane k of
 // half h holds scale word `index[h]`.
 inline __m256i PickWords(__m256i scales, int low_index, int high_index) {
-  const auto pair = [](int i) { return static_cast<int16_t>((2 * i + 1) << 8 | (2 * i)); };
+  const int16_t lo = WordPicker(low_index), hi = WordPicker(high_index);
   return _mm256_shuffle_epi8(
-      scales,
-      _mm256_setr_epi16(pair(low_index), pair(low_index), pair(low_index), pair(low_index),
-                        pair(low_index), pair(low_index), pair(low_index), pair(low_index),
-                        pair(high_index), pair(high_index), pair(high_index), pair(high_index),
-                        pair(high_index), pair(high_index), pair(high_index), pair(high_index)));
+      scales, _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi));
 }
 
 // The 16-bit lanes of `scales` (as PickWords) by 64-bit quarter: word `low_index` in the first
 // and third quarters, `high_index` in the second and fourth.
 inline __m256i PickQuarterWords(__m256i scales, int low_index, int high_index) {
-  const auto pair = [](int i) { return static_cast<int16_t>((2 * i + 1) << 8 | (2 * i)); };
-  const int16_t lo = pair(low_index), hi = pair(high_index);
+  const int16_t lo = WordPicker(low_index), hi = WordPicker(high_index);
   return _mm256_shuffle_epi8(
       scales, _mm256_setr_epi16(lo, lo, lo, lo, hi, hi, hi, hi, lo, lo, lo, lo, hi, hi, hi, hi));
 }
