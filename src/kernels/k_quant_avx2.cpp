@@ -240,10 +240,16 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
     PrefetchStretch<sizeof(BlockQ6_K)>(ahead + s * sizeof(BlockQ6_K));
     const float d = Half(block.d);
     const __m128i packed_scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales));
-    const __m256i all_scales = _mm256_cvtepi8_epi16(packed_scales);  // sc[0..15]
-    // sc[0..7] and sc[8..15] in both halves, for PickWords.
-    const __m256i first_scales = _mm256_permute2x128_si256(all_scales, all_scales, 0x00);
-    const __m256i last_scales = _mm256_permute2x128_si256(all_scales, all_scales, 0x11);
+    // sc[0..7] and sc[8..15] in both halves, for PickWords, and sc[0..15], by 128-bit inserts:
+    // a cross-lane permute is eight micro-operations on Zen 1 (GCC makes one of a 128-bit
+    // broadcast too); one-token Q6_K 17.3 -> 17.8 GB/s there.
+    const __m128i first_words = _mm_cvtepi8_epi16(packed_scales);
+    const __m128i last_words = _mm_cvtepi8_epi16(_mm_unpackhi_epi64(packed_scales, packed_scales));
+    const __m256i first_scales =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(first_words), first_words, 1);
+    const __m256i last_scales =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(last_words), last_words, 1);
+    const __m256i all_scales = _mm256_set_m128i(last_words, first_words);  // sc[0..15]
     __m256i sums[MT];
     for (int t = 0; t < MT; ++t) {
       // -32 * sum_g sc[g] * sum(x_g), the codes' zero point, to start from.
