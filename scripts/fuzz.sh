@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan+UBSan; scalar kernels only) in build-fuzz and runs each for SECONDS
-# (default 60) on its corpus in fuzz/corpus/<target>/, printing executions and time per target.
+# Builds the libFuzzer targets (clang, ASan+UBSan; scalar kernels only) in build-fuzz and runs
+# each for SECONDS (default 60) on its corpus in fuzz/corpus/<target>/, printing executions and
+# time per target.
 # New inputs that add coverage go to build-fuzz/corpus/<target>/ (not into the repository); a
 # crash leaves its input in build-fuzz/crashes/ and makes the script fail: turn it into a
 # regression test under tests/ and commit the input.

@@ -67,12 +67,16 @@ CpuTarget BestCpuTarget() {
         if (CpuTargetName(target) == name && CpuTargetSupported(target)) return target;
       }
     }
-    for (CpuTarget target : {CpuTarget::kAvx512, CpuTarget::kAvx2}) {
-      if (CpuTargetSupported(target)) return target;
-    }
-    return CpuTarget::kScalar;
+    return HighestCpuTarget();
   }();
   return best;
+}
+
+CpuTarget HighestCpuTarget() {
+  for (CpuTarget target : {CpuTarget::kAvx512, CpuTarget::kAvx2}) {
+    if (CpuTargetSupported(target)) return target;
+  }
+  return CpuTarget::kScalar;
 }
 
 std::string KernelNumerics(CpuTarget target) {

@@ -16,6 +16,9 @@ enum class CpuTarget : int {
 // Whether this build has kernels for `target` and this CPU can run them.
 bool CpuTargetSupported(CpuTarget target);
 
+// The best target this build has and this CPU runs, whatever REPRISE_CPU_TARGET names.
+CpuTarget HighestCpuTarget();
+
 // The best supported target, detected once (cpuid) and then fixed for the process; the
 // environment variable REPRISE_CPU_TARGET (scalar, avx2, avx512) may name another supported one.
 CpuTarget BestCpuTarget();

@@ -106,10 +106,7 @@ inline std::string ReadTestData(const std::string& name) {
 inline std::optional<std::string> TargetRunRepeatsDefault() {
   const char* named = std::getenv("REPRISE_CPU_TARGET");
   if (named == nullptr) return std::nullopt;
-  kernels::CpuTarget highest = kernels::CpuTarget::kScalar;
-  for (auto target : {kernels::CpuTarget::kAvx2, kernels::CpuTarget::kAvx512}) {
-    if (kernels::CpuTargetSupported(target)) highest = target;
-  }
+  const kernels::CpuTarget highest = kernels::HighestCpuTarget();
   if (kernels::BestCpuTarget() != highest) return std::nullopt;
   return fmt::format(
       "REPRISE_CPU_TARGET={} runs {}, this CPU's best target: the run without it "
