@@ -9,9 +9,10 @@
 // w_scale * x_scale the panel tile forms per block); the codes of each block of 32 are then split
 // from the stored bytes in registers. Every integer sum is exact, so any instruction sequence
 // that forms lane i's sum of products 4i..4i+3 and 16 + 4i..16 + 4i + 3 gives the panel tile's
-// integers: codes with a zero point z use maddubs(q, x) - z * (pair sums of x) (the second formed
-// once per token: QuantizedRows::zero8_pairs, zero16_pairs), Q8_0's signed codes maddubs(|w|,
-// sign(x, w)).
+// integers: small codes add their halves' maddubs(q, x) pairs in 16 bits before one 128-bit
+// madd, less z * (lane sums of x) for a zero point z (formed once per token:
+// QuantizedRows::zero8_lanes, zero16_lanes); Q8_0's signed codes take maddubs(|w|, sign(x, w))
+// and add in 32 bits.
 //
 // Rows are computed one at a time (see DecodeTile).
 #include <algorithm>
@@ -184,17 +185,21 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       if constexpr (Type::kCodes == Codes::kSigned) magnitude = _mm256_abs_epi8(codes);
       for (int t = 0; t < MT; ++t) {
         const __m256i xq = Load32(x.q + (t0 + t) * cols + (b0 + b) * kQk);
-        __m256i pairs;
+        __m128i isum;
         if constexpr (Type::kCodes == Codes::kSigned) {
-          pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xq, codes));
+          isum = BlockLaneSums(_mm256_madd_epi16(
+              _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xq, codes)), ones));
         } else {
-          pairs = _mm256_maddubs_epi16(codes, xq);
+          // At most 4 * 31 * 127 in 16 bits.
+          const __m256i pairs = _mm256_maddubs_epi16(codes, xq);
+          isum = _mm_madd_epi16(
+              _mm_add_epi16(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1)),
+              _mm256_castsi256_si128(ones));
           if constexpr (Type::kCodes == Codes::kZeroPoint) {
-            pairs = _mm256_sub_epi16(
-                pairs, Load32(x.ZeroPairs(Type::kZero, t0 + t) + (b0 + b) * (kQk / 2)));
+            isum = _mm_sub_epi32(isum, _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                                           x.ZeroLanes(Type::kZero, t0 + t) + 4 * (b0 + b))));
           }
         }
-        const __m128i isum = BlockLaneSums(_mm256_madd_epi16(pairs, ones));
         const __m128 scale = _mm_broadcastss_ps(_mm_load_ss(span_products[t] + b));
         acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), scale, acc[t]);
       }

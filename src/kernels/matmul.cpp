@@ -200,8 +200,8 @@ struct ActivationBuffers {
   float* d;
   float* sum;
   int16_t* group_sum;
-  int16_t* zero8_pairs;  // both null where no tile reads them
-  int16_t* zero16_pairs;
+  int32_t* zero8_lanes;  // both null where no tile reads them
+  int32_t* zero16_lanes;
   int64_t cols;
   ActivationForm form;
 
@@ -210,8 +210,8 @@ struct ActivationBuffers {
             .d = d,
             .sum = sum,
             .group_sum = group_sum,
-            .zero8_pairs = zero8_pairs,
-            .zero16_pairs = zero16_pairs,
+            .zero8_lanes = zero8_lanes,
+            .zero16_lanes = zero16_lanes,
             .cols = cols,
             .form = form};
   }
@@ -224,14 +224,17 @@ struct ActivationBuffers {
                                            group_sum + t * (cols / 16));
       } else {
         quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
-        if (zero8_pairs != nullptr) {
+        if (zero8_lanes != nullptr) {
           const int8_t* row = q + t * cols;
-          int16_t* eights = zero8_pairs + t * (cols / 2);
-          int16_t* sixteens = zero16_pairs + t * (cols / 2);
-          for (int64_t i = 0; i < cols / 2; ++i) {
-            const int pair = row[2 * i] + row[2 * i + 1];
-            eights[i] = static_cast<int16_t>(8 * pair);
-            sixteens[i] = static_cast<int16_t>(16 * pair);
+          int32_t* eights = zero8_lanes + t * (cols / 8);
+          int32_t* sixteens = zero16_lanes + t * (cols / 8);
+          for (int64_t lane = 0; lane < cols / 8; ++lane) {
+            // Lane i of block b: elements 4i..4i+3 and 16 + 4i..16 + 4i + 3.
+            const int8_t* first = row + 32 * (lane / 4) + 4 * (lane % 4);
+            int sum = 0;
+            for (int e = 0; e < 4; ++e) sum += first[e] + first[16 + e];
+            eights[lane] = 8 * sum;
+            sixteens[lane] = 16 * sum;
           }
         }
       }
@@ -244,21 +247,21 @@ ActivationBuffers ActivationScratch(const TargetKernels& k, ActivationForm form,
   // The per-block form's arrays are the larger: d per 16 (not per 256), and a float per 32 takes
   // as many bytes as an int16 per 16.
   const bool per_block = form == ActivationForm::kPerBlock;
-  const bool pairs = per_block && k.zero_point_pairs;
+  const bool lanes = per_block && k.zero_point_lanes;
   const size_t q_bytes = RoundUp64(tokens * cols);
   const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
   const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
-  const size_t pair_bytes = pairs ? RoundUp64(tokens * (cols / 2) * sizeof(int16_t)) : 0;
+  const size_t lane_bytes = lanes ? RoundUp64(tokens * (cols / 8) * sizeof(int32_t)) : 0;
   uint8_t* scratch =
-      ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes + 2 * pair_bytes);
+      ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes + 2 * lane_bytes);
   uint8_t* const sums = scratch + q_bytes + d_bytes;
   return {
       .q = reinterpret_cast<int8_t*>(scratch),
       .d = reinterpret_cast<float*>(scratch + q_bytes),
       .sum = per_block ? reinterpret_cast<float*>(sums) : nullptr,
       .group_sum = per_block ? nullptr : reinterpret_cast<int16_t*>(sums),
-      .zero8_pairs = pairs ? reinterpret_cast<int16_t*>(sums + sum_bytes) : nullptr,
-      .zero16_pairs = pairs ? reinterpret_cast<int16_t*>(sums + sum_bytes + pair_bytes) : nullptr,
+      .zero8_lanes = lanes ? reinterpret_cast<int32_t*>(sums + sum_bytes) : nullptr,
+      .zero16_lanes = lanes ? reinterpret_cast<int32_t*>(sums + sum_bytes + lane_bytes) : nullptr,
       .cols = cols,
       .form = form};
 }

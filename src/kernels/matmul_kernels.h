@@ -32,19 +32,21 @@ struct QuantizedRows {
   const float* d = nullptr;
   const float* sum = nullptr;          // kPerBlock: [tokens][cols / 32] d * sum of the block's q
   const int16_t* group_sum = nullptr;  // kPerSuperBlock: [tokens][cols / 16] sum of each 16's q
-  // kPerBlock, where the target reads them (TargetKernels::zero_point_pairs):
-  // [tokens][cols / 2] z * (q[2i] + q[2i + 1]), what codes with a zero point z (8: Q4_0, 16:
-  // Q5_0) take off maddubs(codes, q) per pair; formed once per token instead of once per row.
-  const int16_t* zero8_pairs = nullptr;
-  const int16_t* zero16_pairs = nullptr;
+  // kPerBlock, where the target reads them (TargetKernels::zero_point_lanes): [tokens][cols / 8]
+  // at 4b + i, z * the sum of q over elements 4i..4i+3 and 16 + 4i..16 + 4i + 3 of block b (lane
+  // i of the tiles' lane sums): what codes with a zero point z (8: Q4_0, 16: Q5_0) take off a
+  // lane's sum of codes * q, formed once per token instead of once per row, and taken off once
+  // per lane of 8 products instead of once per product.
+  const int32_t* zero8_lanes = nullptr;
+  const int32_t* zero16_lanes = nullptr;
   int64_t cols = 0;
   ActivationForm form = ActivationForm::kPerBlock;
 
-  // Token t's pairs for codes with zero point z: null where they are not there (another zero
+  // Token t's lane sums for codes with zero point z: null where they are not there (another zero
   // point, or a target that does not read them).
-  const int16_t* ZeroPairs(int z, int64_t t) const {
-    const int16_t* pairs = z == 8 ? zero8_pairs : z == 16 ? zero16_pairs : nullptr;
-    return pairs != nullptr ? pairs + t * (cols / 2) : nullptr;
+  const int32_t* ZeroLanes(int z, int64_t t) const {
+    const int32_t* lanes = z == 8 ? zero8_lanes : z == 16 ? zero16_lanes : nullptr;
+    return lanes != nullptr ? lanes + t * (cols / 8) : nullptr;
   }
 };
 
@@ -142,8 +144,8 @@ struct TargetKernels {
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
 
-  // Whether the tiles read QuantizedRows::zero8_pairs and zero16_pairs.
-  bool zero_point_pairs = false;
+  // Whether the tiles read QuantizedRows::zero8_lanes and zero16_lanes.
+  bool zero_point_lanes = false;
 
   // QuantizeActivationRow, or a faster equivalent with identical output (null: that function).
   void (*quantize_row)(const float* x, int64_t cols, int8_t* q, float* d, float* sum) = nullptr;

@@ -62,17 +62,11 @@ struct StreamLayout {
   const uint8_t* Block0Scales() const { return words + kScalesAt; }
 };
 
-// Per 16-bit word: the exact sum of (code - kZeroPoint) * x over its 2 codes, x the token's 4
-// bytes at p; zero: kZeroPoint * the sums of those bytes' two pairs (QuantizedRows::zero8_pairs
-// or zero16_pairs), the same for every row: read, not formed, per word.
-inline __m256i PairSums(__m256i codes, const int8_t* p, const int16_t* zero) {
-  return _mm256_sub_epi16(_mm256_maddubs_epi16(codes, Broadcast4(p)), Broadcast4(zero));
-}
-
 // One token over one stream of 8 rows: y[r] = dot(x, row r) for r < 8. xq, xd, zero: the token's
-// codes, scales and pairs for the layout's zero point (QuantizedRows, per-block form).
+// codes, scales and zero-point lane sums for the layout's zero point (QuantizedRows, per-block
+// form).
 template <typename Layout>
-void StreamTile(const int8_t* xq, const float* xd, const int16_t* zero, int64_t blocks,
+void StreamTile(const int8_t* xq, const float* xd, const int32_t* zero, int64_t blocks,
                 const Layout& stream, StreamAhead<8192, 0>& ahead, float* y) {
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
@@ -88,7 +82,7 @@ void StreamTile(const int8_t* xq, const float* xd, const int16_t* zero, int64_t 
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(stream.Block0Scales() + at))),
         _mm256_set1_ps(xd[2 * b]));
     const int8_t* xb = xq + b * kQk;
-    const int16_t* zb = zero + b * (kQk / 2);
+    const int32_t* zb = zero + 4 * b;
     if constexpr (Layout::kEightBit) {
       // Code words u and u + 4: elements 4u..4u+3 and 16 + 4u.. (chain u), signed:
       // maddubs(|w|, sign(x, w)); their pairs may reach 2 * 128 * 127, so they add in 32 bits.
@@ -117,10 +111,12 @@ void StreamTile(const int8_t* xq, const float* xd, const int16_t* zero, int64_t 
         low = _mm256_or_si256(low, FifthBitsAt<2 * u>(qh));
         high = _mm256_or_si256(high, FifthBitsAt<2 * u + 1>(qh));
       }
-      const __m256i pairs = _mm256_add_epi16(PairSums(low, xb + 4 * u, zb + 2 * u),
-                                             PairSums(high, xb + 16 + 4 * u, zb + 8 + 2 * u));
-      chains[u] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones)), scale, chains[u]);
+      const __m256i pairs =
+          _mm256_add_epi16(_mm256_maddubs_epi16(low, Broadcast4(xb + 4 * u)),
+                           _mm256_maddubs_epi16(high, Broadcast4(xb + 16 + 4 * u)));
+      const __m256i sums =
+          _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(zb[u]));
+      chains[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, chains[u]);
     });
   }
   // HorizontalSum4's tree (reduce_avx2.h) over the chains.
@@ -139,7 +135,7 @@ void GroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
   for (int t = 0; t < mt; ++t) {
     const int8_t* xq = x.q + (t0 + t) * cols;
     const float* xd = x.d + (t0 + t) * (cols / 16);
-    const int16_t* zero = x.ZeroPairs(Layout::kZeroPoint, t0 + t);
+    const int32_t* zero = x.ZeroLanes(Layout::kZeroPoint, t0 + t);
     for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
       StreamTile(xq, xd, zero, blocks, Layout(group, blocks, s), ahead,
                  y + t * y_stride + s * kRowStreamRows);
