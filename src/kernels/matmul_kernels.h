@@ -36,7 +36,7 @@ struct QuantizedRows {
   // at 4b + i, z * the sum of q over elements 4i..4i+3 and 16 + 4i..16 + 4i + 3 of block b (lane
   // i of the tiles' lane sums): what codes with a zero point z (8: Q4_0, 16: Q5_0) take off a
   // lane's sum of codes * q, formed once per token instead of once per row, and taken off once
-  // per lane of 8 products instead of once per product.
+  // per lane of 8 products instead of once per pair.
   const int32_t* zero8_lanes = nullptr;
   const int32_t* zero16_lanes = nullptr;
   int64_t cols = 0;
