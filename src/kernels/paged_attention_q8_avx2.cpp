@@ -15,7 +15,6 @@
 // Integer sums are the same in any order and with any number of zero terms, so a row's bits do
 // not depend on the rows it shares a tile with or on slots past its own (their codes are 0).
 #include <algorithm>
-#include <cstring>
 
 #include "kernels/attention_softmax_avx2.h"
 #include "kernels/paged_attention.h"
@@ -75,9 +74,11 @@ inline void ScoreTile(const QueryQ8* const* rows, const uint8_t* key_codes, cons
 
 // One row's probabilities of a block (written over its scores by SoftmaxBlockStep, 0 past its
 // `filled` slots) as codes (paged_attention_q8.h): codes[j] for every slot of the block's
-// `quads` fours; returns their scale.
+// `quads` fours, each in 16 bits as the value pass multiplies them (widened here once per row
+// and block, not once per row, block and 8 dimensions: the widening had been the value pass's
+// busiest instruction); returns their scale.
 inline float BlockProbabilityCodes(const float* probabilities, const float* value_scales,
-                                   int filled, int quads, uint8_t* codes) {
+                                   int filled, int quads, uint16_t* codes) {
   float weights[kMaxAttentionBlockSize];
   __m256 maxes = _mm256_setzero_ps();  // a max is exact in any order
   for (int j = 0; j < filled; j += 8) {
@@ -94,14 +95,14 @@ inline float BlockProbabilityCodes(const float* probabilities, const float* valu
     const __m256i lanes = LaneMask(filled - j);  // none past filled
     const __m256i rounded = _mm256_cvtps_epi32(_mm256_mul_ps(
         _mm256_and_ps(_mm256_loadu_ps(weights + j), _mm256_castsi256_ps(lanes)), inverse8));
-    // 8 codes in [0, 255]: packed to bytes (saturating; they are in range), the first four of
-    // each 128-bit half.
+    // 8 codes in [0, 255]: packed to 16-bit words (saturating; they are in range), the first
+    // four of each 128-bit half.
     const __m256i words = _mm256_packus_epi32(rounded, rounded);
-    const __m256i bytes = _mm256_packus_epi16(words, words);
-    const uint32_t low = static_cast<uint32_t>(_mm256_extract_epi32(bytes, 0));
-    const uint32_t high = static_cast<uint32_t>(_mm256_extract_epi32(bytes, 4));
-    std::memcpy(codes + j, &low, 4);
-    if (j + 4 < 4 * quads) std::memcpy(codes + j + 4, &high, 4);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + j), _mm256_castsi256_si128(words));
+    if (j + 4 < 4 * quads) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + j + 4),
+                       _mm256_extracti128_si256(words, 1));
+    }
   }
   return scale;
 }
@@ -114,7 +115,7 @@ constexpr int kValueRows = 4;  // query rows whose sums share each value load
 // of one dimension (d0 + lane / 2 and d0 + 4 + lane / 2); they are added pairwise at the end.
 template <int kRows>
 void ValueTile(const uint8_t* value_codes, int head_dim, int quads, int width,
-               const uint8_t (*codes)[kMaxAttentionBlockSize], const float* code_scales,
+               const uint16_t (*codes)[kMaxAttentionBlockSize], const float* code_scales,
                float* const* out_rows, int d0) {
   const __m256i lanes = LaneMask(width);
   __m256i low[kRows], high[kRows];
@@ -127,10 +128,8 @@ void ValueTile(const uint8_t* value_codes, int head_dim, int quads, int width,
     const __m256i values_low = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(values));
     const __m256i values_high = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(values, 1));
     for (int i = 0; i < kRows; ++i) {
-      int32_t four;
-      std::memcpy(&four, codes[i] + 4 * quad, sizeof(four));
-      const __m256i p = _mm256_broadcastq_epi64(
-          _mm_cvtepu8_epi16(_mm_cvtsi32_si128(four)));  // (p0, p1, p2, p3) as 16 bits, repeated
+      const __m256i p = _mm256_broadcastq_epi64(_mm_loadl_epi64(
+          reinterpret_cast<const __m128i*>(codes[i] + 4 * quad)));  // (p0, p1, p2, p3), repeated
       low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(values_low, p));
       high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(values_high, p));
     }
@@ -165,7 +164,7 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
   Q8QueryRows(prepared, state.q_rows, group, num_rows, head_dim, scale, QuantizeQueryQ8,
               own_queries, queries);
   alignas(32) float scores[kMaxAttentionRows][kBlockScoreStride];
-  alignas(32) uint8_t codes[kMaxAttentionRows][kMaxAttentionBlockSize];
+  alignas(32) uint16_t codes[kMaxAttentionRows][kMaxAttentionBlockSize];
   float code_scales[kMaxAttentionRows];
 
   const int total_positions = first_position + num_tokens;  // of the last token
