@@ -190,11 +190,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
           isum = BlockLaneSums(_mm256_madd_epi16(
               _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(xq, codes)), ones));
         } else {
-          // At most 4 * 31 * 127 in 16 bits.
-          const __m256i pairs = _mm256_maddubs_epi16(codes, xq);
-          isum = _mm_madd_epi16(
-              _mm_add_epi16(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1)),
-              _mm256_castsi256_si128(ones));
+          isum = SmallPairsLaneSums(_mm256_maddubs_epi16(codes, xq));
           if constexpr (Type::kCodes == Codes::kZeroPoint) {
             isum = _mm_sub_epi32(isum, _mm_loadu_si128(reinterpret_cast<const __m128i*>(
                                            x.ZeroLanes(Type::kZero, t0 + t) + 4 * (b0 + b))));

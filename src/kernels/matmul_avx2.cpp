@@ -237,12 +237,7 @@ class QuantRows {
             if constexpr (kCodes == Codes::kSigned) {
               lanes = BlockLaneSums(_mm256_madd_epi16(pairs, ones));
             } else {
-              // Small codes: the halves' pairs add in 16 bits (at most 4 * 31 * 127), then one
-              // 128-bit madd; the same lane sums, and a 256-bit madd fewer on the pipe that
-              // multiplies (two cycles each on Zen 1).
-              lanes = _mm_madd_epi16(
-                  _mm_add_epi16(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1)),
-                  _mm256_castsi256_si128(ones));
+              lanes = SmallPairsLaneSums(pairs);  // small codes
               if constexpr (kCodes == Codes::kZeroLanes) lanes = _mm_sub_epi32(lanes, zero_lanes);
             }
             acc[t][r] =
