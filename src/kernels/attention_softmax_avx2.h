@@ -1,6 +1,6 @@
 // The online softmax of the AVX2 PagedAttention kernels (f32/f16 and q8 K/V), written once: its
-// exp, its step over one span of blocks (f32/f16) or one block (q8), and the rows' last
-// normalization, with the masks and row helpers they use. Include only from files compiled for
+// exp, its step over one span of blocks, and the rows' last normalization, with the masks and
+// row helpers they use. Include only from files compiled for
 // AVX2.
 #pragma once
 
@@ -56,64 +56,10 @@ inline void StoreAcc(float* p, int n, __m256 v) {
   }
 }
 
-// A row's scores of one block, kMaxAttentionBlockSize floats apart; whole 8-lane chunks.
-inline constexpr int kBlockScoreStride = kMaxAttentionBlockSize;
-
-// The online-softmax step of the q8 kernel: rows [first_row, num_rows) over the block entered last
-// (state.filled), whose scores are in scores[r * kBlockScoreStride + j]: each row's new max and
-// correction, its probabilities (written over its scores, 0 in the lanes past its filled
-// slots), sum, and accumulators times the correction.
-inline void SoftmaxBlockStep(AttentionRows& state, int head_dim, int first_row, float* scores) {
-  const int num_rows = state.num_rows;
-  float* running_max = state.running_max;
-  float* running_sum = state.running_sum;
-  float* const* out_rows = state.out_rows;
-  const int* filled = state.filled;
-  for (int r = first_row; r < num_rows; ++r) {
-    const int n = filled[r];
-    const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-    __m256 maxes = minus_inf;
-    for (int j = 0; j < n; j += 8) {
-      const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
-      maxes = _mm256_max_ps(
-          maxes,
-          _mm256_blendv_ps(minus_inf, _mm256_load_ps(scores + r * kBlockScoreStride + j), live));
-    }
-    const float new_max = std::max(running_max[r], HorizontalMax(maxes));
-    // Past a row's first blocks its max seldom moves; then the correction is ExpNonPositive(0),
-    // exactly 1, and multiplying by it changes nothing: both are skipped (the same bits).
-    const bool max_kept = new_max == running_max[r];
-    const float correction =
-        max_kept ? 1.0f
-                 : _mm256_cvtss_f32(ExpNonPositive(_mm256_set1_ps(running_max[r] - new_max)));
-    // The block's probabilities summed lane-wise over its 8-slot chunks, then by the fixed
-    // tree of HorizontalSum.
-    const __m256 max = _mm256_set1_ps(new_max);
-    __m256 sums = _mm256_setzero_ps();
-    for (int j = 0; j < n; j += 8) {
-      const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
-      const __m256 e = _mm256_and_ps(
-          ExpNonPositive(_mm256_sub_ps(_mm256_load_ps(scores + r * kBlockScoreStride + j), max)),
-          live);
-      _mm256_store_ps(scores + r * kBlockScoreStride + j, e);
-      sums = _mm256_add_ps(sums, e);  // + 0 in the lanes past n: exact, as p >= 0
-    }
-    running_max[r] = new_max;
-    running_sum[r] = running_sum[r] * correction + HorizontalSum(sums);
-    if (max_kept) continue;
-    float* acc = out_rows[r];
-    const __m256 c = _mm256_set1_ps(correction);
-    for (int d = 0; d < head_dim; d += 8) {
-      const int m = std::min(8, head_dim - d);
-      StoreAcc(acc + d, m, _mm256_mul_ps(LoadAcc(acc + d, m), c));
-    }
-  }
-}
-
-// A row's scores of one softmax span (the f32/f16 kernel's), kSpanScoreStride floats apart.
+// A row's scores of one softmax span, kSpanScoreStride floats apart.
 inline constexpr int kSpanScoreStride = std::max(kMaxAttentionBlockSize, kSoftmaxSpanPositions);
 
-// The online-softmax step of rows [first_row, num_rows) over `span` (the f32/f16 kernel's), whose
+// The online-softmax step of rows [first_row, num_rows) over `span`, whose
 // scores are in scores[r * kSpanScoreStride + j] (a row's own positions in the span:
 // j < state.PositionsIn(span, r)): first each row's new max, then the corrections
 // exp(old max - new max) of 8 rows per ExpNonPositive (the same lane operations as one row's, so
@@ -129,7 +75,9 @@ inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row,
     const int n = state.PositionsIn(span, r);
     const float* row = scores + r * kSpanScoreStride;
     __m256 maxes = minus_inf;  // a max is exact in any order
-    for (int j = 0; j < n; j += 8) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) maxes = _mm256_max_ps(maxes, _mm256_load_ps(row + j));
+    if (j < n) {
       const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
       maxes = _mm256_max_ps(maxes, _mm256_blendv_ps(minus_inf, _mm256_load_ps(row + j), live));
     }
@@ -147,10 +95,17 @@ inline void SoftmaxSpanStep(AttentionRows& state, int head_dim, int first_row,
     float* row = scores + r * kSpanScoreStride;
     const float correction = corrections[r - first_row];
     // The span's probabilities summed lane-wise over its 8-slot chunks, then by the fixed tree of
-    // HorizontalSum (0 in the lanes past n, which adds exactly nothing).
+    // HorizontalSum (0 in the lanes past n, which adds exactly nothing). Whole chunks take no
+    // mask.
     const __m256 max = _mm256_set1_ps(span_max[r]);
     __m256 sums = _mm256_setzero_ps();
-    for (int j = 0; j < n; j += 8) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+      const __m256 e = ExpNonPositive(_mm256_sub_ps(_mm256_load_ps(row + j), max));
+      _mm256_store_ps(row + j, e);
+      sums = _mm256_add_ps(sums, e);
+    }
+    if (j < n) {
       const __m256 live = _mm256_castsi256_ps(LaneMask(n - j));
       const __m256 e =
           _mm256_and_ps(ExpNonPositive(_mm256_sub_ps(_mm256_load_ps(row + j), max)), live);

@@ -20,6 +20,13 @@ namespace reprise::kernels {
 
 inline constexpr int kMaxQ8Groups = (kMaxAttentionHeadDim + kKvQ8KeyGroup - 1) / kKvQ8KeyGroup;
 
+// Positions per online-softmax step of the AVX2 and AVX-512 q8 kernels: twice the f32/f16
+// kernels', since a step's fixed costs (each row's max, correction, rescaled accumulators and
+// probability scale) weigh more beside integer dot products. A divisor of
+// kAttentionSplitPositions, so no split cuts a span.
+inline constexpr int kQ8SoftmaxSpanPositions = 2 * kSoftmaxSpanPositions;
+static_assert(kAttentionSplitPositions % kQ8SoftmaxSpanPositions == 0);
+
 // x / scale rounded to the nearest code in [-127, 127] (ties to even, as the vector conversions
 // round), given 1 / scale. NaN gives 0. Rounding by adding and taking back 1.5 x 2^23, which
 // leaves a float in [-127, 127] at its nearest integer, stays inline where nearbyint is a call.

@@ -59,11 +59,6 @@ inline void QuantizeQuery(const float* q, int head_dim, float attention_scale, Q
   }
 }
 
-// Positions per online-softmax step: twice the f32/f16 kernel's, since a step's fixed costs
-// (each row's max, correction, rescaled accumulators and probability scale) weigh more beside
-// integer dot products. A divisor of kAttentionSplitPositions, so no split cuts a span.
-constexpr int kQ8SoftmaxSpanPositions = 2 * kSoftmaxSpanPositions;
-static_assert(kAttentionSplitPositions % kQ8SoftmaxSpanPositions == 0);
 static_assert(kQ8SoftmaxSpanPositions <= kScoreStride);
 
 constexpr int kScoreRows = 4;  // query rows whose dot products share each key load
