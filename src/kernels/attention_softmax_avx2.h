@@ -1,7 +1,6 @@
 // The online softmax of the AVX2 PagedAttention kernels (f32/f16 and q8 K/V), written once: its
 // exp, its step over one span of blocks, and the rows' last normalization, with the masks and
-// row helpers they use. Include only from files compiled for
-// AVX2.
+// row helpers they use. Include only from files compiled for AVX2.
 #pragma once
 
 #include <algorithm>

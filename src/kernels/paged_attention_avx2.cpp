@@ -263,9 +263,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   alignas(32) float staged_values[kStagedValueFloats];            // [span slots][head_dim]
   const bool whole_chunks = head_dim % (8 * kValueChunks) == 0;
 
-  const int total_positions = first_position + num_tokens;  // of the last token
-  const int num_blocks = (total_positions + block_size - 1) / block_size;
-  const int end_block = std::min(num_blocks, blocks.end_block);
+  // Positions [0, first_position + num_tokens): the last token's.
+  const int end_block = blocks.EndFor(first_position + num_tokens, block_size);
   // Softmax spans: the online softmax's max, correction and sums are taken once per span of
   // kSoftmaxSpanPositions positions (whole blocks, a fixed partition of positions that splits
   // never cut), not per block, and a value tile runs through a whole span: with 16-position

@@ -287,9 +287,8 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   alignas(64) float kt[kMaxAttentionHeadDim][kStagedSlots];        // [head_dim][2 chunks] keys
   alignas(64) float v_wide[kMaxSpanPositions][16 * kValueChunks];  // [slot][64] values
 
-  const int total_positions = first_position + num_tokens;  // of the last token
-  const int num_blocks = (total_positions + block_size - 1) / block_size;
-  const int end_block = std::min(num_blocks, blocks.end_block);
+  // Positions [0, first_position + num_tokens): the last token's.
+  const int end_block = blocks.EndFor(first_position + num_tokens, block_size);
   // Softmax spans: the online softmax's max, correction and sums are taken once per span of
   // kSoftmaxSpanPositions positions (whole blocks, a fixed partition of positions that splits
   // never cut), not per block, so small blocks do not pay that bookkeeping every 16 positions.

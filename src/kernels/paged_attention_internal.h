@@ -182,6 +182,12 @@ inline void ScoreStoredKeys(const ScoreRows& score_rows, const Keys& keys, const
 // max[r] and sum[r] (r = t * group + g) and its out row keeps acc unnormalized: one split's
 // partial state. A row that does not reach the blocks keeps (acc 0, max -inf, sum 0).
 struct AttentionBlocks {
+  // The end of the blocks a call over `num_positions` positions reads: end_block, or the block
+  // past the last position where that comes first.
+  int EndFor(int num_positions, int block_size) const {
+    return std::min((num_positions + block_size - 1) / block_size, end_block);
+  }
+
   int first_block = 0;
   int end_block = std::numeric_limits<int>::max();
   float* max = nullptr;

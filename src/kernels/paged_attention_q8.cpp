@@ -109,8 +109,7 @@ void QueryScalarQ8(const PagedKv& kv, int layer, int kv_head, const float* q,
   uint8_t codes[kMaxAttentionBlockSize];
   int32_t sums[kMaxAttentionHeadDim];
 
-  const int num_blocks = (num_positions + block_size - 1) / block_size;
-  const int end_block = std::min(num_blocks, blocks.end_block);
+  const int end_block = blocks.EndFor(num_positions, block_size);
   for (int b = blocks.first_block; b < end_block; ++b) {
     const int filled = std::min(block_size, num_positions - b * block_size);
     const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);

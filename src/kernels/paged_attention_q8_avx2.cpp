@@ -198,9 +198,8 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
   float code_scales[kMaxAttentionRows];
   ValueBlock value_blocks[kSpanScoreStride / 4];  // blocks of 4 slots at the least
 
-  const int total_positions = first_position + num_tokens;  // of the last token
-  const int num_blocks = (total_positions + block_size - 1) / block_size;
-  const int end_block = std::min(num_blocks, blocks.end_block);
+  // Positions [0, first_position + num_tokens): the last token's.
+  const int end_block = blocks.EndFor(first_position + num_tokens, block_size);
   const int span_blocks = SoftmaxSpanBlocks(kQ8SoftmaxSpanPositions, block_size);
   for (int span_first = blocks.first_block; span_first < end_block;) {
     const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);

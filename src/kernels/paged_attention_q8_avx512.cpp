@@ -397,9 +397,8 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
   alignas(64) float span_value_scales[kScoreStride];  // by position in the span
   ValueBlock value_blocks[kMaxSpanChunks];
 
-  const int total_positions = first_position + num_tokens;  // of the last token
-  const int num_blocks = (total_positions + block_size - 1) / block_size;
-  const int end_block = std::min(num_blocks, blocks.end_block);
+  // Positions [0, first_position + num_tokens): the last token's.
+  const int end_block = blocks.EndFor(first_position + num_tokens, block_size);
   const size_t key_plane_bytes = kv.PlaneBytes(0);  // the larger plane
   const int span_blocks = SoftmaxSpanBlocks(kQ8SoftmaxSpanPositions, block_size);
   for (int span_first = blocks.first_block; span_first < end_block;) {
