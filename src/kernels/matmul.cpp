@@ -182,9 +182,14 @@ void ParallelChunks(ThreadPool& pool, int64_t count, int64_t grain, const Task& 
   });
 }
 
-// The target's activation quantizer (every one gives QuantizeActivationRow's output).
+// The target's activation quantizers (every one gives QuantizeActivationRow's output, or
+// QuantizeActivationRowPerSuperBlock's).
 auto ActivationQuantizer(const TargetKernels& kernels) {
   return kernels.quantize_row != nullptr ? kernels.quantize_row : QuantizeActivationRow;
+}
+auto SuperBlockActivationQuantizer(const TargetKernels& kernels) {
+  return kernels.quantize_row_per_super_block != nullptr ? kernels.quantize_row_per_super_block
+                                                         : QuantizeActivationRowPerSuperBlock;
 }
 
 // The activation form w's tiles take on this target (TargetKernels::activation_form).
@@ -218,10 +223,11 @@ struct ActivationBuffers {
   // Rows [begin, end) of x ([tokens][cols]).
   void Quantize(const TargetKernels& k, const float* x, int64_t begin, int64_t end) const {
     const auto quantize_row = ActivationQuantizer(k);
+    const auto quantize_row_per_super_block = SuperBlockActivationQuantizer(k);
     for (int64_t t = begin; t < end; ++t) {
       if (form == ActivationForm::kPerSuperBlock) {
-        QuantizeActivationRowPerSuperBlock(x + t * cols, cols, q + t * cols, d + t * (cols / kQkK),
-                                           group_sum + t * (cols / 16));
+        quantize_row_per_super_block(x + t * cols, cols, q + t * cols, d + t * (cols / kQkK),
+                                     group_sum + t * (cols / 16));
       } else {
         quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
         if (zero8_lanes != nullptr) {

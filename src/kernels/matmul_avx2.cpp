@@ -16,10 +16,12 @@
 //                products take half the conversions and multiply-adds of lanes of 4, and the
 //                row-streams decode tile (row_groups_avx2.cpp) adds a word's two halves in 16
 //                bits before one madd.
+#include <algorithm>
 #include <array>
 #include <utility>
 
 #include "kernels/matmul_kernels.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/reduce_avx2.h"
 #include "kernels/simd.h"
 
@@ -391,7 +393,86 @@ void Widen(WeightType type, const void* src, int64_t n, float* dst) {
   }
 }
 
+// The largest |x| over n vectors of 8 (exact in any order).
+inline float MaxMagnitude(const float* x, int n) {
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 m = _mm256_and_ps(_mm256_loadu_ps(x), magnitude);
+  for (int i = 1; i < n; ++i)
+    m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + 8 * i), magnitude));
+  __m128 four = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  four = _mm_max_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_max_ss(four, _mm_movehdup_ps(four)));
+}
+
+// 32 values quantized as QuantizeActivationRow's steps: (x * inverse + magic) - magic, two
+// separate roundings (no fused multiply-add: -ffp-contract=off), stored as 32 int8 at q;
+// values[i] keeps elements 8i..8i+7 as int32 for the caller's sums.
+inline void Quantize32(const float* x, __m256 inverse, int8_t* q, __m256i (&values)[4]) {
+  const __m256 magic = _mm256_set1_ps(12582912.0f);  // QuantizeActivationRow's rounding magic
+  for (int i = 0; i < 4; ++i) {
+    const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), inverse);
+    values[i] = _mm256_cvtps_epi32(_mm256_sub_ps(_mm256_add_ps(scaled, magic), magic));
+  }
+  // Packing works within 128-bit lanes: groups of 4 come out in the order 0 2 4 6 1 3 5 7.
+  const __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(values[0], values[1]),
+                                           _mm256_packs_epi32(values[2], values[3]));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(q),
+      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+}
+
+inline int32_t SumOfLanes(__m256i v) {
+  __m128i four = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  four = _mm_add_epi32(four, _mm_unpackhi_epi64(four, four));
+  return _mm_cvtsi128_si32(_mm_add_epi32(four, _mm_shuffle_epi32(four, 1)));
+}
+
 }  // namespace
+
+void QuantizeActivationRowAvx2(const float* x, int64_t cols, int8_t* q, float* d, float* sum) {
+  // Blocks 8 at a time: their maxima first, then their scales and inverses in one division each
+  // (the same IEEE quotients as one at a time), then their values. Block by block, each block's
+  // chain from its maximum through the division to its sum held the scheduler.
+  const int64_t blocks = cols / 32;
+  for (int64_t b0 = 0; b0 < blocks; b0 += 8) {
+    const int n = static_cast<int>(std::min<int64_t>(8, blocks - b0));
+    alignas(32) float amax[8] = {}, scale[8], inverse[8];
+    for (int i = 0; i < n; ++i) amax[i] = MaxMagnitude(x + (b0 + i) * 32, 4);
+    const __m256 maxima = _mm256_load_ps(amax);
+    const __m256 limit = _mm256_set1_ps(127.0f);
+    _mm256_store_ps(scale, _mm256_div_ps(maxima, limit));
+    _mm256_store_ps(inverse,
+                    _mm256_and_ps(_mm256_cmp_ps(maxima, _mm256_set1_ps(1e-30f), _CMP_GT_OQ),
+                                  _mm256_div_ps(limit, maxima)));
+    for (int i = 0; i < n; ++i) {
+      const int64_t b = b0 + i;
+      __m256i values[4];
+      Quantize32(x + b * 32, _mm256_set1_ps(inverse[i]), q + b * 32, values);
+      const int32_t total = SumOfLanes(_mm256_add_epi32(_mm256_add_epi32(values[0], values[1]),
+                                                        _mm256_add_epi32(values[2], values[3])));
+      d[2 * b] = d[2 * b + 1] = scale[i];
+      sum[b] = scale[i] * static_cast<float>(total);
+    }
+  }
+}
+
+void QuantizeActivationRowPerSuperBlockAvx2(const float* x, int64_t cols, int8_t* q, float* d,
+                                            int16_t* group_sum) {
+  for (int64_t s = 0; s < cols / kQkK; ++s) {
+    const float* xs = x + s * kQkK;
+    const float amax = MaxMagnitude(xs, kQkK / 8);
+    const __m256 inverse = _mm256_set1_ps(amax > 1e-30f ? 127.0f / amax : 0.0f);
+    for (int g = 0; g < kQkK / 16; g += 2) {
+      __m256i values[4];
+      Quantize32(xs + 16 * g, inverse, q + s * kQkK + 16 * g, values);
+      group_sum[s * (kQkK / 16) + g] =
+          static_cast<int16_t>(SumOfLanes(_mm256_add_epi32(values[0], values[1])));
+      group_sum[s * (kQkK / 16) + g + 1] =
+          static_cast<int16_t>(SumOfLanes(_mm256_add_epi32(values[2], values[3])));
+    }
+    d[s] = amax / 127.0f;
+  }
+}
 
 const TargetKernels& Avx2Kernels() {
   static const TargetKernels kernels = {
@@ -406,6 +487,8 @@ const TargetKernels& Avx2Kernels() {
       .activation_form = ActivationFormAvx2,
       .widen = Widen,
       .zero_point_lanes = true,
+      .quantize_row = QuantizeActivationRowAvx2,
+      .quantize_row_per_super_block = QuantizeActivationRowPerSuperBlockAvx2,
       .unpack = UnpackBlocksAvx2,
       .group_layout = WeightLayout::kRowStreams,
       .has_row_group_tile = HasRowGroupTileAvx2,

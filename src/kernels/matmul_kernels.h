@@ -149,6 +149,9 @@ struct TargetKernels {
 
   // QuantizeActivationRow, or a faster equivalent with identical output (null: that function).
   void (*quantize_row)(const float* x, int64_t cols, int8_t* q, float* d, float* sum) = nullptr;
+  // The same for QuantizeActivationRowPerSuperBlock.
+  void (*quantize_row_per_super_block)(const float* x, int64_t cols, int8_t* q, float* d,
+                                       int16_t* group_sum) = nullptr;
 
   // UnpackBlocks (unpacked.h), or a faster equivalent with byte-identical output.
   void (*unpack)(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
@@ -272,6 +275,12 @@ const TargetKernels& Avx512Kernels();
 // QuantizeActivationRow with AVX-512: the same operations per element, so the same output
 // (matmul_avx512.cpp).
 void QuantizeActivationRowAvx512(const float* x, int64_t cols, int8_t* q, float* d, float* sum);
+
+// QuantizeActivationRow and QuantizeActivationRowPerSuperBlock with AVX2: the same operations per
+// element, so the same output (matmul_avx2.cpp).
+void QuantizeActivationRowAvx2(const float* x, int64_t cols, int8_t* q, float* d, float* sum);
+void QuantizeActivationRowPerSuperBlockAvx2(const float* x, int64_t cols, int8_t* q, float* d,
+                                            int16_t* group_sum);
 
 // Quantizes one activation row per block of 32: d = max|x| / 127, q = round_even(x * 127 / max|x|)
 // (q = 0 when max|x| <= 1e-30).

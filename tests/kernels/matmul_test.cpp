@@ -467,13 +467,11 @@ TEST(KernelMatMulTest, DefaultTargetIsTheBest) {
   EXPECT_EQ(y, RunMatMul(BestCpuTarget(), w.view, x, 3, 1));
 }
 
-// The AVX-512 activation quantizer gives the portable one's bytes: random rows of several
+// Activations the SIMD quantizers must quantize as the portable ones do: random rows of several
 // magnitudes, a block of zeros, one of denormals, values on a rounding tie, and infinities' worth
-// of range (large finite values).
-TEST(MatMulTest, AvxActivationQuantizerMatchesPortable) {
-#if defined(REPRISE_KERNELS_AVX512)
-  if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "no AVX-512 on this machine";
-  constexpr int64_t kCols = 32 * 12;
+// of range (large finite values); 3 super-blocks of 256.
+std::vector<float> QuantizerEdgeCases() {
+  constexpr int64_t kCols = 32 * 24;
   std::vector<float> x = RandomValues(kCols, 5);
   for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(32 + i)] = 0.0f;
   for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(64 + i)] = 1e-40f * static_cast<float>(i);
@@ -482,15 +480,48 @@ TEST(MatMulTest, AvxActivationQuantizerMatchesPortable) {
   x[127] = 127.0f;  // scale 1: the halves above are exact ties, rounded to even
   for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(128 + i)] *= 3e37f;
   for (int64_t i = 0; i < 32; ++i) x[static_cast<size_t>(160 + i)] *= 1e-6f;
-  std::vector<int8_t> q1(kCols), q2(kCols);
-  std::vector<float> d1(kCols / 16), d2(kCols / 16), s1(kCols / 32), s2(kCols / 32);
-  QuantizeActivationRow(x.data(), kCols, q1.data(), d1.data(), s1.data());
-  QuantizeActivationRowAvx512(x.data(), kCols, q2.data(), d2.data(), s2.data());
+  for (int64_t i = 0; i < 256; ++i) x[static_cast<size_t>(512 + i)] = 0.0f;  // a zero super-block
+  return x;
+}
+
+using BlockQuantizer = void (*)(const float*, int64_t, int8_t*, float*, float*);
+void ExpectPortableBlockQuantization(BlockQuantizer quantize) {
+  const std::vector<float> x = QuantizerEdgeCases();
+  const auto cols = static_cast<int64_t>(x.size());
+  std::vector<int8_t> q1(x.size()), q2(x.size());
+  std::vector<float> d1(x.size() / 16), d2(x.size() / 16), s1(x.size() / 32), s2(x.size() / 32);
+  QuantizeActivationRow(x.data(), cols, q1.data(), d1.data(), s1.data());
+  quantize(x.data(), cols, q2.data(), d2.data(), s2.data());
   EXPECT_EQ(q1, q2);
   EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(s1.data(), s2.data(), s1.size() * sizeof(float)));
+}
+
+TEST(MatMulTest, AvxActivationQuantizerMatchesPortable) {
+#if defined(REPRISE_KERNELS_AVX512)
+  if (!CpuTargetSupported(CpuTarget::kAvx512)) GTEST_SKIP() << "no AVX-512 on this machine";
+  ExpectPortableBlockQuantization(QuantizeActivationRowAvx512);
 #else
   GTEST_SKIP() << "built without the AVX-512 kernels (REPRISE_SIMD_KERNELS=OFF)";
+#endif
+}
+
+TEST(MatMulTest, Avx2ActivationQuantizersMatchPortable) {
+#if defined(REPRISE_KERNELS_AVX2)
+  if (!CpuTargetSupported(CpuTarget::kAvx2)) GTEST_SKIP() << "no AVX2 on this machine";
+  ExpectPortableBlockQuantization(QuantizeActivationRowAvx2);
+  const std::vector<float> x = QuantizerEdgeCases();
+  const auto cols = static_cast<int64_t>(x.size());
+  std::vector<int8_t> q1(x.size()), q2(x.size());
+  std::vector<float> d1(x.size() / 256), d2(x.size() / 256);
+  std::vector<int16_t> g1(x.size() / 16), g2(x.size() / 16);
+  QuantizeActivationRowPerSuperBlock(x.data(), cols, q1.data(), d1.data(), g1.data());
+  QuantizeActivationRowPerSuperBlockAvx2(x.data(), cols, q2.data(), d2.data(), g2.data());
+  EXPECT_EQ(q1, q2);
+  EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float)));
+  EXPECT_EQ(g1, g2);
+#else
+  GTEST_SKIP() << "built without the AVX2 kernels (REPRISE_SIMD_KERNELS=OFF)";
 #endif
 }
 
