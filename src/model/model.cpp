@@ -22,6 +22,10 @@ namespace {
 // Longest run of one sequence's tokens given to one attention call (see Forward).
 constexpr int kAttentionRunTokens = 16;
 
+// Fewest gate elements a thread takes in SwiGlu (a multiple of its 4 lanes): below this a
+// thread's share costs less than waking it.
+constexpr size_t kSwiGluGrain = 256;
+
 using gguf::TensorInfo;
 using kernels::WeightType;
 using kernels::WeightView;
@@ -454,10 +458,15 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
     const kernels::MatMulOutput gate_up[] = {{&layer.w_gate, gate_.data()},
                                              {&layer.w_up, up_.data()}};
     kernels::MatMuls(gate_up, normed_.data(), tokens, pool);
-    pool.ParallelFor(num_tokens, [&](size_t begin, size_t end) {
-      kernels::SwiGlu(gate_.data() + begin * n_ff, up_.data() + begin * n_ff,
-                      static_cast<int64_t>(end - begin) * n_ff, gate_.data() + begin * n_ff);
-    });
+    // Split over elements, not tokens, so that one decoding token's gate takes every thread
+    // (elementwise: the same bits however the elements are shared).
+    pool.ParallelFor(
+        num_tokens * n_ff,
+        [&](size_t begin, size_t end) {
+          kernels::SwiGlu(gate_.data() + begin, up_.data() + begin,
+                          static_cast<int64_t>(end - begin), gate_.data() + begin);
+        },
+        kSwiGluGrain);
     kernels::MatMul(layer.w_down, gate_.data(), tokens, proj_.data(), pool);
     add_rows(x, proj_.data());
   }
