@@ -224,6 +224,8 @@ struct ActivationBuffers {
   void Quantize(const TargetKernels& k, const float* x, int64_t begin, int64_t end) const {
     const auto quantize_row = ActivationQuantizer(k);
     const auto quantize_row_per_super_block = SuperBlockActivationQuantizer(k);
+    const auto zero_point_lanes =
+        k.zero_point_lanes_row != nullptr ? k.zero_point_lanes_row : ZeroPointLanesRow;
     for (int64_t t = begin; t < end; ++t) {
       if (form == ActivationForm::kPerSuperBlock) {
         quantize_row_per_super_block(x + t * cols, cols, q + t * cols, d + t * (cols / kQkK),
@@ -231,17 +233,8 @@ struct ActivationBuffers {
       } else {
         quantize_row(x + t * cols, cols, q + t * cols, d + t * (cols / 16), sum + t * (cols / 32));
         if (zero8_lanes != nullptr) {
-          const int8_t* row = q + t * cols;
-          int32_t* eights = zero8_lanes + t * (cols / 8);
-          int32_t* sixteens = zero16_lanes + t * (cols / 8);
-          for (int64_t lane = 0; lane < cols / 8; ++lane) {
-            // Lane i of block b: elements 4i..4i+3 and 16 + 4i..16 + 4i + 3.
-            const int8_t* first = row + 32 * (lane / 4) + 4 * (lane % 4);
-            int sum = 0;
-            for (int e = 0; e < 4; ++e) sum += first[e] + first[16 + e];
-            eights[lane] = 8 * sum;
-            sixteens[lane] = 16 * sum;
-          }
+          zero_point_lanes(q + t * cols, cols, zero8_lanes + t * (cols / 8),
+                           zero16_lanes + t * (cols / 8));
         }
       }
     }

@@ -456,6 +456,20 @@ void QuantizeActivationRowAvx2(const float* x, int64_t cols, int8_t* q, float* d
   }
 }
 
+void ZeroPointLanesRowAvx2(const int8_t* q, int64_t cols, int32_t* eights, int32_t* sixteens) {
+  // Per block: the sums of 4 consecutive codes (maddubs with ones, then madd), then the two
+  // halves' sums of lane i added (elements 4i.. and 16 + 4i..): exact integers.
+  const __m256i ones8 = _mm256_set1_epi8(1);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * b));
+    const __m128i lanes =
+        BlockLaneSums(_mm256_madd_epi16(_mm256_maddubs_epi16(ones8, codes), ones16));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(eights + 4 * b), _mm_slli_epi32(lanes, 3));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(sixteens + 4 * b), _mm_slli_epi32(lanes, 4));
+  }
+}
+
 void QuantizeActivationRowPerSuperBlockAvx2(const float* x, int64_t cols, int8_t* q, float* d,
                                             int16_t* group_sum) {
   for (int64_t s = 0; s < cols / kQkK; ++s) {
@@ -487,6 +501,7 @@ const TargetKernels& Avx2Kernels() {
       .activation_form = ActivationFormAvx2,
       .widen = Widen,
       .zero_point_lanes = true,
+      .zero_point_lanes_row = ZeroPointLanesRowAvx2,
       .quantize_row = QuantizeActivationRowAvx2,
       .quantize_row_per_super_block = QuantizeActivationRowPerSuperBlockAvx2,
       .unpack = UnpackBlocksAvx2,

@@ -144,8 +144,11 @@ struct TargetKernels {
   // dst[i] = value of src[i] (F16 or BF16), exact.
   void (*widen)(WeightType type, const void* src, int64_t n, float* dst) = nullptr;
 
-  // Whether the tiles read QuantizedRows::zero8_lanes and zero16_lanes.
+  // Whether the tiles read QuantizedRows::zero8_lanes and zero16_lanes, and ZeroPointLanesRow or
+  // a faster equivalent with identical output (null: that function) to form them.
   bool zero_point_lanes = false;
+  void (*zero_point_lanes_row)(const int8_t* q, int64_t cols, int32_t* eights,
+                               int32_t* sixteens) = nullptr;
 
   // QuantizeActivationRow, or a faster equivalent with identical output (null: that function).
   void (*quantize_row)(const float* x, int64_t cols, int8_t* q, float* d, float* sum) = nullptr;
@@ -287,6 +290,12 @@ void QuantizeActivationRowPerSuperBlockAvx2(const float* x, int64_t cols, int8_t
 // Shared by every target, so all targets see the same quantized activations.
 //   x: [cols], q: [cols], d: [cols / 16], sum: [cols / 32]
 void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, float* sum);
+
+// The zero-point lane sums of one quantized activation row (QuantizedRows::zero8_lanes and
+// zero16_lanes): lane 4b + i gets 8 and 16 times the sum of q over elements 4i..4i+3 and
+// 16 + 4i..16 + 4i + 3 of block b.   q: [cols], eights, sixteens: [cols / 8]
+void ZeroPointLanesRow(const int8_t* q, int64_t cols, int32_t* eights, int32_t* sixteens);
+void ZeroPointLanesRowAvx2(const int8_t* q, int64_t cols, int32_t* eights, int32_t* sixteens);
 
 // The same per super-block of 256 (cols a multiple of 256): d = max|x| / 127 over the 256, q as
 // above, and the sum of each 16 of q (ActivationForm::kPerSuperBlock).

@@ -33,6 +33,17 @@ void QuantizeActivationRow(const float* x, int64_t cols, int8_t* q, float* d, fl
   }
 }
 
+void ZeroPointLanesRow(const int8_t* q, int64_t cols, int32_t* eights, int32_t* sixteens) {
+  for (int64_t lane = 0; lane < cols / 8; ++lane) {
+    // Lane i of block b: elements 4i..4i+3 and 16 + 4i..16 + 4i + 3.
+    const int8_t* first = q + 32 * (lane / 4) + 4 * (lane % 4);
+    int sum = 0;
+    for (int e = 0; e < 4; ++e) sum += first[e] + first[16 + e];
+    eights[lane] = 8 * sum;
+    sixteens[lane] = 16 * sum;
+  }
+}
+
 void QuantizeActivationRowPerSuperBlock(const float* x, int64_t cols, int8_t* q, float* d,
                                         int16_t* group_sum) {
   // QuantizeActivationRow's steps (see there) over 256 values per scale.

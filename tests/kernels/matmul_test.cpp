@@ -506,7 +506,7 @@ TEST(MatMulTest, AvxActivationQuantizerMatchesPortable) {
 #endif
 }
 
-TEST(MatMulTest, Avx2ActivationQuantizersMatchPortable) {
+TEST(MatMulTest, Avx2ActivationQuantizersAndLaneSumsMatchPortable) {
 #if defined(REPRISE_KERNELS_AVX2)
   if (!CpuTargetSupported(CpuTarget::kAvx2)) GTEST_SKIP() << "no AVX2 on this machine";
   ExpectPortableBlockQuantization(QuantizeActivationRowAvx2);
@@ -520,6 +520,13 @@ TEST(MatMulTest, Avx2ActivationQuantizersMatchPortable) {
   EXPECT_EQ(q1, q2);
   EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float)));
   EXPECT_EQ(g1, g2);
+  // The zero-point lane sums of the quantized row (every code value appears in it).
+  std::vector<int32_t> eights1(x.size() / 8), eights2(x.size() / 8);
+  std::vector<int32_t> sixteens1(x.size() / 8), sixteens2(x.size() / 8);
+  ZeroPointLanesRow(q1.data(), cols, eights1.data(), sixteens1.data());
+  ZeroPointLanesRowAvx2(q1.data(), cols, eights2.data(), sixteens2.data());
+  EXPECT_EQ(eights1, eights2);
+  EXPECT_EQ(sixteens1, sixteens2);
 #else
   GTEST_SKIP() << "built without the AVX2 kernels (REPRISE_SIMD_KERNELS=OFF)";
 #endif
