@@ -280,7 +280,8 @@ const TargetKernels& Avx512Kernels();
 void QuantizeActivationRowAvx512(const float* x, int64_t cols, int8_t* q, float* d, float* sum);
 
 // QuantizeActivationRow and QuantizeActivationRowPerSuperBlock with AVX2: the same operations per
-// element, so the same output (matmul_avx2.cpp).
+// element, so the same output for finite activations (matmul_avx2.cpp; a NaN, which no
+// quantizer makes meaningful, may give other codes).
 void QuantizeActivationRowAvx2(const float* x, int64_t cols, int8_t* q, float* d, float* sum);
 void QuantizeActivationRowPerSuperBlockAvx2(const float* x, int64_t cols, int8_t* q, float* d,
                                             int16_t* group_sum);
