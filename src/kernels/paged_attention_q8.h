@@ -27,6 +27,14 @@ inline constexpr int kMaxQ8Groups = (kMaxAttentionHeadDim + kKvQ8KeyGroup - 1) /
 inline constexpr int kQ8SoftmaxSpanPositions = 2 * kSoftmaxSpanPositions;
 static_assert(kAttentionSplitPositions % kQ8SoftmaxSpanPositions == 0);
 
+// Where the AVX2 and AVX-512 kernels' value pass finds one block of a span: its value codes,
+// `quads` fours of slots from span column `column`.
+struct Q8ValueBlock {
+  const uint8_t* codes;  // the block's value plane
+  int quads;
+  int column;
+};
+
 // x / scale rounded to the nearest code in [-127, 127] (ties to even, as the vector conversions
 // round), given 1 / scale. NaN gives 0. Rounding by adding and taking back 1.5 x 2^23, which
 // leaves a float in [-127, 127] at its nearest integer, stays inline where nearbyint is a call.

@@ -124,13 +124,6 @@ inline float SpanProbabilityCodes(float* probabilities, const float* value_scale
   return scale;
 }
 
-// The value codes of one block of a span: `quads` fours of slots from span column `column`.
-struct ValueBlock {
-  const uint8_t* codes;  // the block's value plane
-  int quads;
-  int column;
-};
-
 constexpr int kValueRows = 4;  // query rows whose sums share each value load
 
 // The value pass of one span for rows [r0, r0 + kRows) and dimensions [d0, d0 + 8) (`width`
@@ -139,7 +132,7 @@ constexpr int kValueRows = 4;  // query rows whose sums share each value load
 // of two slots of one dimension (d0 + lane / 2 and d0 + 4 + lane / 2); they are added pairwise
 // at the end.
 template <int kRows>
-void ValueTile(const ValueBlock* blocks, int num_blocks, int head_dim, int width,
+void ValueTile(const Q8ValueBlock* blocks, int num_blocks, int head_dim, int width,
                const uint16_t (*codes)[kSpanScoreStride], const float* code_scales,
                float* const* out_rows, int d0) {
   const __m256i lanes = LaneMask(width);
@@ -196,7 +189,7 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
   alignas(32) uint16_t codes[kMaxAttentionRows][kSpanScoreStride];  // its probabilities
   alignas(32) float span_value_scales[kSpanScoreStride];            // by position in the span
   float code_scales[kMaxAttentionRows];
-  ValueBlock value_blocks[kSpanScoreStride / 4];  // blocks of 4 slots at the least
+  Q8ValueBlock value_blocks[kSpanScoreStride / 4];  // blocks of 4 slots at the least
 
   // Positions [0, first_position + num_tokens): the last token's.
   const int end_block = blocks.EndFor(first_position + num_tokens, block_size);

@@ -147,13 +147,6 @@ inline void ScoreTileQ8(const QueryQ8* const* rows, const KeyChunk* chunks, int 
   }
 }
 
-// The value codes of one block of a span: `quads` fours of slots from span column `column`.
-struct ValueBlock {
-  const uint8_t* codes;  // the block's value plane
-  int quads;
-  int column;
-};
-
 // exp(x) for x <= 0 to about 3e-7 (relative): x = n ln2 + r, e^r by its degree-6 Taylor
 // polynomial, times 2^n. Coarser than ExpNonPositive, and enough here: a probability becomes an
 // 8-bit code, and its error stays far below the cache's own rounding. Below -104 it gives 0.
@@ -319,7 +312,7 @@ constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registe
 // under `masks`): acc[r][d] = fma(float(sum_j code[r][j] x v[j][d]), scale[r], acc[r][d]), the
 // integer sum over the span's blocks, four slots per step.
 template <int kRows>
-void ValueTileQ8(const ValueBlock* blocks, int num_blocks, int head_dim,
+void ValueTileQ8(const Q8ValueBlock* blocks, int num_blocks, int head_dim,
                  const __mmask16 (&masks)[kValueChunks], const uint8_t* codes, size_t code_stride,
                  const float* code_scales, float* const* out_rows, int d0) {
   __m512i sums[kRows][kValueChunks];
@@ -395,7 +388,7 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
   constexpr int kMaxSpanChunks = kScoreStride / 4;  // blocks of 4 slots at the least
   KeyChunk chunks[kMaxSpanChunks];
   alignas(64) float span_value_scales[kScoreStride];  // by position in the span
-  ValueBlock value_blocks[kMaxSpanChunks];
+  Q8ValueBlock value_blocks[kMaxSpanChunks];
 
   // Positions [0, first_position + num_tokens): the last token's.
   const int end_block = blocks.EndFor(first_position + num_tokens, block_size);
