@@ -13,15 +13,6 @@
 // In a namespace of its own: the AVX-512 header has functions of the same names and roles.
 namespace reprise::kernels::avx2 {
 
-// A fixed reduction tree: 8 -> 4 -> 2 -> 1.
-
-inline float HorizontalMax(__m256 v) {  // exact in any order
-  __m128 four = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  __m128 two = _mm_max_ps(four, _mm_movehl_ps(four, four));
-  __m128 one = _mm_max_ss(two, _mm_movehdup_ps(two));
-  return _mm_cvtss_f32(one);
-}
-
 // exp(x) for x <= 0 (Cephes' expf polynomial, as the AVX-512 kernel's, about 1 ulp;
 // deterministic). Arguments below -87 are taken as -87 (about 1.6e-38, where the AVX-512 kernel
 // gives 0), which keeps 2^n a normal number.

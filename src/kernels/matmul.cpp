@@ -182,14 +182,10 @@ void ParallelChunks(ThreadPool& pool, int64_t count, int64_t grain, const Task& 
   });
 }
 
-// The target's activation quantizers (every one gives QuantizeActivationRow's output, or
-// QuantizeActivationRowPerSuperBlock's).
-auto ActivationQuantizer(const TargetKernels& kernels) {
-  return kernels.quantize_row != nullptr ? kernels.quantize_row : QuantizeActivationRow;
-}
-auto SuperBlockActivationQuantizer(const TargetKernels& kernels) {
-  return kernels.quantize_row_per_super_block != nullptr ? kernels.quantize_row_per_super_block
-                                                         : QuantizeActivationRowPerSuperBlock;
+// A target's optional kernel, or the portable function it stands in for (the same output).
+template <typename Function>
+Function* OrPortable(Function* target_kernel, Function* portable) {
+  return target_kernel != nullptr ? target_kernel : portable;
 }
 
 // The activation form w's tiles take on this target (TargetKernels::activation_form).
@@ -222,10 +218,10 @@ struct ActivationBuffers {
   }
   // Rows [begin, end) of x ([tokens][cols]).
   void Quantize(const TargetKernels& k, const float* x, int64_t begin, int64_t end) const {
-    const auto quantize_row = ActivationQuantizer(k);
-    const auto quantize_row_per_super_block = SuperBlockActivationQuantizer(k);
-    const auto zero_point_lanes =
-        k.zero_point_lanes_row != nullptr ? k.zero_point_lanes_row : ZeroPointLanesRow;
+    const auto quantize_row = OrPortable(k.quantize_row, QuantizeActivationRow);
+    const auto quantize_row_per_super_block =
+        OrPortable(k.quantize_row_per_super_block, QuantizeActivationRowPerSuperBlock);
+    const auto zero_point_lanes = OrPortable(k.zero_point_lanes_row, ZeroPointLanesRow);
     for (int64_t t = begin; t < end; ++t) {
       if (form == ActivationForm::kPerSuperBlock) {
         quantize_row_per_super_block(x + t * cols, cols, q + t * cols, d + t * (cols / kQkK),

@@ -399,9 +399,7 @@ inline float MaxMagnitude(const float* x, int n) {
   __m256 m = _mm256_and_ps(_mm256_loadu_ps(x), magnitude);
   for (int i = 1; i < n; ++i)
     m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + 8 * i), magnitude));
-  __m128 four = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  four = _mm_max_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_max_ss(four, _mm_movehdup_ps(four)));
+  return HorizontalMax(m);
 }
 
 // 32 values quantized as QuantizeActivationRow's steps: (x * inverse + magic) - magic, two

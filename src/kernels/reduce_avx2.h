@@ -1,7 +1,7 @@
 // The one horizontal sum AVX2 kernels use. Its fixed tree (8 -> 4 -> 2 -> 1) is part of the
 // exactness contract, so every AVX2 kernel must reduce through it (4-lane chains through its last
-// two levels). Also the lane mask of their
-// masked reads. Include only from files compiled for AVX2.
+// two levels). Also the lane mask of their masked reads and the largest of a vector's lanes.
+// Include only from files compiled for AVX2.
 #pragma once
 
 #include "kernels/simd.h"
@@ -24,6 +24,14 @@ inline float HorizontalSum4(__m128 four) {
 
 inline float HorizontalSum(__m256 v) {
   return HorizontalSum4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
+}
+
+// The largest of v's lanes (exact in any order).
+inline float HorizontalMax(__m256 v) {
+  __m128 four = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  __m128 two = _mm_max_ps(four, _mm_movehl_ps(four, four));
+  __m128 one = _mm_max_ss(two, _mm_movehdup_ps(two));
+  return _mm_cvtss_f32(one);
 }
 
 // Lane i = the tree's last two levels over v[i]'s four lanes, v packed two to a register
