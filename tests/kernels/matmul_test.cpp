@@ -520,7 +520,7 @@ TEST(MatMulTest, Avx2ActivationQuantizersAndLaneSumsMatchPortable) {
   EXPECT_EQ(q1, q2);
   EXPECT_EQ(0, std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float)));
   EXPECT_EQ(g1, g2);
-  // The zero-point lane sums of the quantized row (every code value appears in it).
+  // The zero-point lane sums of the quantized row.
   std::vector<int32_t> eights1(x.size() / 8), eights2(x.size() / 8);
   std::vector<int32_t> sixteens1(x.size() / 8), sixteens2(x.size() / 8);
   ZeroPointLanesRow(q1.data(), cols, eights1.data(), sixteens1.data());
