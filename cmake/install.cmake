@@ -20,5 +20,10 @@ install(FILES ${PROJECT_BINARY_DIR}/RepriseConfig.cmake ${PROJECT_BINARY_DIR}/Re
 
 # reprise.pc finds its prefix from its own folder, so the file is right under any --prefix.
 file(RELATIVE_PATH REPRISE_PC_TO_PREFIX /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+# A sanitized build's archive needs its sanitizer's runtime wherever it is linked.
+set(REPRISE_PC_SANITIZER_FLAGS "")
+foreach(flag ${REPRISE_SANITIZER_FLAGS})
+  string(APPEND REPRISE_PC_SANITIZER_FLAGS " ${flag}")
+endforeach()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/reprise.pc.in ${PROJECT_BINARY_DIR}/reprise.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/reprise.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
