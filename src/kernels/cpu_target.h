@@ -28,9 +28,9 @@ std::string_view CpuTargetName(CpuTarget target);
 // The version of the kernels' arithmetic: raise it whenever a change moves any kernel's output
 // bits on any target (another summation order, another rounding), so that KV blocks kept on disk
 // or in Redis by an older build are not reused by one that would compute other bits.
-inline constexpr int kKernelNumericsVersion = 5;
+inline constexpr int kKernelNumericsVersion = 6;
 
-// What a KV block computed by this process can be reused under, e.g. "avx512.5": the target's
+// What a KV block computed by this process can be reused under, e.g. "avx512.6": the target's
 // name and kKernelNumericsVersion. Each target sums in its own order, so the same prompt gives
 // other K/V bits on another target; reusing them there would change that replica's answers.
 std::string KernelNumerics(CpuTarget target);

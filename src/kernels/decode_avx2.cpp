@@ -8,11 +8,12 @@
 // are unpacked together and multiplied by each token's activation scales (the same float products
 // w_scale * x_scale the panel tile forms per block); the codes of each block of 32 are then split
 // from the stored bytes in registers. Every integer sum is exact, so any instruction sequence
-// that forms lane i's sum of products 4i..4i+3 and 16 + 4i..16 + 4i + 3 gives the panel tile's
-// integers: small codes add their halves' maddubs(q, x) pairs in 16 bits before one 128-bit
-// madd, less z * (lane sums of x) for a zero point z (formed once per token:
-// QuantizedRows::zero8_lanes, zero16_lanes); Q8_0's signed codes take maddubs(|w|, sign(x, w))
-// and add in 32 bits.
+// that forms a block's integer gives the panel tile's: small codes add their halves' maddubs(q, x)
+// pairs in 16 bits before one 128-bit madd into four lane sums, less z * (lane sums of x) for a
+// zero point z (formed once per token: QuantizedRows::zero8_lanes, zero16_lanes); Q8_0's signed
+// codes take maddubs(|w|, sign(x, w)) and add in 32 bits. A span's eight blocks' lane sums
+// become its eight block integers together (BlockSums), converted and fused into the eight
+// chains at once.
 //
 // Rows are computed one at a time (see DecodeTile).
 #include <algorithm>
@@ -38,6 +39,7 @@ using avx2::PrefetchStretch;
 using avx2::RowAhead;
 
 constexpr int kSpanBlocks = 8;  // blocks of 32 per span
+static_assert(kSpanBlocks == kBlockChains, "a span's blocks go to the chains one each");
 
 // Eight f16 values kStride bytes apart -> f32: each inserted into place straight from memory, eight
 // instructions where gathering them in general-purpose registers took about twenty (the tiles
@@ -136,10 +138,10 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   const int64_t cols = x.cols;
   const int64_t blocks = cols / kQk;
   const __m256i ones = _mm256_set1_epi16(1);
-  __m128 acc[MT];  // the panel tile's 4-lane chains
+  __m256 acc[MT];  // the panel tile's chains, chain j in lane j
   __m256 min_acc[MT];
   for (int t = 0; t < MT; ++t) {
-    acc[t] = _mm_setzero_ps();
+    acc[t] = _mm256_setzero_ps();
     min_acc[t] = _mm256_setzero_ps();
   }
   const uint8_t* const row_data = w.data + static_cast<size_t>(row) * w.row_bytes;
@@ -179,6 +181,14 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       __attribute__((always_inline)) {
     const uint8_t* const span =
         row_data + b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
+    // Each block's four lane sums, then the span's block sums into the chains at once (a partial
+    // span's missing blocks sum to 0, against products of +0).
+    __m128i lane_sums[MT][kBlockChains];
+    if (n < kSpanBlocks) {
+      for (int t = 0; t < MT; ++t) {
+        for (__m128i& sums : lane_sums[t]) sums = _mm_setzero_si128();
+      }
+    }
     const auto block = [&](int b) __attribute__((always_inline)) {
       const __m256i codes = Type::BlockCodes(span, b);
       __m256i magnitude = codes;
@@ -196,8 +206,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
                                            x.ZeroLanes(Type::kZero, t0 + t) + 4 * (b0 + b))));
           }
         }
-        const __m128 scale = _mm_broadcastss_ps(_mm_load_ss(span_products[t] + b));
-        acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), scale, acc[t]);
+        lane_sums[t][b] = isum;
       }
     };
     if (n == kSpanBlocks) {
@@ -205,6 +214,10 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
       for (int b = 0; b < kSpanBlocks; ++b) block(b);
     } else {
       for (int b = 0; b < n; ++b) block(b);
+    }
+    for (int t = 0; t < MT; ++t) {
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BlockSums(lane_sums[t])),
+                               _mm256_load_ps(span_products[t]), acc[t]);
     }
   };
   const int64_t whole_spans = blocks / kSpanBlocks;
@@ -226,7 +239,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
   }
   if (tail > 0) run_span(whole_spans * kSpanBlocks, tail, products[slot]);
   for (int t = 0; t < MT; ++t) {
-    float sum = HorizontalSum4(acc[t]);
+    float sum = HorizontalSum(acc[t]);
     if constexpr (Type::kMins) sum += HorizontalSum(min_acc[t]);
     y[t * y_stride] = sum;
   }

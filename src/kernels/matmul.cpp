@@ -44,7 +44,7 @@ namespace reprise::kernels {
 // The driver's shared pieces (matmul_driver.h).
 
 uint8_t* ThreadScratch(Slot slot, size_t bytes) {
-  thread_local AlignedBuffer<uint8_t> buffers[4];
+  thread_local AlignedBuffer<uint8_t> buffers[static_cast<int>(Slot::kCount)];
   AlignedBuffer<uint8_t>& buffer = buffers[static_cast<int>(slot)];
   if (buffer.size() < bytes) buffer.Resize(bytes);
   return buffer.data();
@@ -536,11 +536,13 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   const bool float_groups = !quantized && w.layout != WeightLayout::kRowMajor;
   const bool tiles_read_float_groups =
       float_groups && kernels.float_group_tile != nullptr && w.layout == kernels.group_layout;
-  const bool decode = tokens <= token_tile ||
-                      (tiles_read_float_groups && tokens <= kFloatGroupTokens) ||
-                      (quantized && TilesReadRowGroups(kernels, w) &&
-                       ((!groups_interleave && tokens <= kRowGroupMaxTokens) ||
-                        form == ActivationForm::kPerSuperBlock));
+  const bool decode =
+      tokens <= token_tile || (tiles_read_float_groups && tokens <= kFloatGroupTokens) ||
+      (quantized && TilesReadRowGroups(kernels, w) &&
+       ((!groups_interleave &&
+         (tokens <= kRowGroupMaxTokens ||
+          (kernels.row_groups_prefill != nullptr && kernels.row_groups_prefill(w.type)))) ||
+        form == ActivationForm::kPerSuperBlock));
   job.decode = decode;
   // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.
   const int panel_tile = quantized && !decode && kernels.interleaved_tile != nullptr

@@ -4,22 +4,27 @@
 // Lane layout, the same for every tile size so that an output's bits never depend on it:
 //   float types: acc[8] += x[c..c+7] * w[c..c+7] for c = 0, 8, ... (a masked last chunk), then
 //                HorizontalSum.
-//   quantized:   per block of 32 codes whose two 16-groups share a scale (every type but
-//                Q6_K), lane i of 4 holds the exact integer sum of products 4i..4i+3 and
-//                16 + 4i..16 + 4i + 3 (maddubs, then pairs, then the halves; small codes
-//                add the halves in 16 bits before the pairs; see Codes);
-//                acc[4] += float(isum) * (w_scale * x_scale) of the block, then
-//                HorizontalSum4(acc) + HorizontalSum(min_acc) for types with a min, where
-//                min_acc[8] += w_min[b..b+7] * x_sum[b..b+7] over blocks b. Q6_K (a scale per
-//                16-group): lane i of 8 holds products 4i..4i+3, acc[8] += float(isum) *
-//                (w_scale * x_scale) of the lane's 16-group, then HorizontalSum(acc). Lanes of 8
-//                products take half the conversions and multiply-adds of lanes of 4, and the
-//                row-streams decode tile (row_groups_avx2.cpp) adds a word's two halves in 16
-//                bits before one madd.
+//   quantized, one scale per block of 32 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; the K-quants have their
+//                own tiles, k_quant_avx2.cpp): per block b the exact integer S_b, the sum of
+//                (code - zero point) * x over its 32 elements, fused into chain b % 8:
+//                c[b % 8] = fma(float(S_b), w_scale * x_scale of the block, c[b % 8]), the
+//                blocks in order; then HorizontalSum over the chains as lanes 0..7 (or
+//                BlockChainsSum, the same tree over 8 registers) + HorizontalSum(min_acc) for
+//                types with a min, where min_acc[8] += w_min[b..b+7] * x_sum[b..b+7] over
+//                spans of 8 blocks. One conversion and multiply-add per block and no other
+//                float work leaves the tiles to the integer multiplies: in the row-streams tile
+//                (row_groups_avx2.cpp) a block's four code words add in 16 bits before one madd
+//                (Zen 1, one thread, Q4_0 from L1: 4.7-4.9 -> 3.6-3.7 cycles per row's block,
+//                where four chains by lane had taken a madd, a conversion and a multiply-add
+//                per code word), and the panel tile (SpanLaneRows) reads a span's 8 blocks side
+//                by side, so that its lane j is block j's sum.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 
+#include "core/error.h"
+#include "kernels/matmul_driver.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/reduce_avx2.h"
@@ -123,13 +128,6 @@ void FloatTile(WeightType type, const float* x, int64_t x_stride, int mt, const 
   variants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
 }
 
-// Two 16-group scales -> [s0 x4, s1 x4].
-inline __m256 ExpandGroupScales(const float* two) {
-  const __m256i index = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-  const __m128 pair = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(two)));
-  return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(pair), index);
-}
-
 // Every other float of p[0 .. 2n - 1]: n <= 8 blocks' scales from their per-16 ones (equal
 // pairs); +0 in the lanes past n.
 inline __m256 BlockScales(const float* p, int n = 8) {
@@ -140,172 +138,170 @@ inline __m256 BlockScales(const float* p, int n = 8) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
 }
 
-// A quantized tile's chain (see the file comment): 4 lanes for a scale per block, 8 per 16-group.
-template <bool kPerBlock>
-struct QuantChain {
-  using Type = __m256;
-};
-template <>
-struct QuantChain<true> {
-  using Type = __m128;
-};
-
-// How a tile forms a block's integer products (the same integers every way).
+// How the panel tile forms a block's integer (the same integer every way).
 enum class Codes {
-  // Codes minus a zero point: maddubs(|w|, sign(x, w)); right for every type.
+  // Codes minus a zero point: maddubs(|w|, sign(x, w)); right for every type (Q8_0).
   kSigned,
-  // Codes below 32 with a zero point z of 8 or 16 (Q4_0, Q5_0): the lane sums of maddubs(w, x)
-  // less z times the activations' lane sums (QuantizedRows::zero8_lanes, zero16_lanes), read once
-  // per token and block where kSigned takes a sign per token, row and block and an absolute value
-  // per row and block (Zen 1, 512 tokens, 2 threads: 4-7% faster, and 1.0x-1.1x more with the
-  // zero point taken off lanes of 8 products rather than pairs).
+  // Codes below 32 with a zero point z of 8 or 16 (Q4_0, Q5_0): the sum of maddubs(w, x) less z
+  // times the block's sum of activations (from QuantizedRows::zero8_lanes, zero16_lanes, formed
+  // once per token), where kSigned takes a sign per token, row and word.
   kZeroLanes,
-  // Codes without a zero point (K-quants, Q4_1, Q5_1), small and unsigned: maddubs(w, x).
+  // Codes below 32 without a zero point (Q4_1, Q5_1): maddubs(w, x).
   kUnsigned,
 };
 
-// Tokens t0 .. t0 + MT - 1 over any number of unpacked rows, NR = 2 rows at a time (a last one
-// alone): one call per token tile and panel, so that the tokens' pointers and the call itself
-// are set up once, not per pair of rows (on 576 columns they were a quarter of the time).
-//
-// kCodes: see Codes. kPerBlock: the weights' two 16-group scales of a block
-// are equal (UnpackedRows::scales_per_32), as an activation row's always are, so a block's scale
-// product is one number: for 8 blocks at a time one vector multiply forms each token and row's
-// products and the blocks take them back with broadcast loads. The tile is bound by the pipes
-// that multiply (floats and integers share two of them): a product per token, row and block
-// was one of six operations there, and broadcasts of both scales two more.
-template <int MT, Codes kCodes, bool kPerBlock>
-class QuantRows {
+// The prefill panels of the per-block types keep each span of 8 blocks with its blocks side by
+// side: word i (32 bytes) of a span holds elements 4i..4i+3 of its blocks, block j in 32-bit lane
+// j (a partial last span of n blocks: 4n-byte words). A register's lane j then gathers block j's
+// integer over the span's 8 words, with no horizontal sums: lane j of the span's sums is chain
+// j's block sum, which one conversion and one multiply-add per 8 blocks take, where block order
+// took a conversion and a multiply-add per block besides the sums' reduction.
+void TransposeSpan(const uint8_t* in, int n, uint8_t* out) {
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < 8; ++i) std::memcpy(out + 4 * (n * i + j), in + 32 * j + 4 * i, 4);
+  }
+}
+
+// `count` blocks of codes in block order (32 bytes each) -> spans side by side, into `out`.
+void ToSpanLanes(const uint8_t* codes, int64_t count, uint8_t* out) {
+  for (int64_t b = 0; b < count; b += kBlockChains) {
+    const int n = static_cast<int>(std::min<int64_t>(kBlockChains, count - b));
+    TransposeSpan(codes + 32 * b, n, out + 32 * b);
+  }
+}
+
+// UnpackBlocksAvx2, with the legacy types' codes in span lanes (above) for SpanLaneRows.
+void UnpackPanelAvx2(WeightType type, const void* row, int64_t first_block, int64_t num_blocks,
+                     uint8_t* q, float* scale, float* min) {
+  UnpackBlocksAvx2(type, row, first_block, num_blocks, q, scale, min);
+  const bool per_block = type == WeightType::kQ4_0 || type == WeightType::kQ4_1 ||
+                         type == WeightType::kQ5_0 || type == WeightType::kQ5_1 ||
+                         type == WeightType::kQ8_0;
+  if (!per_block) return;
+  REPRISE_CHECK(first_block % kBlockChains == 0, "panel rows unpack from a span's start");
+  alignas(32) uint8_t span[kBlockChains * 32];
+  for (int64_t b = 0; b < num_blocks; b += kBlockChains) {
+    const int n = static_cast<int>(std::min<int64_t>(kBlockChains, num_blocks - b));
+    std::memcpy(span, q + 32 * b, 32 * n);
+    TransposeSpan(span, n, q + 32 * b);
+  }
+}
+
+// Tokens t0 .. t0 + MT - 1 over a panel's rows of a per-block type in span lanes, a row at a time:
+// the tokens' codes are put in span lanes once per call, with each block's scale and zero-point
+// sum, so every row reads them straight.
+template <int MT, Codes kCodes>
+class SpanLaneRows {
  public:
-  QuantRows(const QuantizedRows& x, int64_t t0, const UnpackedRows& w)
-      : w_(w), cols_(x.cols), groups_(x.cols / 16), blocks_(x.cols / 32) {
+  SpanLaneRows(const QuantizedRows& x, int64_t t0, const UnpackedRows& w)
+      : w_(w), cols_(x.cols), blocks_(x.cols / kQk) {
+    const int64_t code_bytes = MT * cols_;
+    const int64_t float_bytes = MT * blocks_ * 4;
+    // 32 bytes past the last array for a partial span's whole-vector reads (Span).
+    uint8_t* scratch = ThreadScratch(Slot::kTileActivations, code_bytes + 2 * float_bytes + 32);
+    x_codes_ = reinterpret_cast<int8_t*>(scratch);
+    x_scales_ = reinterpret_cast<float*>(scratch + code_bytes);
+    x_zeros_ = reinterpret_cast<int32_t*>(scratch + code_bytes + float_bytes);
     for (int t = 0; t < MT; ++t) {
-      x_codes_[t] = x.q + (t0 + t) * cols_;
-      x_scales_[t] = x.d + (t0 + t) * groups_;
+      ToSpanLanes(reinterpret_cast<const uint8_t*>(x.q + (t0 + t) * cols_), blocks_,
+                  reinterpret_cast<uint8_t*>(x_codes_ + t * cols_));
+      const float* d = x.d + (t0 + t) * (cols_ / 16);
+      for (int64_t b = 0; b < blocks_; ++b) x_scales_[t * blocks_ + b] = d[2 * b];
+      if constexpr (kCodes == Codes::kZeroLanes) {
+        const int32_t* lanes = x.ZeroLanes(w.zero_point, t0 + t);
+        for (int64_t b = 0; b < blocks_; ++b) {
+          const int32_t* l = lanes + 4 * b;
+          x_zeros_[t * blocks_ + b] = l[0] + l[1] + l[2] + l[3];
+        }
+      }
       x_sums_[t] = x.sum != nullptr ? x.sum + (t0 + t) * blocks_ : nullptr;
-      x_zero_lanes_[t] = kCodes == Codes::kZeroLanes ? x.ZeroLanes(w.zero_point, t0 + t) : nullptr;
     }
   }
 
-  // Rows r0 .. r0 + NR - 1: y[t * y_stride + r].
-  template <int NR>
-  __attribute__((always_inline)) void Tile(int64_t r0, float* y, int64_t y_stride) {
-    const __m256i zero_bytes = _mm256_set1_epi8(static_cast<char>(w_.zero_point));
-    const __m256i ones = _mm256_set1_epi16(1);
-    using Chain = typename QuantChain<kPerBlock>::Type;
-    Chain acc[MT][NR];
-    for (int t = 0; t < MT; ++t) {
-      for (int r = 0; r < NR; ++r) acc[t][r] = Chain{};
-    }
-    const uint8_t* w_codes[NR];
-    const float* w_scales[NR];
-    for (int r = 0; r < NR; ++r) {
-      w_codes[r] = w_.q + (r0 + r) * cols_;
-      w_scales[r] = w_.scale + (r0 + r) * groups_;
-    }
-    constexpr int kSpan = 8;  // blocks whose scale products one vector holds
-    alignas(32) float products[MT][NR][kSpan];
-    const auto block = [&](int64_t b, int i) __attribute__((always_inline)) {
-      const int64_t c = 32 * b;
-      __m256i w_signed[NR], w_abs[NR];
-      __m256 ws[NR];
-      for (int r = 0; r < NR; ++r) {
-        const __m256i codes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w_codes[r] + c));
-        if constexpr (kCodes == Codes::kSigned) {
-          w_signed[r] = _mm256_sub_epi8(codes, zero_bytes);
-          w_abs[r] = _mm256_abs_epi8(w_signed[r]);
-        } else {
-          w_abs[r] = codes;
-        }
-        if constexpr (!kPerBlock) ws[r] = ExpandGroupScales(w_scales[r] + 2 * b);
-      }
-      for (int t = 0; t < MT; ++t) {
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_codes_[t] + c));
-        __m256 xd;
-        if constexpr (!kPerBlock) xd = BroadcastFloat(x_scales_[t] + 2 * b);
-        __m128i zero_lanes;
-        if constexpr (kCodes == Codes::kZeroLanes) {
-          zero_lanes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x_zero_lanes_[t] + 4 * b));
-        }
-        for (int r = 0; r < NR; ++r) {
-          __m256i pairs;
-          if constexpr (kCodes == Codes::kSigned) {
-            pairs = _mm256_maddubs_epi16(w_abs[r], _mm256_sign_epi8(xv, w_signed[r]));
-          } else {
-            pairs = _mm256_maddubs_epi16(w_abs[r], xv);
-          }
-          if constexpr (kPerBlock) {
-            __m128i lanes;
-            if constexpr (kCodes == Codes::kSigned) {
-              lanes = BlockLaneSums(_mm256_madd_epi16(pairs, ones));
-            } else {
-              lanes = SmallPairsLaneSums(pairs);  // small codes
-              if constexpr (kCodes == Codes::kZeroLanes) lanes = _mm_sub_epi32(lanes, zero_lanes);
-            }
-            acc[t][r] =
-                _mm_fmadd_ps(_mm_cvtepi32_ps(lanes),
-                             _mm_broadcastss_ps(_mm_load_ss(&products[t][r][i])), acc[t][r]);
-          } else {
-            const __m256i isum = _mm256_madd_epi16(pairs, ones);
-            acc[t][r] =
-                _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(ws[r], xd), acc[t][r]);
-          }
-        }
-      }
-    };
-    if constexpr (kPerBlock) {
-      for (int64_t b = 0; b < blocks_; b += kSpan) {
-        const int n = static_cast<int>(std::min<int64_t>(kSpan, blocks_ - b));
-        __m256 x_span[MT];
-        for (int t = 0; t < MT; ++t) x_span[t] = BlockScales(x_scales_[t] + 2 * b, n);
-        for (int r = 0; r < NR; ++r) {
-          const __m256 w_span = BlockScales(w_scales[r] + 2 * b, n);
-          for (int t = 0; t < MT; ++t)
-            _mm256_store_ps(products[t][r], _mm256_mul_ps(w_span, x_span[t]));
-        }
-        // The same loop twice: with a constant count the compiler unrolls whole spans and
-        // reads each product from a fixed place; only a row's last span takes the other.
-        if (n == kSpan) {
-          for (int i = 0; i < kSpan; ++i) block(b + i, i);
-        } else {
-          for (int i = 0; i < n; ++i) block(b + i, i);
-        }
-      }
-    } else {
-      for (int64_t b = 0; b < blocks_; ++b) block(b, 0);
-    }
-    if constexpr (MT * NR == 8 && kPerBlock) {
-      if (w_.min == nullptr) {
-        const __m256 sums = HorizontalSums4(reinterpret_cast<const __m128(&)[8]>(acc));
-        const __m128 lo = _mm256_castps256_ps128(sums), hi = _mm256_extractf128_ps(sums, 1);
-        _mm_storel_pi(reinterpret_cast<__m64*>(y), lo);
-        _mm_storeh_pi(reinterpret_cast<__m64*>(y + y_stride), lo);
-        _mm_storel_pi(reinterpret_cast<__m64*>(y + 2 * y_stride), hi);
-        _mm_storeh_pi(reinterpret_cast<__m64*>(y + 3 * y_stride), hi);
-        return;
-      }
-    }
-    float sums[MT][NR];
-    for (int t = 0; t < MT; ++t) {
-      for (int r = 0; r < NR; ++r) {
-        if constexpr (kPerBlock) {
-          sums[t][r] = HorizontalSum4(acc[t][r]);
-        } else {
-          sums[t][r] = HorizontalSum(acc[t][r]);
-        }
-      }
-    }
-    if (w_.min != nullptr) {
-      for (int t = 0; t < MT; ++t) {
-        for (int r = 0; r < NR; ++r) sums[t][r] += MinsDot(w_.min + (r0 + r) * blocks_, x_sums_[t]);
+  // Row r: y[t * y_stride].
+  __attribute__((always_inline)) void Row(int64_t r, float* y, int64_t y_stride) {
+    const uint8_t* codes = w_.q + r * cols_;
+    const float* scales = w_.scale + r * (cols_ / 16);
+    __m256 acc[MT];
+    for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < blocks_; b += kBlockChains) {
+      const int n = static_cast<int>(std::min<int64_t>(kBlockChains, blocks_ - b));
+      if (n == kBlockChains) {
+        Span<kBlockChains>(codes, scales, b, kBlockChains, acc);
+      } else {
+        Span<0>(codes, scales, b, n, acc);
       }
     }
     for (int t = 0; t < MT; ++t) {
-      for (int r = 0; r < NR; ++r) y[t * y_stride + r] = sums[t][r];
+      float sum = HorizontalSum(acc[t]);
+      if (w_.min != nullptr) sum += MinsDot(w_.min + r * blocks_, x_sums_[t]);
+      y[t * y_stride] = sum;
     }
   }
 
  private:
+  // The span of blocks b .. b + n - 1 (kN: n known to be whole, else 0): every token's chains.
+  template <int kN>
+  __attribute__((always_inline)) void Span(const uint8_t* codes, const float* scales, int64_t b,
+                                           int n, __m256 (&acc)[MT]) {
+    const __m256i lanes = LaneMask(n);
+    const int stride = kN == 0 ? 4 * n : 32;  // a word's bytes
+    // A partial span's words read 32 bytes and keep their n lanes: the bytes past a row's last
+    // word are the next row's or, after the last row, the buffer's next array (the panel's
+    // scales, the tokens' scales), never past the allocation; masked loads cost more on Zen 1.
+    const auto load = [&](const void* p) __attribute__((always_inline)) {
+      const __m256i v = _mm256_loadu_si256(static_cast<const __m256i*>(p));
+      return kN == 0 ? _mm256_and_si256(v, lanes) : v;
+    };
+    const __m256i ones = _mm256_set1_epi16(1);
+    const uint8_t* w_span = codes + 32 * b;
+    __m256i sums[MT];
+    if constexpr (kCodes == Codes::kSigned) {
+      const __m256i zero_bytes = _mm256_set1_epi8(static_cast<char>(w_.zero_point));
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) {
+        const __m256i w_signed = _mm256_sub_epi8(load(w_span + stride * i), zero_bytes);
+        const __m256i w_abs = _mm256_abs_epi8(w_signed);
+        for (int t = 0; t < MT; ++t) {
+          const __m256i xv = load(x_codes_ + t * cols_ + 32 * b + stride * i);
+          const __m256i word =
+              _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xv, w_signed)), ones);
+          sums[t] = i == 0 ? word : _mm256_add_epi32(sums[t], word);
+        }
+      }
+    } else {
+      // Codes below 32: four words' pairs (at most 4 * 2 * 31 * 127) add in 16 bits.
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        __m256i pairs[MT];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          const int i = 4 * half + k;
+          const __m256i w = load(w_span + stride * i);
+          for (int t = 0; t < MT; ++t) {
+            const __m256i p =
+                _mm256_maddubs_epi16(w, load(x_codes_ + t * cols_ + 32 * b + stride * i));
+            pairs[t] = k == 0 ? p : _mm256_add_epi16(pairs[t], p);
+          }
+        }
+        for (int t = 0; t < MT; ++t) {
+          const __m256i word = _mm256_madd_epi16(pairs[t], ones);
+          sums[t] = half == 0 ? word : _mm256_add_epi32(sums[t], word);
+        }
+      }
+    }
+    const __m256 w_scales = BlockScales(scales + 2 * b, kN == 0 ? n : kBlockChains);
+    for (int t = 0; t < MT; ++t) {
+      const int64_t at = t * blocks_ + b;
+      if constexpr (kCodes == Codes::kZeroLanes) {
+        sums[t] = _mm256_sub_epi32(sums[t], load(x_zeros_ + at));
+      }
+      const __m256 x_scales = _mm256_castsi256_ps(load(x_scales_ + at));
+      acc[t] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(w_scales, x_scales), acc[t]);
+    }
+  }
+
   // Sum over the row's blocks of min * the activations' block sum.
   float MinsDot(const float* mins, const float* x_sums) const {
     __m256 min_acc = _mm256_setzero_ps();
@@ -322,50 +318,43 @@ class QuantRows {
   }
 
   const UnpackedRows& w_;
-  const int64_t cols_, groups_, blocks_;
-  const int8_t* x_codes_[MT];
-  const float* x_scales_[MT];
+  const int64_t cols_, blocks_;
+  int8_t* x_codes_;   // [MT][cols] in span lanes
+  float* x_scales_;   // [MT][blocks]
+  int32_t* x_zeros_;  // [MT][blocks]: z * the block's sum of codes (kZeroLanes)
   const float* x_sums_[MT];
-  const int32_t* x_zero_lanes_[MT];
 };
 
-// 4 x 2 runs about 10% faster than 3 x 2 per output; more rows or tokens spill registers.
-constexpr int kQuantTokenTile = 4;
-constexpr int kQuantRowTile = 2;
-
-template <int MT, Codes kCodes, bool kPerBlock>
-void QuantRowsT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, int nr,
-                float* y, int64_t y_stride) {
-  QuantRows<MT, kCodes, kPerBlock> rows(x, t0, w);
-  int r = 0;
-  for (; r + kQuantRowTile <= nr; r += kQuantRowTile) {
-    rows.template Tile<kQuantRowTile>(r0 + r, y + r, y_stride);
-  }
-  if (r < nr) rows.template Tile<1>(r0 + r, y + r, y_stride);
+template <int MT, Codes kCodes>
+void SpanLaneRowsT(const QuantizedRows& x, int64_t t0, const UnpackedRows& w, int64_t r0, int nr,
+                   float* y, int64_t y_stride) {
+  SpanLaneRows<MT, kCodes> rows(x, t0, w);
+  for (int r = 0; r < nr; ++r) rows.Row(r0 + r, y + r, y_stride);
 }
-static_assert(kQuantRowTile == 2, "QuantRowsT takes the rows two at a time and a last one");
+
+// Tokens per call of the panel tile; it takes the panel's rows one at a time.
+constexpr int kQuantTokenTile = 4;
+constexpr int kQuantRowTile = 1;
 
 using QuantRowsFn = void (*)(const QuantizedRows&, int64_t, const UnpackedRows&, int64_t, int,
                              float*, int64_t);
 
-template <Codes kCodes, bool kPerBlock, int... MTs>
-constexpr auto QuantVariants(std::integer_sequence<int, MTs...>) {
-  return std::array<QuantRowsFn, sizeof...(MTs)>{&QuantRowsT<MTs + 1, kCodes, kPerBlock>...};
+template <Codes kCodes, int... MTs>
+constexpr auto SpanLaneVariants(std::integer_sequence<int, MTs...>) {
+  return std::array<QuantRowsFn, sizeof...(MTs)>{&SpanLaneRowsT<MTs + 1, kCodes>...};
 }
 
 void QuantTile(const QuantizedRows& x, int64_t t0, int mt, const UnpackedRows& w, int64_t r0,
                int nr, float* y, int64_t y_stride) {
+  // Only the per-block types come unpacked here: the K-quants' activations come per
+  // super-block, and their tiles read stored rows.
+  REPRISE_CHECK(w.scales_per_32, "the AVX2 panel tile takes a scale per block");
   using Tokens = std::make_integer_sequence<int, kQuantTokenTile>;
-  // Codes without a zero point all have one scale per block; the signed form serves any codes.
-  static constexpr auto kSignedPerGroup = QuantVariants<Codes::kSigned, false>(Tokens());
-  static constexpr auto kSignedPerBlock = QuantVariants<Codes::kSigned, true>(Tokens());
-  static constexpr auto kZeroLanesPerBlock = QuantVariants<Codes::kZeroLanes, true>(Tokens());
-  static constexpr auto kUnsignedPerBlock = QuantVariants<Codes::kUnsigned, true>(Tokens());
+  static constexpr auto kSigned = SpanLaneVariants<Codes::kSigned>(Tokens());
+  static constexpr auto kZeroLanes = SpanLaneVariants<Codes::kZeroLanes>(Tokens());
+  static constexpr auto kUnsigned = SpanLaneVariants<Codes::kUnsigned>(Tokens());
   const bool zero_lanes = x.ZeroLanes(w.zero_point, 0) != nullptr;
-  const auto& variants = !w.scales_per_32    ? kSignedPerGroup
-                         : zero_lanes        ? kZeroLanesPerBlock
-                         : w.zero_point != 0 ? kSignedPerBlock
-                                             : kUnsignedPerBlock;
+  const auto& variants = zero_lanes ? kZeroLanes : w.zero_point != 0 ? kSigned : kUnsigned;
   variants[mt - 1](x, t0, w, r0, nr, y, y_stride);
 }
 
@@ -502,8 +491,9 @@ const TargetKernels& Avx2Kernels() {
       .zero_point_lanes_row = ZeroPointLanesRowAvx2,
       .quantize_row = QuantizeActivationRowAvx2,
       .quantize_row_per_super_block = QuantizeActivationRowPerSuperBlockAvx2,
-      .unpack = UnpackBlocksAvx2,
+      .unpack = UnpackPanelAvx2,
       .group_layout = WeightLayout::kRowStreams,
+      .row_groups_prefill = RowGroupsPrefillAvx2,
       .has_row_group_tile = HasRowGroupTileAvx2,
       .row_group_tile = RowGroupTileAvx2,
       .ungroup_rows = UngroupRowStreamsAvx2,

@@ -1,6 +1,7 @@
 // The one horizontal sum AVX2 kernels use. Its fixed tree (8 -> 4 -> 2 -> 1) is part of the
-// exactness contract, so every AVX2 kernel must reduce through it (4-lane chains through its last
-// two levels). Also the lane mask of their masked reads and the largest of a vector's lanes.
+// exactness contract, so every AVX2 kernel must reduce through it, as the per-block quantized
+// tiles' eight chains do (BlockChainsSum). Also the lane mask of their masked reads, the largest
+// of a vector's lanes, and the per-block tiles' integer sums.
 // Include only from files compiled for AVX2.
 #pragma once
 
@@ -14,8 +15,7 @@ inline __m256i LaneMask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// The same tree's last two levels (4 -> 2 -> 1): the sum of a 4-lane chain (the quantized
-// tiles' lanes of 8 products, matmul_avx2.cpp).
+// The same tree's last two levels (4 -> 2 -> 1).
 inline float HorizontalSum4(__m128 four) {
   __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
   __m128 one = _mm_add_ss(two, _mm_movehdup_ps(two));
@@ -34,30 +34,27 @@ inline float HorizontalMax(__m256 v) {
   return _mm_cvtss_f32(one);
 }
 
-// Lane i = the tree's last two levels over v[i]'s four lanes, v packed two to a register
-// ([v[2i] | v[2i + 1]]), for HorizontalSums and HorizontalSums4.
-inline __m256 PackedSums(const __m256 (&four)[4]) {
-  __m256 two[2];  // [v[4i] (0+2, 1+3), v[4i + 2] the same | v[4i + 1], v[4i + 3]]
-  for (int i = 0; i < 2; ++i) {
-    const __m256d a = _mm256_castps_pd(four[2 * i]), b = _mm256_castps_pd(four[2 * i + 1]);
-    two[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(a, b)),
-                           _mm256_castpd_ps(_mm256_unpackhi_pd(a, b)));
-  }
-  const __m256 one = _mm256_add_ps(_mm256_shuffle_ps(two[0], two[1], 0x88),   // lanes 0, 2
-                                   _mm256_shuffle_ps(two[0], two[1], 0xDD));  // lanes 1, 3
-  // one = [v0, v2, v4, v6 | v1, v3, v5, v7]
-  return _mm256_permutevar8x32_ps(one, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+// The per-block quantized tiles' chains (matmul_avx2.cpp's lane layout): a row's block b is
+// fused into chain b % kBlockChains.
+inline constexpr int kBlockChains = 8;
+
+// The chains' sum, HorizontalSum's tree over chain j as lane j, for the tiles that keep chain j
+// in register j (a row per lane): ((c0 + c4) + (c2 + c6)) + ((c1 + c5) + (c3 + c7)).
+inline __m256 BlockChainsSum(const __m256 (&c)[kBlockChains]) {
+  return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c[0], c[4]), _mm256_add_ps(c[2], c[6])),
+                       _mm256_add_ps(_mm256_add_ps(c[1], c[5]), _mm256_add_ps(c[3], c[7])));
 }
 
-// Lane i = HorizontalSum4(v[i]), bit for bit.
-inline __m256 HorizontalSums4(const __m128 (&v)[8]) {
-  __m256 four[4];
-  for (int i = 0; i < 4; ++i) four[i] = _mm256_set_m128(v[2 * i + 1], v[2 * i]);
-  return PackedSums(four);
+// Lane j = the sum of v[j]'s four lanes, exact integers: a span's block sums from the four lane
+// sums a tile forms for each of its 8 blocks.
+inline __m256i BlockSums(const __m128i (&v)[kBlockChains]) {
+  const __m128i low = _mm_hadd_epi32(_mm_hadd_epi32(v[0], v[1]), _mm_hadd_epi32(v[2], v[3]));
+  const __m128i high = _mm_hadd_epi32(_mm_hadd_epi32(v[4], v[5]), _mm_hadd_epi32(v[6], v[7]));
+  return _mm256_set_m128i(high, low);
 }
 
-// The 8 exact lane sums of a block's products (lane i: products 4i..4i+3) as the 4 the chains
-// take (lane i: products 4i..4i+3 and 16 + 4i..16 + 4i + 3).
+// The 8 exact lane sums of a block's products (lane i: products 4i..4i+3) as 4 (lane i: products
+// 4i..4i+3 and 16 + 4i..16 + 4i + 3), on the way to the block's integer (BlockSums).
 inline __m128i BlockLaneSums(__m256i eight) {
   return _mm_add_epi32(_mm256_castsi256_si128(eight), _mm256_extracti128_si256(eight, 1));
 }
@@ -69,18 +66,6 @@ inline __m128i SmallPairsLaneSums(__m256i pairs) {
   return _mm_madd_epi16(
       _mm_add_epi16(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1)),
       _mm_set1_epi16(1));
-}
-
-// Lane i = HorizontalSum(v[i]), bit for bit: the same tree taken across the registers (each add
-// pairs the lanes HorizontalSum's does, and float addition commutes). 22 operations where eight
-// HorizontalSums take 48 and the scalars' stores.
-inline __m256 HorizontalSums(const __m256 (&v)[8]) {
-  __m256 four[4];  // [v[2i] lanes (0+4, 1+5, 2+6, 3+7) | v[2i + 1] the same]
-  for (int i = 0; i < 4; ++i) {
-    four[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20),
-                            _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
-  }
-  return PackedSums(four);
 }
 
 }  // namespace reprise::kernels

@@ -8,17 +8,17 @@
 // six of them testing the stored fifth bits with a byte shuffle and a compare, and, on rows as
 // short as a small model's, a horizontal sum and a span set-up per few blocks. Here a 32-byte
 // vector holds one code word of 8 rows (row r in 32-bit lane r), the fifth bits come recoded so
-// that one shift and one mask place them, and a row's 4 lane sums stay in 4 registers, one per lane
-// of the row-by-row tile, with no per-row work but the final tree of adds.
+// that one shift and one mask place them, and a row's 8 chains stay in 8 registers, with no
+// per-row work but the final tree of adds.
 //
-// The arithmetic is the row-by-row tile's, so the same bits: its lane i of block b holds the
-// exact integer sum of (code - zero point) * x over elements 4i..4i+3 and 16 + 4i..16 + 4i + 3,
-// converted and fused into lane i's chain with the product w_scale * x_scale; the chains in the
-// order of the blocks; then HorizontalSum4's tree. Here chain i of row r is lane r of register i,
-// and the tree adds registers. A word holds elements 4i..4i+3 in its low nibbles and
-// 16 + 4i.. in its high ones: both halves of a lane's sum, added in 16 bits before one madd, one
-// conversion and one multiply-add (Zen 1, where the integer multiplies share one pipe: Q4_0
-// decode 7.9 -> 6.9 cycles per row's block, Q5_0 9.7 -> 8.7).
+// The arithmetic is the other AVX2 tiles' (matmul_avx2.cpp's lane layout), so the same bits:
+// block b's exact integer, (code - zero point) * x summed over its 32 elements, converted and
+// fused into chain b % 8 with the product w_scale * x_scale; then BlockChainsSum's tree. Here
+// chain j of row r is lane r of register j. Word u holds elements 4u..4u+3 in its low nibbles
+// and 16 + 4u.. in its high ones: the block's four words' pairs add in 16 bits (Q5_0: two
+// words') before one madd, one zero-point subtraction, one conversion and one multiply-add per
+// block and 8 rows (Zen 1, one thread, 256 x 2048 from L2: Q4_0 9.2-9.4 -> 11.0-12.0 GB/s, Q5_0
+// 8.7-8.8 -> 9.7, Q8_0 15.0 -> 15.8).
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -70,58 +70,72 @@ void StreamTile(const int8_t* xq, const float* xd, const int32_t* zero, int64_t 
                 const Layout& stream, StreamAhead<8192, 0>& ahead, float* y) {
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 chains[4];
+  __m256 chains[kBlockChains];
   for (__m256& chain : chains) chain = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
+  // Block b into chain b % kBlockChains (lane r: row r).
+  const auto block = [&](int64_t b, __m256 & chain) __attribute__((always_inline)) {
     const int64_t at = b * Layout::kBlockBytes;
     ahead.Upto(stream.words + at + Layout::kBlockBytes);
-    __m256i qh = _mm256_setzero_si256();
-    if constexpr (Layout::kFifthBits) qh = Load32(stream.Block0Qh() + at);
     const __m256 scale = _mm256_mul_ps(
         _mm256_cvtph_ps(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(stream.Block0Scales() + at))),
         _mm256_set1_ps(xd[2 * b]));
     const int8_t* xb = xq + b * kQk;
-    const int32_t* zb = zero + 4 * b;
+    __m256i sums;
     if constexpr (Layout::kEightBit) {
-      // Code words u and u + 4: elements 4u..4u+3 and 16 + 4u.. (chain u), signed:
-      // maddubs(|w|, sign(x, w)); their pairs may reach 2 * 128 * 127, so they add in 32 bits.
+      // Code word u: elements 4u..4u+3 of each row, signed: maddubs(|w|, sign(x, w)); their
+      // pairs may reach 2 * 128 * 127, so they add in 32 bits.
+      const auto word_sums = [&](int u) __attribute__((always_inline)) {
+        const __m256i word = Load32(stream.words + at + 32 * u);
+        return _mm256_madd_epi16(
+            _mm256_maddubs_epi16(_mm256_abs_epi8(word),
+                                 _mm256_sign_epi8(Broadcast4(xb + 4 * u), word)),
+            ones);
+      };
+      sums = word_sums(0);
+      Unroll<7>([&](auto u) { sums = _mm256_add_epi32(sums, word_sums(decltype(u)::value + 1)); });
+    } else {
+      __m256i qh = _mm256_setzero_si256();
+      if constexpr (Layout::kFifthBits) qh = Load32(stream.Block0Qh() + at);
+      // Code word u: elements 4u..4u+3 in its low nibbles, 16 + 4u.. in its high ones. A word's
+      // pairs are at most 2 * 2 * 15 * 127 (Q4_0) or 2 * 2 * 31 * 127 (Q5_0), so all four words
+      // (Q4_0) or two (Q5_0) add in 16 bits before a madd.
+      __m256i pairs[4];
       Unroll<4>([&](auto word_index) {
         constexpr int u = decltype(word_index)::value;
-        const auto lane_sums = [&](int index) __attribute__((always_inline)) {
-          const __m256i word = Load32(stream.words + at + 32 * index);
-          return _mm256_madd_epi16(
-              _mm256_maddubs_epi16(_mm256_abs_epi8(word),
-                                   _mm256_sign_epi8(Broadcast4(xb + 4 * index), word)),
-              ones);
-        };
-        const __m256i sums = _mm256_add_epi32(lane_sums(u), lane_sums(u + 4));
-        chains[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, chains[u]);
+        const __m256i word = Load32(stream.words + at + 32 * u);
+        __m256i low = _mm256_and_si256(word, low_nibbles);
+        __m256i high = _mm256_and_si256(_mm256_srli_epi16(word, 4), low_nibbles);
+        if constexpr (Layout::kFifthBits) {
+          low = _mm256_or_si256(low, FifthBitsAt<2 * u>(qh));
+          high = _mm256_or_si256(high, FifthBitsAt<2 * u + 1>(qh));
+        }
+        pairs[u] = _mm256_add_epi16(_mm256_maddubs_epi16(low, Broadcast4(xb + 4 * u)),
+                                    _mm256_maddubs_epi16(high, Broadcast4(xb + 16 + 4 * u)));
       });
-      continue;
-    }
-    // Code word u: elements 4u..4u+3 in its low nibbles, 16 + 4u.. in its high ones (chain u);
-    // both halves' pairs add up in 16 bits (at most 2 * 2 * 31 * 127) before one madd.
-    Unroll<4>([&](auto word_index) {
-      constexpr int u = decltype(word_index)::value;
-      const __m256i word = Load32(stream.words + at + 32 * u);
-      __m256i low = _mm256_and_si256(word, low_nibbles);
-      __m256i high = _mm256_and_si256(_mm256_srli_epi16(word, 4), low_nibbles);
       if constexpr (Layout::kFifthBits) {
-        low = _mm256_or_si256(low, FifthBitsAt<2 * u>(qh));
-        high = _mm256_or_si256(high, FifthBitsAt<2 * u + 1>(qh));
+        sums = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(pairs[0], pairs[1]), ones),
+                                _mm256_madd_epi16(_mm256_add_epi16(pairs[2], pairs[3]), ones));
+      } else {
+        sums = _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(pairs[0], pairs[1]),
+                                                  _mm256_add_epi16(pairs[2], pairs[3])),
+                                 ones);
       }
-      const __m256i pairs =
-          _mm256_add_epi16(_mm256_maddubs_epi16(low, Broadcast4(xb + 4 * u)),
-                           _mm256_maddubs_epi16(high, Broadcast4(xb + 16 + 4 * u)));
-      const __m256i sums =
-          _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(zb[u]));
-      chains[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, chains[u]);
-    });
+      const int32_t* zb = zero + 4 * b;
+      sums = _mm256_sub_epi32(sums, _mm256_set1_epi32(zb[0] + zb[1] + zb[2] + zb[3]));
+    }
+    chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, chain);
+  };
+  for (int64_t b0 = 0; b0 < blocks; b0 += kBlockChains) {
+    if (b0 + kBlockChains <= blocks) {
+      Unroll<kBlockChains>([&](auto j) { block(b0 + j, chains[j]); });
+    } else {
+      Unroll<kBlockChains>([&](auto j) {
+        if (b0 + j < blocks) block(b0 + j, chains[j]);
+      });
+    }
   }
-  // HorizontalSum4's tree (reduce_avx2.h) over the chains.
-  _mm256_storeu_ps(
-      y, _mm256_add_ps(_mm256_add_ps(chains[0], chains[2]), _mm256_add_ps(chains[1], chains[3])));
+  _mm256_storeu_ps(y, BlockChainsSum(chains));
 }
 
 // Token by token, stream by stream: a stream's pass takes most registers, so a second stream or
@@ -317,6 +331,13 @@ bool HasRowGroupTileAvx2(WeightType type) {
   return type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0 ||
          type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kF16 ||
          type == WeightType::kBF16;
+}
+
+// Q4_0 and Q8_0 streams take any number of tokens (Zen 1, 512-token prefill of 135M files, 2
+// threads: Q4_0 1.2-1.3x, Q8_0 1.05-1.1x the prefill panels' speed); Q5_0's fifth bits take
+// two more shifts per code word, on the one pipe that shifts there, and its panels are faster.
+bool RowGroupsPrefillAvx2(WeightType type) {
+  return type == WeightType::kQ4_0 || type == WeightType::kQ8_0;
 }
 
 void FloatGroupTileAvx2(WeightType type, const float* x, int64_t x_stride, int mt,
