@@ -93,7 +93,9 @@ void StreamTile(const int8_t* xq, const float* xd, const int32_t* zero, int64_t 
             ones);
       };
       sums = word_sums(0);
-      Unroll<7>([&](auto u) { sums = _mm256_add_epi32(sums, word_sums(decltype(u)::value + 1)); });
+      Unroll<7>([&](auto u) __attribute__((always_inline)) {
+        sums = _mm256_add_epi32(sums, word_sums(decltype(u)::value + 1));
+      });
     } else {
       __m256i qh = _mm256_setzero_si256();
       if constexpr (Layout::kFifthBits) qh = Load32(stream.Block0Qh() + at);
@@ -101,7 +103,7 @@ void StreamTile(const int8_t* xq, const float* xd, const int32_t* zero, int64_t 
       // pairs are at most 2 * 2 * 15 * 127 (Q4_0) or 2 * 2 * 31 * 127 (Q5_0), so all four words
       // (Q4_0) or two (Q5_0) add in 16 bits before a madd.
       __m256i pairs[4];
-      Unroll<4>([&](auto word_index) {
+      Unroll<4>([&](auto word_index) __attribute__((always_inline)) {
         constexpr int u = decltype(word_index)::value;
         const __m256i word = Load32(stream.words + at + 32 * u);
         __m256i low = _mm256_and_si256(word, low_nibbles);
@@ -128,9 +130,10 @@ void StreamTile(const int8_t* xq, const float* xd, const int32_t* zero, int64_t 
   };
   for (int64_t b0 = 0; b0 < blocks; b0 += kBlockChains) {
     if (b0 + kBlockChains <= blocks) {
-      Unroll<kBlockChains>([&](auto j) { block(b0 + j, chains[j]); });
+      Unroll<kBlockChains>([&](auto j)
+                               __attribute__((always_inline)) { block(b0 + j, chains[j]); });
     } else {
-      Unroll<kBlockChains>([&](auto j) {
+      Unroll<kBlockChains>([&](auto j) __attribute__((always_inline)) {
         if (b0 + j < blocks) block(b0 + j, chains[j]);
       });
     }
