@@ -541,7 +541,7 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
       (quantized && TilesReadRowGroups(kernels, w) &&
        ((!groups_interleave &&
          (tokens <= kRowGroupMaxTokens ||
-          (kernels.row_groups_prefill != nullptr && kernels.row_groups_prefill(w.type)))) ||
+          (kernels.row_groups_prefill != nullptr && kernels.row_groups_prefill(w.type, cols)))) ||
         form == ActivationForm::kPerSuperBlock));
   job.decode = decode;
   // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.

@@ -167,9 +167,9 @@ struct TargetKernels {
   // r < 16, with the bits of the target's other tiles, reading the group once; it asks for the
   // bytes after the group's, up to ahead_end, as it goes.
   WeightLayout group_layout = WeightLayout::kRowMajor;
-  // The types whose row_group_tile serves products of any token count, not only up to
-  // kRowGroupMaxTokens, since it outruns the prefill panels (optional: none).
-  bool (*row_groups_prefill)(WeightType type) = nullptr;
+  // The matrices (type, columns) whose row_group_tile serves products of any token count, not
+  // only up to kRowGroupMaxTokens, since it outruns the prefill panels (optional: none).
+  bool (*row_groups_prefill)(WeightType type, int64_t cols) = nullptr;
   bool (*has_row_group_tile)(WeightType type) = nullptr;
   void (*row_group_tile)(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                          const uint8_t* group, const uint8_t* ahead_end, float* y,
@@ -204,7 +204,7 @@ ActivationForm ActivationFormAvx2(WeightType type);
 // Q4_0, Q5_0, Q8_0, Q4_K and Q5_K, else none. K-quants take activations in the super-block form
 // (their tile: k_quant_streams_avx2.cpp).
 bool HasRowGroupTileAvx2(WeightType type);
-bool RowGroupsPrefillAvx2(WeightType type);
+bool RowGroupsPrefillAvx2(WeightType type, int64_t cols);
 void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                       const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
 void KQuantStreamTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,

@@ -62,39 +62,53 @@ struct StreamLayout {
   const uint8_t* Block0Scales() const { return words + kScalesAt; }
 };
 
-// One token over one stream of 8 rows: y[r] = dot(x, row r) for r < 8. xq, xd, zero: the token's
-// codes, scales and zero-point lane sums for the layout's zero point (QuantizedRows, per-block
-// form).
-template <typename Layout>
-void StreamTile(const int8_t* xq, const float* xd, const int32_t* zero, int64_t blocks,
-                const Layout& stream, StreamAhead<8192, 0>& ahead, float* y) {
+// Tokens a stream pass takes in prefill (the row-group tile's kRowGroupTokens): they share each
+// code word's load and split into codes. Their chains live in memory, since one token's 8 chain
+// registers leave no room for more, and the pass runs a rolled loop over blocks (Zen 1, one
+// thread, 512 tokens, 1536 x 576: Q8_0 27.9 -> 30.1 GFLOP/s, Q4_0 35.0 -> 45.2; two tokens with
+// the blocks unrolled as for one made Q8_0 slower, 26.6).
+constexpr int kStreamTokens = kRowGroupTokens;
+
+// A token's activations in the per-block form (QuantizedRows): its codes, scales and zero-point
+// lane sums for the layout's zero point.
+struct StreamToken {
+  const int8_t* q;
+  const float* d;
+  const int32_t* zero;
+};
+
+// MT tokens over one stream of 8 rows: y[t * y_stride + r] = dot(token t, row r) for r < 8. The
+// tokens share each code word's load and its split into codes (Q8_0: its magnitudes); with more
+// than one, their chains live in the stack frame, a load and a store per block and token beside
+// the block's 8 words of work.
+template <typename Layout, int MT>
+void StreamTile(const StreamToken (&tokens)[MT], int64_t blocks, const Layout& stream,
+                StreamAhead<8192, 0>& ahead, float* y, int64_t y_stride) {
   const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 chains[kBlockChains];
-  for (__m256& chain : chains) chain = _mm256_setzero_ps();
-  // Block b into chain b % kBlockChains (lane r: row r).
-  const auto block = [&](int64_t b, __m256 & chain) __attribute__((always_inline)) {
+  __m256 chains[MT][kBlockChains];
+  for (auto& token_chains : chains) {
+    for (__m256& chain : token_chains) chain = _mm256_setzero_ps();
+  }
+  // Block b into chain j = b % kBlockChains of each token (lane r: row r).
+  const auto block = [&](int64_t b, int j) __attribute__((always_inline)) {
     const int64_t at = b * Layout::kBlockBytes;
     ahead.Upto(stream.words + at + Layout::kBlockBytes);
-    const __m256 scale = _mm256_mul_ps(
-        _mm256_cvtph_ps(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(stream.Block0Scales() + at))),
-        _mm256_set1_ps(xd[2 * b]));
-    const int8_t* xb = xq + b * kQk;
-    __m256i sums;
+    const __m256 w_scale = _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(stream.Block0Scales() + at)));
+    __m256i sums[MT];
     if constexpr (Layout::kEightBit) {
       // Code word u: elements 4u..4u+3 of each row, signed: maddubs(|w|, sign(x, w)); their
       // pairs may reach 2 * 128 * 127, so they add in 32 bits.
-      const auto word_sums = [&](int u) __attribute__((always_inline)) {
+      Unroll<8>([&](auto word_index) __attribute__((always_inline)) {
+        constexpr int u = decltype(word_index)::value;
         const __m256i word = Load32(stream.words + at + 32 * u);
-        return _mm256_madd_epi16(
-            _mm256_maddubs_epi16(_mm256_abs_epi8(word),
-                                 _mm256_sign_epi8(Broadcast4(xb + 4 * u), word)),
-            ones);
-      };
-      sums = word_sums(0);
-      Unroll<7>([&](auto u) __attribute__((always_inline)) {
-        sums = _mm256_add_epi32(sums, word_sums(decltype(u)::value + 1));
+        const __m256i magnitude = _mm256_abs_epi8(word);
+        for (int t = 0; t < MT; ++t) {
+          const __m256i x = _mm256_sign_epi8(Broadcast4(tokens[t].q + b * kQk + 4 * u), word);
+          const __m256i word_sums = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, x), ones);
+          sums[t] = u == 0 ? word_sums : _mm256_add_epi32(sums[t], word_sums);
+        }
       });
     } else {
       __m256i qh = _mm256_setzero_si256();
@@ -102,7 +116,7 @@ void StreamTile(const int8_t* xq, const float* xd, const int32_t* zero, int64_t 
       // Code word u: elements 4u..4u+3 in its low nibbles, 16 + 4u.. in its high ones. A word's
       // pairs are at most 2 * 2 * 15 * 127 (Q4_0) or 2 * 2 * 31 * 127 (Q5_0), so all four words
       // (Q4_0) or two (Q5_0) add in 16 bits before a madd.
-      __m256i pairs[4];
+      __m256i pairs[MT];
       Unroll<4>([&](auto word_index) __attribute__((always_inline)) {
         constexpr int u = decltype(word_index)::value;
         const __m256i word = Load32(stream.words + at + 32 * u);
@@ -112,52 +126,76 @@ void StreamTile(const int8_t* xq, const float* xd, const int32_t* zero, int64_t 
           low = _mm256_or_si256(low, FifthBitsAt<2 * u>(qh));
           high = _mm256_or_si256(high, FifthBitsAt<2 * u + 1>(qh));
         }
-        pairs[u] = _mm256_add_epi16(_mm256_maddubs_epi16(low, Broadcast4(xb + 4 * u)),
-                                    _mm256_maddubs_epi16(high, Broadcast4(xb + 16 + 4 * u)));
+        for (int t = 0; t < MT; ++t) {
+          const int8_t* xb = tokens[t].q + b * kQk;
+          const __m256i word_pairs =
+              _mm256_add_epi16(_mm256_maddubs_epi16(low, Broadcast4(xb + 4 * u)),
+                               _mm256_maddubs_epi16(high, Broadcast4(xb + 16 + 4 * u)));
+          constexpr bool kFirstOfSum = Layout::kFifthBits ? u % 2 == 0 : u == 0;
+          pairs[t] = kFirstOfSum ? word_pairs : _mm256_add_epi16(pairs[t], word_pairs);
+          if constexpr (Layout::kFifthBits && u == 1) sums[t] = _mm256_madd_epi16(pairs[t], ones);
+        }
       });
-      if constexpr (Layout::kFifthBits) {
-        sums = _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(pairs[0], pairs[1]), ones),
-                                _mm256_madd_epi16(_mm256_add_epi16(pairs[2], pairs[3]), ones));
-      } else {
-        sums = _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(pairs[0], pairs[1]),
-                                                  _mm256_add_epi16(pairs[2], pairs[3])),
-                                 ones);
+      for (int t = 0; t < MT; ++t) {
+        if constexpr (Layout::kFifthBits) {
+          sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(pairs[t], ones));
+        } else {
+          sums[t] = _mm256_madd_epi16(pairs[t], ones);
+        }
+        const int32_t* zb = tokens[t].zero + 4 * b;
+        sums[t] = _mm256_sub_epi32(sums[t], _mm256_set1_epi32(zb[0] + zb[1] + zb[2] + zb[3]));
       }
-      const int32_t* zb = zero + 4 * b;
-      sums = _mm256_sub_epi32(sums, _mm256_set1_epi32(zb[0] + zb[1] + zb[2] + zb[3]));
     }
-    chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, chain);
+    for (int t = 0; t < MT; ++t) {
+      const __m256 scale = _mm256_mul_ps(w_scale, _mm256_set1_ps(tokens[t].d[2 * b]));
+      chains[t][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), scale, chains[t][j]);
+    }
   };
-  for (int64_t b0 = 0; b0 < blocks; b0 += kBlockChains) {
-    if (b0 + kBlockChains <= blocks) {
-      Unroll<kBlockChains>([&](auto j)
-                               __attribute__((always_inline)) { block(b0 + j, chains[j]); });
-    } else {
-      Unroll<kBlockChains>([&](auto j) __attribute__((always_inline)) {
-        if (b0 + j < blocks) block(b0 + j, chains[j]);
-      });
+  if constexpr (MT > 1) {
+    // Chains in memory: a rolled loop (see kStreamTokens).
+    for (int64_t b = 0; b < blocks; ++b) block(b, static_cast<int>(b % kBlockChains));
+  } else {
+    // One token's chains stay in registers, indexed by constants.
+    for (int64_t b0 = 0; b0 < blocks; b0 += kBlockChains) {
+      if (b0 + kBlockChains <= blocks) {
+        Unroll<kBlockChains>([&](auto j) __attribute__((always_inline)) { block(b0 + j, j); });
+      } else {
+        Unroll<kBlockChains>([&](auto j) __attribute__((always_inline)) {
+          if (b0 + j < blocks) block(b0 + j, j);
+        });
+      }
     }
   }
-  _mm256_storeu_ps(y, BlockChainsSum(chains));
+  for (int t = 0; t < MT; ++t) _mm256_storeu_ps(y + t * y_stride, BlockChainsSum(chains[t]));
 }
 
-// Token by token, stream by stream: a stream's pass takes most registers, so a second stream or
-// token reads the group again, from L1 or L2.
+// The tokens together, stream by stream: a stream's pass takes the registers, so the other
+// stream reads the group again, from L1.
 template <typename Layout>
 void GroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
                const uint8_t* ahead_end, float* y, int64_t y_stride) {
   const int64_t cols = x.cols;
   const int64_t blocks = cols / kQk;
   StreamAhead<8192, 0> ahead(group, ahead_end);
-  for (int t = 0; t < mt; ++t) {
-    const int8_t* xq = x.q + (t0 + t) * cols;
-    const float* xd = x.d + (t0 + t) * (cols / 16);
-    const int32_t* zero = x.ZeroLanes(Layout::kZeroPoint, t0 + t);
+  const auto token = [&](int t) {
+    return StreamToken{x.q + (t0 + t) * cols, x.d + (t0 + t) * (cols / 16),
+                       x.ZeroLanes(Layout::kZeroPoint, t0 + t)};
+  };
+  const auto pass = [&]<int kTokens>(int t) {
+    StreamToken tokens[kTokens];
+    for (int i = 0; i < kTokens; ++i) tokens[i] = token(t + i);
     for (int s = 0; s < kRowGroupRows / kRowStreamRows; ++s) {
-      StreamTile(xq, xd, zero, blocks, Layout(group, blocks, s), ahead,
-                 y + t * y_stride + s * kRowStreamRows);
+      StreamTile(tokens, blocks, Layout(group, blocks, s), ahead,
+                 y + t * y_stride + s * kRowStreamRows, y_stride);
     }
+  };
+  int t = 0;
+  for (; t + kStreamTokens <= mt; t += kStreamTokens) pass.template operator()<kStreamTokens>(t);
+  if (mt - t >= 2) {
+    pass.template operator()<2>(t);
+    t += 2;
   }
+  if (t < mt) pass.template operator()<1>(t);
 }
 
 // Row r of each stream block's code words, as stored: word vectors W[j] (dword r: row r's word j)
@@ -336,11 +374,17 @@ bool HasRowGroupTileAvx2(WeightType type) {
          type == WeightType::kBF16;
 }
 
-// Q4_0 and Q8_0 streams take any number of tokens (Zen 1, 512-token prefill of 135M files, 2
-// threads: Q4_0 1.2-1.3x, Q8_0 1.05-1.1x the prefill panels' speed); Q5_0's fifth bits take
-// two more shifts per code word, on the one pipe that shifts there, and its panels are faster.
-bool RowGroupsPrefillAvx2(WeightType type) {
-  return type == WeightType::kQ4_0 || type == WeightType::kQ8_0;
+// Q4_0 and Q8_0 streams take any number of tokens: with kStreamTokens tokens a pass they outrun
+// the prefill panels at every shape (Zen 1, one thread, 512 tokens: Q8_0 1536 x 576 30.1 against
+// 20.7 GFLOP/s, 576 x 1536 30.7 against 28.8; Q4_0 45.2 against 28.9 and 46.3 against 41.5). So
+// does Q5_0 where its rows end in a partial span of 8 blocks, which the panel tile computes
+// whole (1536 x 576: 34.0 against 28.4), but not on rows of whole spans, where the two shifts
+// per code word its fifth bits take on Zen 1's one shifting pipe cost more (576 x 1536: 34.7
+// against 40.6).
+bool RowGroupsPrefillAvx2(WeightType type, int64_t cols) {
+  const bool partial_span = cols / kQk % kBlockChains != 0;
+  return type == WeightType::kQ4_0 || type == WeightType::kQ8_0 ||
+         (type == WeightType::kQ5_0 && partial_span);
 }
 
 void FloatGroupTileAvx2(WeightType type, const float* x, int64_t x_stride, int mt,
