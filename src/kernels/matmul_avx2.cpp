@@ -267,6 +267,7 @@ class SpanLaneRows {
           const __m256i word =
               _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xv, w_signed)), ones);
           sums[t] = i == 0 ? word : _mm256_add_epi32(sums[t], word);
+          KeepChain(sums[t]);
         }
       }
     } else {

@@ -108,6 +108,7 @@ void StreamTile(const StreamToken (&tokens)[MT], int64_t blocks, const Layout& s
           const __m256i x = _mm256_sign_epi8(Broadcast4(tokens[t].q + b * kQk + 4 * u), word);
           const __m256i word_sums = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, x), ones);
           sums[t] = u == 0 ? word_sums : _mm256_add_epi32(sums[t], word_sums);
+          KeepChain(sums[t]);
         }
       });
     } else {
@@ -133,6 +134,7 @@ void StreamTile(const StreamToken (&tokens)[MT], int64_t blocks, const Layout& s
                                _mm256_maddubs_epi16(high, Broadcast4(xb + 16 + 4 * u)));
           constexpr bool kFirstOfSum = Layout::kFifthBits ? u % 2 == 0 : u == 0;
           pairs[t] = kFirstOfSum ? word_pairs : _mm256_add_epi16(pairs[t], word_pairs);
+          KeepChain(pairs[t]);
           if constexpr (Layout::kFifthBits && u == 1) sums[t] = _mm256_madd_epi16(pairs[t], ones);
         }
       });
