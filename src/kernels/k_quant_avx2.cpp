@@ -233,8 +233,9 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
   const __m256i high_mask = _mm256_set1_epi8(0x30);
   __m256 acc[MT];
   for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
-    // Two super-blocks per pass, as KQuantRow.
-#pragma GCC unroll 2
+    // One super-block per pass: unrolled to two, the loop ran slower (Zen 1, one thread, 2048 x
+    // 2048, 512 tokens: 29.4 against 30.5 GFLOP/s).
+#pragma GCC unroll 1
   for (int64_t s = 0; s < act.supers; ++s) {
     const BlockQ6_K& block = blocks[s];
     PrefetchStretch<sizeof(BlockQ6_K)>(ahead + s * sizeof(BlockQ6_K));

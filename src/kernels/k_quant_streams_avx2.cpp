@@ -195,14 +195,10 @@ void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* const
       }
     }
   };
-  int64_t s = 0;
-  for (; s + kKQuantChains <= supers; s += kKQuantChains) {
-    Unroll<kKQuantChains>([&](auto chain_index) {
-      constexpr int k = decltype(chain_index)::value;
-      add_super_block(s + k, k);
-    });
-  }
-  for (int k = 0; s + k < supers; ++k) add_super_block(s + k, k);
+  // A rolled loop, the chains in memory: unrolled over the chains (in registers), the loop ran
+  // slower (Zen 1, one thread, 2048 columns: 512-token prefill Q4_K 48.3 against 53.5 GFLOP/s,
+  // Q5_K 34.8 against 39.0; decode Q5_K 8.5 against 9.2 GB/s, Q4_K the same).
+  for (int64_t s = 0; s < supers; ++s) add_super_block(s, static_cast<int>(s % kKQuantChains));
   // The chains' tree (kKQuantChains).
   for (int u = 0; u < NS; ++u) {
     for (int t = 0; t < MT; ++t) {
