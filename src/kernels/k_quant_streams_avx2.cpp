@@ -78,7 +78,7 @@ struct Token {
   const int16_t* group_sums;
 };
 
-// MT tokens (1 or 2) over NS streams (1 or 2) of 8 rows: y[t * y_stride + 8 u + r] =
+// MT tokens (1, 2 or 4) over NS streams (1 or 2) of 8 rows: y[t * y_stride + 8 u + r] =
 // dot(token t, row r of stream u). Tokens share each word's split into codes and each
 // super-block's scales; streams share each token's broadcasts and sub-block sums.
 template <bool kFifth, int NS, int MT>
@@ -209,12 +209,31 @@ void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* const
   }
 }
 
-// One token (decode) stream by stream, as the rows stream from memory. More tokens two at a time
-// (one for an odd last) over both streams at once: a word's split into codes serves both tokens,
-// a token's broadcasts both streams, and the pairs after the first read the group from L1 or L2.
+// KStreamTile for prefill, kept out of line: inlined into KGroupTile, GCC allocated the
+// two-token Q4_K pass's registers worse (Zen 1, one thread, 2048 x 2048, 512 tokens: 49 against
+// 53 GFLOP/s), while the one-token pass runs faster inlined (out of line, Q5_K decode from L2
+// fell from 9.1 to 6.7-7.4 GB/s).
+template <bool kFifth, int NS, int MT>
+__attribute__((noinline)) void KStreamPass(const Token (&tokens)[MT], int64_t supers,
+                                           const uint8_t* const (&streams)[NS],
+                                           StreamAhead<8192, 0>& ahead, float* y,
+                                           int64_t y_stride) {
+  KStreamTile<kFifth, NS, MT>(tokens, supers, streams, ahead, y, y_stride);
+}
+
+// Q4_K: tokens two at a time over both streams at once; Q5_K: four at a time, stream by stream
+// (then two, then one for what remains). A word's split into codes serves every token of a pass,
+// a token's broadcasts every stream, and the passes after the first read the group from L1 or L2.
+// Q5_K's fifth bits leave too few registers for two streams at once (Zen 1, one token, 2
+// threads, 8192 x 2048: 17.5 -> 14.9-16.1 GB/s with two), and its split takes more work, so more
+// tokens share it (one thread, 2048 x 2048, 512 tokens: 38.7 -> 45.3 GFLOP/s with four; Q4_K
+// 52.5 -> 50.2); Q4_K shares each token's broadcasts between the streams, one token too (2
+// threads, 8192 x 2048: 18.8 -> 20.4 GB/s).
 template <bool kFifth>
 void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
                 const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  constexpr int kStreams = kFifth ? 1 : 2;
+  constexpr int kTokens = kFifth ? 4 : 2;
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
   const auto token = [&](int t) {
@@ -223,29 +242,28 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group
   };
   const uint8_t* const streams[2] = {group, group + supers * KStream<kFifth>::kBlockBytes};
   StreamAhead<8192, 0> ahead(group, ahead_end);
-  // Passes over kStreams streams at a time, from the first, for two tokens at a time.
-  const auto passes = [&]<int kStreams>() {
-    for (int t = 0; t < mt; t += 2) {
-      for (int first = 0; first < 2; first += kStreams) {
-        const uint8_t* pass[kStreams];
-        for (int u = 0; u < kStreams; ++u) pass[u] = streams[first + u];
-        float* const out = y + t * y_stride + first * kRowStreamRows;
-        if (t + 1 < mt) {
-          const Token pair[2] = {token(t), token(t + 1)};
-          KStreamTile<kFifth, kStreams, 2>(pair, supers, pass, ahead, out, y_stride);
-        } else {
-          const Token one[1] = {token(t)};
-          KStreamTile<kFifth, kStreams, 1>(one, supers, pass, ahead, out, y_stride);
-        }
+  // Tokens t .. t + MT - 1 over the streams, kStreams at a time from the first.
+  const auto pass = [&]<int MT>(int t) {
+    Token tokens[MT];
+    for (int i = 0; i < MT; ++i) tokens[i] = token(t + i);
+    for (int first = 0; first < 2; first += kStreams) {
+      const uint8_t* pass_streams[kStreams];
+      for (int u = 0; u < kStreams; ++u) pass_streams[u] = streams[first + u];
+      float* const out = y + t * y_stride + first * kRowStreamRows;
+      if constexpr (MT == 1) {
+        KStreamTile<kFifth, kStreams, 1>(tokens, supers, pass_streams, ahead, out, y_stride);
+      } else {
+        KStreamPass<kFifth, kStreams, MT>(tokens, supers, pass_streams, ahead, out, y_stride);
       }
     }
   };
-  // Q5_K's fifth bits leave too few registers for two streams at once.
-  if (mt == 1 || kFifth) {
-    passes.template operator()<1>();
-  } else {
-    passes.template operator()<2>();
+  int t = 0;
+  for (; t + kTokens <= mt; t += kTokens) pass.template operator()<kTokens>(t);
+  if (kTokens > 2 && mt - t >= 2) {
+    pass.template operator()<2>(t);
+    t += 2;
   }
+  if (t < mt) pass.template operator()<1>(t);
 }
 
 }  // namespace
