@@ -221,18 +221,17 @@ __attribute__((noinline)) void KStreamPass(const Token (&tokens)[MT], int64_t su
   KStreamTile<kFifth, NS, MT>(tokens, supers, streams, ahead, y, y_stride);
 }
 
-// Q4_K: tokens two at a time over both streams at once; Q5_K: four at a time, stream by stream
-// (then two, then one for what remains). A word's split into codes serves every token of a pass,
-// a token's broadcasts every stream, and the passes after the first read the group from L1 or L2.
-// Q5_K's fifth bits leave too few registers for two streams at once (Zen 1, one token, 2
-// threads, 8192 x 2048: 17.5 -> 14.9-16.1 GB/s with two), and its split takes more work, so more
-// tokens share it (one thread, 2048 x 2048, 512 tokens: 38.7 -> 45.3 GFLOP/s with four; Q4_K
-// 52.5 -> 50.2); Q4_K shares each token's broadcasts between the streams, one token too (2
-// threads, 8192 x 2048: 18.8 -> 20.4 GB/s).
+// One token (decode) stream by stream, as the rows stream from memory (Q4_K over both at once
+// was faster from L2 but slower from memory: `bench kernels`, 2 threads, k = 4096, 73-75 -> 59-62%
+// of the read bandwidth). More tokens: Q4_K two at a time over both streams at once, Q5_K four
+// at a time stream by stream (then two, then one for what remains). A word's split into codes
+// serves every token of a pass, a token's broadcasts every stream of it, and the passes after the
+// first read the group from L1 or L2. Q5_K's fifth bits leave too few registers for two streams
+// at once, and its split takes more work, so more tokens share it (Zen 1, one thread, 2048 x
+// 2048, 512 tokens: 38.7 -> 45.3 GFLOP/s with four; Q4_K 52.5 -> 50.2).
 template <bool kFifth>
 void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
                 const uint8_t* ahead_end, float* y, int64_t y_stride) {
-  constexpr int kStreams = kFifth ? 1 : 2;
   constexpr int kTokens = kFifth ? 4 : 2;
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
@@ -244,6 +243,7 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group
   StreamAhead<8192, 0> ahead(group, ahead_end);
   // Tokens t .. t + MT - 1 over the streams, kStreams at a time from the first.
   const auto pass = [&]<int MT>(int t) {
+    constexpr int kStreams = kFifth || MT == 1 ? 1 : 2;
     Token tokens[MT];
     for (int i = 0; i < MT; ++i) tokens[i] = token(t + i);
     for (int first = 0; first < 2; first += kStreams) {
