@@ -320,6 +320,9 @@ class SpanLaneRows {
 
   const UnpackedRows& w_;
   const int64_t cols_, blocks_;
+  // Arranged once per call for every row of the panel. The block scales repeat every other float
+  // of QuantizedRows::d, which a row would pick out with shuffles per span: read so (and the zero
+  // sums formed per row), the tile ran 3-4% slower (Zen 1, Q4_0 and Q5_0, 576 x 1536, 512 tokens).
   int8_t* x_codes_;   // [MT][cols] in span lanes
   float* x_scales_;   // [MT][blocks]
   int32_t* x_zeros_;  // [MT][blocks]: z * the block's sum of codes (kZeroLanes)
