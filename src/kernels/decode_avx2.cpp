@@ -115,22 +115,6 @@ struct Legacy {
   }
 };
 
-// The token's activation scale of each of a span's first n blocks (a block's two 16-groups have
-// one), +0 past them.
-[[gnu::always_inline]] inline __m256 ActivationSpanScales(const float* d, int n) {
-  __m256 lo, hi;
-  if (n == kSpanBlocks) {
-    lo = _mm256_loadu_ps(d);
-    hi = _mm256_loadu_ps(d + 8);
-  } else {
-    lo = _mm256_maskload_ps(d, LaneMask(2 * n));
-    hi = _mm256_maskload_ps(d + 8, LaneMask(2 * n - 8));
-  }
-  // Even entries: [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] -> lanes in block order.
-  const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
-  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
-}
-
 // One row (see DecodeTile), each token's FMA chain beside the others'.
 template <typename Type, int MT>
 void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
@@ -157,7 +141,7 @@ void DecodeTileT(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t r
     const int64_t span_byte = b0 / kSpanBlocks * static_cast<int64_t>(Type::kSpanBytes);
     __m256 x_scales[MT];
     for (int t = 0; t < MT; ++t) {
-      x_scales[t] = ActivationSpanScales(x.d + (t0 + t) * (cols / 16) + 2 * b0, n);
+      x_scales[t] = BlockScales(x.d + (t0 + t) * (cols / 16) + 2 * b0, n);
     }
     // A whole span's lines even for a row's partial last span: past the row's end they are the
     // next row's (a prefetch never faults).

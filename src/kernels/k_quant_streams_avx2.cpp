@@ -257,13 +257,7 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group
       }
     }
   };
-  int t = 0;
-  for (; t + kTokens <= mt; t += kTokens) pass.template operator()<kTokens>(t);
-  if (kTokens > 2 && mt - t >= 2) {
-    pass.template operator()<2>(t);
-    t += 2;
-  }
-  if (t < mt) pass.template operator()<1>(t);
+  ForTokenPasses<kTokens>(mt, pass);
 }
 
 }  // namespace

@@ -128,16 +128,6 @@ void FloatTile(WeightType type, const float* x, int64_t x_stride, int mt, const 
   variants[mt - 1][nr - 1](x, x_stride, w, w_stride, cols, y, y_stride);
 }
 
-// Every other float of p[0 .. 2n - 1]: n <= 8 blocks' scales from their per-16 ones (equal
-// pairs); +0 in the lanes past n.
-inline __m256 BlockScales(const float* p, int n = 8) {
-  const __m256 lo = n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, LaneMask(2 * n));
-  const __m256 hi =
-      n >= 8 ? _mm256_loadu_ps(p + 8) : _mm256_maskload_ps(p + 8, LaneMask(2 * n - 8));
-  const __m256 pairs = _mm256_shuffle_ps(lo, hi, 0x88);
-  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
-}
-
 // How the panel tile forms a block's integer (the same integer every way).
 enum class Codes {
   // Codes minus a zero point: maddubs(|w|, sign(x, w)); right for every type (Q8_0).

@@ -1,7 +1,7 @@
 // The one horizontal sum AVX2 kernels use. Its fixed tree (8 -> 4 -> 2 -> 1) is part of the
 // exactness contract, so every AVX2 kernel must reduce through it, as the per-block quantized
 // tiles' eight chains do (BlockChainsSum). Also the lane mask of their masked reads, the largest
-// of a vector's lanes, and the per-block tiles' integer sums.
+// of a vector's lanes, and the per-block tiles' block scales and integer sums.
 // Include only from files compiled for AVX2.
 #pragma once
 
@@ -43,6 +43,17 @@ inline constexpr int kBlockChains = 8;
 inline __m256 BlockChainsSum(const __m256 (&c)[kBlockChains]) {
   return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c[0], c[4]), _mm256_add_ps(c[2], c[6])),
                        _mm256_add_ps(_mm256_add_ps(c[1], c[5]), _mm256_add_ps(c[3], c[7])));
+}
+
+// Every other float of p[0 .. 2n - 1]: the scales of a span's first n <= 8 blocks from their
+// per-16 ones (a block's two are equal; weights' and activations' alike), +0 in the lanes past n.
+[[gnu::always_inline]] inline __m256 BlockScales(const float* p, int n) {
+  const __m256 lo = n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, LaneMask(2 * n));
+  const __m256 hi =
+      n >= 8 ? _mm256_loadu_ps(p + 8) : _mm256_maskload_ps(p + 8, LaneMask(2 * n - 8));
+  // Even entries: [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] -> lanes in block order.
+  const __m256 even = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xD8));
 }
 
 // Lane j = the sum of v[j]'s four lanes, exact integers: a span's block sums from the four lane

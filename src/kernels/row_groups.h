@@ -77,4 +77,19 @@ void StoreQ5_0FifthBits(uint8_t* rows, int64_t cols);
 void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64_t rows,
                 int64_t cols, int64_t row, uint8_t* out);
 
+// Tokens [0, mt) in passes for a row-group tile: pass.template operator()<k>(t) for tokens t ..
+// t + k - 1, kMost at a time, then (kMost > 2) one pass of 2, then one of 1 for what remains.
+template <int kMost, typename Pass>
+void ForTokenPasses(int mt, const Pass& pass) {
+  int t = 0;
+  for (; t + kMost <= mt; t += kMost) pass.template operator()<kMost>(t);
+  if constexpr (kMost > 2) {
+    if (mt - t >= 2) {
+      pass.template operator()<2>(t);
+      t += 2;
+    }
+  }
+  if (t < mt) pass.template operator()<1>(t);
+}
+
 }  // namespace reprise::kernels

@@ -191,13 +191,7 @@ void GroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
                  y + t * y_stride + s * kRowStreamRows, y_stride);
     }
   };
-  int t = 0;
-  for (; t + kStreamTokens <= mt; t += kStreamTokens) pass.template operator()<kStreamTokens>(t);
-  if (mt - t >= 2) {
-    pass.template operator()<2>(t);
-    t += 2;
-  }
-  if (t < mt) pass.template operator()<1>(t);
+  ForTokenPasses<kStreamTokens>(mt, pass);
 }
 
 // Row r of each stream block's code words, as stored: word vectors W[j] (dword r: row r's word j)
