@@ -10,9 +10,7 @@
 // Q4_K rows 1.6-1.7x faster this way (Zen 3, 2048 columns, from L2 and from memory), at the
 // cost of coarser activations (llama.cpp's Q8_K makes the same trade for these types).
 // Q4_K and Q5_K then reduce a super-block to two integers per row and token (S and M, whose
-// float chains kKQuantChains describes); Q6_K keeps eight lane chains per row (lane i: the
-// super-block's integers of elements 4i..4i+3 of each block), each converted and fused per
-// super-block, then HorizontalSum.
+// float chains kKQuantChains describes), Q6_K to one (its S, in the same chains).
 //
 // Every integer is exact and every tile forms them the same way, whatever its tokens, so the
 // float work (the same per chain and super-block, in order) gives the same bits. The integers
@@ -94,6 +92,60 @@ struct Activations {
   }
 };
 
+// A row-by-row tile's walk over a row's super-blocks, four per pass (the chains', kKQuantChains):
+// integer_sums(s, lanes) puts super-block s's integers per token in the eight lanes of lanes[t]
+// and returns its scale bits (Bits); two super-blocks' lanes horizontally added, halves added,
+// give quads[t][h] for super-blocks s + 2h and s + 2h + 1; then add_quads<kFull>(s, n, bits,
+// quads) takes super-blocks s .. s + n - 1 (kFull: n = 4; past n, bits and lanes are zero).
+template <int MT, typename Bits, typename IntegerSums, typename AddQuads>
+[[gnu::always_inline]] inline void WalkSuperBlocks(int64_t supers, const IntegerSums& integer_sums,
+                                                   const AddQuads& add_quads) {
+  const auto pass = [&]<bool kFull>(int64_t s, int n) __attribute__((always_inline)) {
+    Bits bits[kKQuantChains] = {};  // none past the row's last super-block
+    __m128i quads[MT][2];
+    Unroll<2>([&](auto half_index) __attribute__((always_inline)) {
+      constexpr int half = decltype(half_index)::value;
+      __m256i first[MT], second[MT];
+      if (kFull || 2 * half < n) {
+        bits[2 * half] = integer_sums(s + 2 * half, first);
+      } else {
+        for (__m256i& v : first) v = _mm256_setzero_si256();
+      }
+      if (kFull || 2 * half + 1 < n) {
+        bits[2 * half + 1] = integer_sums(s + 2 * half + 1, second);
+      } else {
+        for (__m256i& v : second) v = _mm256_setzero_si256();
+      }
+      for (int t = 0; t < MT; ++t) {
+        const __m256i both = _mm256_hadd_epi32(first[t], second[t]);
+        quads[t][half] =
+            _mm_add_epi32(_mm256_castsi256_si128(both), _mm256_extracti128_si256(both, 1));
+      }
+    });
+    add_quads.template operator()<kFull>(s, n, bits, quads);
+  };
+  int64_t s = 0;
+  for (; s + kKQuantChains <= supers; s += kKQuantChains) {
+    pass.template operator()<true>(s, kKQuantChains);
+  }
+  if (s < supers) pass.template operator()<false>(s, static_cast<int>(supers - s));
+}
+
+// Token t's scales of super-blocks s .. s + n - 1 (kFull: n = 4), +0 past n.
+template <bool kFull>
+[[gnu::always_inline]] inline __m128 TokenScales(const Activations& act, int t, int64_t s, int n) {
+  if constexpr (kFull) return _mm_loadu_ps(act.Scales(t, s));
+  alignas(16) float x_scales[kKQuantChains] = {};
+  for (int k = 0; k < n; ++k) x_scales[k] = act.Scale(t, s + k);
+  return _mm_load_ps(x_scales);
+}
+
+// The chains' tree, chain k in lane k: (c0 + c2) + (c1 + c3).
+inline float ChainsSum(__m128 chains) {
+  const __m128 two = _mm_add_ps(chains, _mm_movehl_ps(chains, chains));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
+}
+
 // Q4_K (Q5_K with kFifth): w = d * sc[j] * code - dmin * m[j] over sub-block j. Per super-block
 // and token: sum_j sc[j] * dot(code_j, x_j) and sum_j m[j] * sum(x_j), both exact integers.
 template <bool kFifth, int MT>
@@ -156,72 +208,39 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
     return d_dmin;
   };
   // Token t's four chains in acc[t]: lane k takes super-blocks k, k + 4, ...: + S d x_d, then
-  // - M dmin x_d. Four super-blocks per pass, their integers added up together.
+  // - M dmin x_d. Four super-blocks per pass, their integers added up together: quads[t] holds
+  // (S, M, S', M') of super-blocks s, s + 1, then s + 2, s + 3.
   __m128 acc[MT];
   for (__m128& a : acc) a = _mm_setzero_ps();
-  // Super-blocks s .. s + n - 1 (n <= 4; kFull: n = 4) into the chains.
-  const auto add_super_blocks = [&]<bool kFull>(int64_t s, int n) {
-    uint32_t d_dmin[kKQuantChains] = {};  // none past the row's last super-block
-    __m128i quads[MT][2];  // (S, M, S', M') of super-blocks s, s + 1, then s + 2, s + 3
-    Unroll<2>([&](auto half_index) {
-      constexpr int half = decltype(half_index)::value;
-      __m256i first[MT], second[MT];
-      if (kFull || 2 * half < n) {
-        d_dmin[2 * half] = integer_sums(s + 2 * half, first);
-      } else {
-        for (__m256i& v : first) v = _mm256_setzero_si256();
-      }
-      if (kFull || 2 * half + 1 < n) {
-        d_dmin[2 * half + 1] = integer_sums(s + 2 * half + 1, second);
-      } else {
-        for (__m256i& v : second) v = _mm256_setzero_si256();
-      }
-      for (int t = 0; t < MT; ++t) {
-        // (s0123, m0123, s'0123, m'0123 | s4567, m4567, s'4567, m'4567), halves added.
-        const __m256i both = _mm256_hadd_epi32(first[t], second[t]);
-        quads[t][half] =
-            _mm_add_epi32(_mm256_castsi256_si128(both), _mm256_extracti128_si256(both, 1));
-      }
-    });
-    // d and dmin of the four (d0, dmin0, d1, dmin1 | d2, dmin2, d3, dmin3), split.
-    const __m256 halves =
-        _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(d_dmin[0]), static_cast<int>(d_dmin[1]),
-                                       static_cast<int>(d_dmin[2]), static_cast<int>(d_dmin[3])));
-    const __m128 low = _mm256_castps256_ps128(halves), high = _mm256_extractf128_ps(halves, 1);
-    const __m128 d = _mm_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0));
-    const __m128 dmin = _mm_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1));
-    for (int t = 0; t < MT; ++t) {
-      __m128 x_d;
-      if constexpr (kFull) {
-        x_d = _mm_loadu_ps(act.Scales(t, s));
-      } else {
-        alignas(16) float x_scales[kKQuantChains] = {};
-        for (int k = 0; k < n; ++k) x_scales[k] = act.Scale(t, s + k);
-        x_d = _mm_load_ps(x_scales);
-      }
-      const __m128 front = _mm_castsi128_ps(quads[t][0]), back = _mm_castsi128_ps(quads[t][1]);
-      const __m128i s_all = _mm_castps_si128(_mm_shuffle_ps(front, back, _MM_SHUFFLE(2, 0, 2, 0)));
-      const __m128i m_all = _mm_castps_si128(_mm_shuffle_ps(front, back, _MM_SHUFFLE(3, 1, 3, 1)));
-      acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(s_all), _mm_mul_ps(d, x_d), acc[t]);
-      acc[t] = _mm_fnmadd_ps(_mm_cvtepi32_ps(m_all), _mm_mul_ps(dmin, x_d), acc[t]);
-    }
-  };
-  int64_t s = 0;
-  for (; s + kKQuantChains <= act.supers; s += kKQuantChains) {
-    add_super_blocks.template operator()<true>(s, kKQuantChains);
-  }
-  if (s < act.supers) {
-    add_super_blocks.template operator()<false>(s, static_cast<int>(act.supers - s));
-  }
-  // The chains' tree: (c0 + c2) + (c1 + c3).
-  for (int t = 0; t < MT; ++t) {
-    const __m128 two = _mm_add_ps(acc[t], _mm_movehl_ps(acc[t], acc[t]));
-    y[t * y_stride] = _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
-  }
+  WalkSuperBlocks<MT, uint32_t>(
+      act.supers, integer_sums,
+      [&]<bool kFull>(int64_t s, int n, const uint32_t(&d_dmin)[4],
+                      const __m128i(&quads)[MT][2]) __attribute__((always_inline)) {
+        // d and dmin of the four (d0, dmin0, d1, dmin1 | d2, dmin2, d3, dmin3), split.
+        const __m256 halves = _mm256_cvtph_ps(
+            _mm_setr_epi32(static_cast<int>(d_dmin[0]), static_cast<int>(d_dmin[1]),
+                           static_cast<int>(d_dmin[2]), static_cast<int>(d_dmin[3])));
+        const __m128 low = _mm256_castps256_ps128(halves), high = _mm256_extractf128_ps(halves, 1);
+        const __m128 d = _mm_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m128 dmin = _mm_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1));
+        for (int t = 0; t < MT; ++t) {
+          const __m128 x_d = TokenScales<kFull>(act, t, s, n);
+          const __m128 front = _mm_castsi128_ps(quads[t][0]), back = _mm_castsi128_ps(quads[t][1]);
+          const __m128i s_all =
+              _mm_castps_si128(_mm_shuffle_ps(front, back, _MM_SHUFFLE(2, 0, 2, 0)));
+          const __m128i m_all =
+              _mm_castps_si128(_mm_shuffle_ps(front, back, _MM_SHUFFLE(3, 1, 3, 1)));
+          acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(s_all), _mm_mul_ps(d, x_d), acc[t]);
+          acc[t] = _mm_fnmadd_ps(_mm_cvtepi32_ps(m_all), _mm_mul_ps(dmin, x_d), acc[t]);
+        }
+      });
+  for (int t = 0; t < MT; ++t) y[t * y_stride] = ChainsSum(acc[t]);
 }
 
-// Q6_K: w = d * sc[g] * (code - 32) over group g of 16. Per super-block and token:
-// sum_g sc[g] * dot(code_g, x_g) - 32 * sum_g sc[g] * sum(x_g), exact integers.
+// Q6_K: w = d * sc[g] * (code - 32) over group g of 16. Per super-block and token the exact
+// integer S = sum_g sc[g] * dot(code_g, x_g) - 32 * sum_g sc[g] * sum(x_g), then the chains as
+// Q4_K's (kKQuantChains, no M), so that the row-streams tile, which forms S per row in a lane,
+// gives the same bits. |S| <= 256 * 128 * 63 * 128 < 2^31.
 template <int MT>
 void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, float* y,
             int64_t y_stride) {
@@ -231,15 +250,10 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
   const uint8_t* const ahead = RowAhead(w, row, row_data);
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
   const __m256i high_mask = _mm256_set1_epi8(0x30);
-  __m256 acc[MT];
-  for (int t = 0; t < MT; ++t) acc[t] = _mm256_setzero_ps();
-    // One super-block per pass: unrolled to two, the loop ran slower (Zen 1, one thread, 2048 x
-    // 2048, 512 tokens: 29.4 against 30.5 GFLOP/s).
-#pragma GCC unroll 1
-  for (int64_t s = 0; s < act.supers; ++s) {
+  // Super-block s's S per token, spread over the eight lanes of lanes[t]. Returns its d.
+  const auto integer_sums = [&](int64_t s, __m256i(&lanes)[MT]) {
     const BlockQ6_K& block = blocks[s];
     PrefetchStretch<sizeof(BlockQ6_K)>(ahead + s * sizeof(BlockQ6_K));
-    const float d = Half(block.d);
     const __m128i packed_scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales));
     // sc[0..7] and sc[8..15] in both halves, for PickWords, and sc[0..15], by 128-bit inserts:
     // a cross-lane permute is eight micro-operations on Zen 1 (GCC makes one of a 128-bit
@@ -251,10 +265,9 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
     const __m256i last_scales =
         _mm256_inserti128_si256(_mm256_castsi128_si256(last_words), last_words, 1);
     const __m256i all_scales = _mm256_set_m128i(last_words, first_words);  // sc[0..15]
-    __m256i sums[MT];
     for (int t = 0; t < MT; ++t) {
       // -32 * sum_g sc[g] * sum(x_g), the codes' zero point, to start from.
-      sums[t] = _mm256_sub_epi32(
+      lanes[t] = _mm256_sub_epi32(
           _mm256_setzero_si256(),
           _mm256_slli_epi32(_mm256_madd_epi16(all_scales, act.GroupSums(t, s)), 5));
     }
@@ -275,18 +288,31 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
       const int g = 2 * j % 8;
       const __m256i group_scales = PickWords(j < 4 ? first_scales : last_scales, g, g + 1);
       for (int t = 0; t < MT; ++t) {
-        sums[t] = _mm256_add_epi32(
-            sums[t], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, Load32(act.Block(t, s, j))),
-                                       group_scales));
-        KeepChain(sums[t]);
+        lanes[t] = _mm256_add_epi32(
+            lanes[t], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, Load32(act.Block(t, s, j))),
+                                        group_scales));
+        KeepChain(lanes[t]);
       }
     }
-    for (int t = 0; t < MT; ++t) {
-      acc[t] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_set1_ps(d * act.Scale(t, s)), acc[t]);
-    }
-  }
-  for (int t = 0; t < MT; ++t) y[t * y_stride] = HorizontalSum(acc[t]);
+    return block.d;
+  };
+  // Token t's four chains in acc[t], lane k taking super-blocks k, k + 4, ...: + S d x_d. Four
+  // super-blocks per pass, their lanes summed together (one at a time, through memory, the row
+  // tile ran 12-14% slower).
+  __m128 acc[MT];
+  for (__m128& a : acc) a = _mm_setzero_ps();
+  WalkSuperBlocks<MT, uint16_t>(
+      act.supers, integer_sums,
+      [&]<bool kFull>(int64_t s, int n, const uint16_t(&d)[4],
+                      const __m128i(&quads)[MT][2]) __attribute__((always_inline)) {
+        const __m128 block_d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(d)));
+        for (int t = 0; t < MT; ++t) {
+          const __m128i sums = _mm_hadd_epi32(quads[t][0], quads[t][1]);  // S of the four
+          acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(sums),
+                                _mm_mul_ps(block_d, TokenScales<kFull>(act, t, s, n)), acc[t]);
+        }
+      });
+  for (int t = 0; t < MT; ++t) y[t * y_stride] = ChainsSum(acc[t]);
 }
 
 // One row of `kType` for MT tokens.

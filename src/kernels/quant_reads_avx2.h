@@ -24,11 +24,12 @@ inline __m256i Broadcast4(const void* p) {
   return _mm256_set1_epi32(word);
 }
 
-// The AVX2 Q4_K and Q5_K tiles' sum, the same in the row-by-row tile (k_quant_avx2.cpp) and the
-// row-streams tile (k_quant_streams_avx2.cpp): per row, token and super-block the exact integers
-// S = sum_j sc[j] dot(codes_j, x_j) and M = sum_j m[j] sum(x_j); chain k (of kKQuantChains)
-// takes the super-blocks s = k mod kKQuantChains in order, each + S * (d * x_d), then
-// - M * (dmin * x_d) (fused); the result is (chain 0 + chain 2) + (chain 1 + chain 3).
+// The AVX2 K-quant tiles' sum, the same in the row-by-row tile (k_quant_avx2.cpp) and the
+// row-streams tiles (k_quant_streams_avx2.cpp): per row, token and super-block the exact integers
+// S = sum_j sc[j] dot(codes_j, x_j) and M = sum_j m[j] sum(x_j) (Q6_K: S over its groups with
+// the codes less 32, no M); chain k (of kKQuantChains) takes the super-blocks
+// s = k mod kKQuantChains in order, each + S * (d * x_d), then - M * (dmin * x_d) (fused); the
+// result is (chain 0 + chain 2) + (chain 1 + chain 3).
 inline constexpr int kKQuantChains = 4;
 
 // 0x10 in each byte whose bit kBit is set in `bits` (a fifth bit of each byte's code, kept at a
