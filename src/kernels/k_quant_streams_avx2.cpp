@@ -1,4 +1,4 @@
-// Decode and prefill tiles for AVX2 over Q4_K and Q5_K rows in the row-streams layout
+// Decode and prefill tiles for AVX2 over K-quant rows (Q4_K, Q5_K, Q6_K) in the row-streams layout
 // (row_groups.h): a 32-byte vector holds one 4-byte word of a super-block of 8 rows, row r in
 // 32-bit lane r. The row-by-row tile (k_quant_avx2.cpp) decodes each row's packed 6-bit scales,
 // picks them out with byte shuffles and takes a madd per 32 codes. Here the scales of 8 rows are
@@ -6,15 +6,17 @@
 // row, a sub-block's products add up in 16 bits over its words before one madd by its scale. The
 // codes are in sub-block order (row_groups.h), so one sum per sub-block takes both nibbles'
 // products, and prefill passes over a group's two streams at once (Q4_K), each broadcast of a
-// token's activations serving 16 rows.
+// token's activations serving 16 rows. Q6_K's codes are recoded into whole 6-bit codes
+// (Q6KCodeByte) and take a tile of their own.
 //
 // The arithmetic is the row-by-row tile's (kKQuantChains, quant_reads_avx2.h), so the same
-// bits: lane r of the codes' sum is row r's exact S for the super-block, of the mins' sum its M,
-// and chain k of row r is lane r of register k.
+// bits: lane r of the codes' sum is row r's exact S for the super-block, of the mins' sum its M
+// (Q6_K: none), and chain k of row r is lane r of register k.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
+#include "core/error.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_reads_avx2.h"
@@ -209,51 +211,158 @@ void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* const
   }
 }
 
-// KStreamTile for prefill, kept out of line: inlined into KGroupTile, GCC allocated the
+// Where a Q6_K stream block keeps its words (row_groups.h): its codes in triplets
+// (Q6KCodeByte), the scales (words 48-51), then the 8 rows' d (16 bytes).
+struct Q6KStream {
+  static constexpr int64_t kBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(BlockQ6_K));
+  static constexpr int kScaleWord = offsetof(BlockQ6_K, scales) / 4;
+  static constexpr int64_t kDAt = kRowStreamRows * static_cast<int64_t>(offsetof(BlockQ6_K, d));
+  static_assert(Q6KCodeByte(15, 2, 4) == offsetof(BlockQ6_K, scales));
+};
+
+// Signed byte kByte (0-3) of each 32-bit lane of v, sign-extended into both 16-bit words of the
+// lane: row r's scale in lane r, for a madd.
+template <int kByte>
+inline __m256i LaneSignedWords(__m256i v) {
+  constexpr char a = kByte, b = 4 + kByte, c = 8 + kByte, d = 12 + kByte;
+  const __m256i high_bytes = _mm256_shuffle_epi8(
+      v, _mm256_setr_epi8(-1, a, -1, a, -1, b, -1, b, -1, c, -1, c, -1, d, -1, d, -1, a, -1, a, -1,
+                          b, -1, b, -1, c, -1, c, -1, d, -1, d));
+  return _mm256_srai_epi16(high_bytes, 8);
+}
+
+// MT tokens (1-4) over a stream of 8 Q6_K rows: y[t * y_stride + r] = dot(token t, row r), with
+// the row-by-row tile's S and chains (k_quant_avx2.cpp). Per group of 16 a lane takes a row's
+// four words of codes (three masked, one put together), their products added in 16 bits two at
+// a time (at most 2 * 2 * 63 * 128) before one madd by the group's scale each.
+template <int MT>
+void Q6KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* stream,
+                   StreamAhead<8192, 0>& ahead, float* y, int64_t y_stride) {
+  const __m256i six_bits = _mm256_set1_epi8(0x3F);
+  const __m256i top_bits = _mm256_set1_epi8(static_cast<char>(0xC0));
+  __m256 chains[MT][kKQuantChains];
+  for (auto& token_chains : chains) {
+    for (__m256& chain : token_chains) chain = _mm256_setzero_ps();
+  }
+  const auto add_super_block = [&](int64_t s, int k) {
+    const uint8_t* const block = stream + s * Q6KStream::kBlockBytes;
+    ahead.Upto(block + Q6KStream::kBlockBytes);
+    const auto word = [block](int index) { return Load32(block + 32 * index); };
+    // The codes' products and, apart, the zero point: 32 * sum_g sc[g] * (the token's sum of
+    // group g), two groups per madd (their scales blended from the groups' own).
+    __m256i sums[MT], zero[MT];
+    for (__m256i& sum : sums) sum = _mm256_setzero_si256();
+    for (__m256i& sum : zero) sum = _mm256_setzero_si256();
+    __m256i even_scale;
+    Unroll<kQkK / 16>([&](auto group_index) __attribute__((always_inline)) {
+      constexpr int g = decltype(group_index)::value;
+      const __m256i a = word(3 * g), b = word(3 * g + 1), c = word(3 * g + 2);
+      // The fourth code from the top pairs: ((a_top >> 2 | b_top) >> 2 | c_top) >> 2, each
+      // shift within a byte since the pairs above have no bits below bit 6.
+      const __m256i a_b = _mm256_or_si256(_mm256_srli_epi16(_mm256_and_si256(a, top_bits), 2),
+                                          _mm256_and_si256(b, top_bits));
+      const __m256i fourth = _mm256_srli_epi16(
+          _mm256_or_si256(_mm256_srli_epi16(a_b, 2), _mm256_and_si256(c, top_bits)), 2);
+      const __m256i codes[4] = {_mm256_and_si256(a, six_bits), _mm256_and_si256(b, six_bits),
+                                _mm256_and_si256(c, six_bits), fourth};
+      const __m256i scale = LaneSignedWords<g % 4>(word(Q6KStream::kScaleWord + g / 4));
+      for (int t = 0; t < MT; ++t) {
+        const int8_t* const x = tokens[t].q + s * kQkK + 16 * g;
+        const __m256i first = _mm256_add_epi16(_mm256_maddubs_epi16(codes[0], Broadcast4(x)),
+                                               _mm256_maddubs_epi16(codes[1], Broadcast4(x + 4)));
+        const __m256i second = _mm256_add_epi16(_mm256_maddubs_epi16(codes[2], Broadcast4(x + 8)),
+                                                _mm256_maddubs_epi16(codes[3], Broadcast4(x + 12)));
+        sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(first, scale));
+        KeepChain(sums[t]);
+        sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(second, scale));
+        KeepChain(sums[t]);
+      }
+      if constexpr (g % 2 == 0) {
+        even_scale = scale;
+      } else {
+        const __m256i pair_scales = _mm256_blend_epi16(even_scale, scale, 0xAA);
+        for (int t = 0; t < MT; ++t) {
+          const __m256i group_sums = Broadcast4(tokens[t].group_sums + s * 16 + g - 1);
+          zero[t] = _mm256_add_epi32(zero[t], _mm256_madd_epi16(pair_scales, group_sums));
+        }
+      }
+    });
+    const __m256 d =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + Q6KStream::kDAt)));
+    for (int t = 0; t < MT; ++t) {
+      const __m256i total = _mm256_sub_epi32(sums[t], _mm256_slli_epi32(zero[t], 5));
+      __m256& acc = chains[t][k];
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total),
+                            _mm256_mul_ps(d, _mm256_set1_ps(tokens[t].d[s])), acc);
+    }
+  };
+  for (int64_t s = 0; s < supers; ++s) add_super_block(s, static_cast<int>(s % kKQuantChains));
+  for (int t = 0; t < MT; ++t) {
+    const auto& c = chains[t];
+    _mm256_storeu_ps(y + t * y_stride,
+                     _mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[1], c[3])));
+  }
+}
+
+// The stream tiles for prefill, kept out of line: inlined into KGroupTile, GCC allocated the
 // two-token Q4_K pass's registers worse (Zen 1, one thread, 2048 x 2048, 512 tokens: 49 against
 // 53 GFLOP/s), while the one-token pass runs faster inlined (out of line, Q5_K decode from L2
 // fell from 9.1 to 6.7-7.4 GB/s).
-template <bool kFifth, int NS, int MT>
+template <WeightType kType, int NS, int MT>
 __attribute__((noinline)) void KStreamPass(const Token (&tokens)[MT], int64_t supers,
                                            const uint8_t* const (&streams)[NS],
                                            StreamAhead<8192, 0>& ahead, float* y,
                                            int64_t y_stride) {
-  KStreamTile<kFifth, NS, MT>(tokens, supers, streams, ahead, y, y_stride);
+  if constexpr (kType == WeightType::kQ6_K) {
+    static_assert(NS == 1);
+    Q6KStreamTile<MT>(tokens, supers, streams[0], ahead, y, y_stride);
+  } else {
+    KStreamTile<kType == WeightType::kQ5_K, NS, MT>(tokens, supers, streams, ahead, y, y_stride);
+  }
 }
 
 // One token (decode) stream by stream, as the rows stream from memory (Q4_K over both at once
 // was faster from L2 but slower from memory: `bench kernels`, 2 threads, k = 4096, 73-75 -> 59-62%
-// of the read bandwidth). More tokens: Q4_K two at a time over both streams at once, Q5_K four
-// at a time stream by stream (then two, then one for what remains). A word's split into codes
-// serves every token of a pass, a token's broadcasts every stream of it, and the passes after the
-// first read the group from L1 or L2. Q5_K's fifth bits leave too few registers for two streams
-// at once, and its split takes more work, so more tokens share it (Zen 1, one thread, 2048 x
-// 2048, 512 tokens: 38.7 -> 45.3 GFLOP/s with four; Q4_K 52.5 -> 50.2).
-template <bool kFifth>
+// of the read bandwidth). More tokens: Q4_K two at a time over both streams at once, Q5_K and
+// Q6_K four at a time stream by stream (then two, then one for what remains). A word's split
+// into codes serves every token of a pass, a token's broadcasts every stream of it, and the
+// passes after the first read the group from L1 or L2. Q5_K's fifth bits leave too few
+// registers for two streams at once, and its split takes more work, so more tokens share it
+// (Zen 1, one thread, 2048 x 2048, 512 tokens: 38.7 -> 45.3 GFLOP/s with four; Q4_K 52.5 ->
+// 50.2).
+template <WeightType kType>
 void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group,
                 const uint8_t* ahead_end, float* y, int64_t y_stride) {
-  constexpr int kTokens = kFifth ? 4 : 2;
+  constexpr bool kQ4K = kType == WeightType::kQ4_K;
+  constexpr int kTokens = kQ4K ? 2 : 4;
+  using Block =
+      std::conditional_t<kType == WeightType::kQ6_K, BlockQ6_K,
+                         std::conditional_t<kType == WeightType::kQ5_K, BlockQ5_K, BlockQ4_K>>;
+  constexpr int64_t kBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(Block));
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
   const auto token = [&](int t) {
     const int64_t row = t0 + t;
     return Token{x.q + row * cols, x.d + row * supers, x.group_sum + row * (cols / 16)};
   };
-  const uint8_t* const streams[2] = {group, group + supers * KStream<kFifth>::kBlockBytes};
+  const uint8_t* const streams[2] = {group, group + supers * kBlockBytes};
   StreamAhead<8192, 0> ahead(group, ahead_end);
   // Tokens t .. t + MT - 1 over the streams, kStreams at a time from the first.
   const auto pass = [&]<int MT>(int t) {
-    constexpr int kStreams = kFifth || MT == 1 ? 1 : 2;
+    constexpr int kStreams = kQ4K && MT > 1 ? 2 : 1;
     Token tokens[MT];
     for (int i = 0; i < MT; ++i) tokens[i] = token(t + i);
     for (int first = 0; first < 2; first += kStreams) {
       const uint8_t* pass_streams[kStreams];
       for (int u = 0; u < kStreams; ++u) pass_streams[u] = streams[first + u];
       float* const out = y + t * y_stride + first * kRowStreamRows;
-      if constexpr (MT == 1) {
-        KStreamTile<kFifth, kStreams, 1>(tokens, supers, pass_streams, ahead, out, y_stride);
+      if constexpr (MT > 1) {
+        KStreamPass<kType, kStreams, MT>(tokens, supers, pass_streams, ahead, out, y_stride);
+      } else if constexpr (kType == WeightType::kQ6_K) {
+        Q6KStreamTile<1>(tokens, supers, pass_streams[0], ahead, out, y_stride);
       } else {
-        KStreamPass<kFifth, kStreams, MT>(tokens, supers, pass_streams, ahead, out, y_stride);
+        KStreamTile<kType == WeightType::kQ5_K, kStreams, 1>(tokens, supers, pass_streams, ahead,
+                                                             out, y_stride);
       }
     }
   };
@@ -265,8 +374,16 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group
 void KQuantStreamTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                           const uint8_t* group, const uint8_t* ahead_end, float* y,
                           int64_t y_stride) {
-  if (type == WeightType::kQ5_K) return KGroupTile<true>(x, t0, mt, group, ahead_end, y, y_stride);
-  KGroupTile<false>(x, t0, mt, group, ahead_end, y, y_stride);
+  switch (type) {
+    case WeightType::kQ4_K:
+      return KGroupTile<WeightType::kQ4_K>(x, t0, mt, group, ahead_end, y, y_stride);
+    case WeightType::kQ5_K:
+      return KGroupTile<WeightType::kQ5_K>(x, t0, mt, group, ahead_end, y, y_stride);
+    case WeightType::kQ6_K:
+      return KGroupTile<WeightType::kQ6_K>(x, t0, mt, group, ahead_end, y, y_stride);
+    default:
+      REPRISE_CHECK(false, "no AVX2 K-quant stream tile for {}", WeightTypeName(type));
+  }
 }
 
 }  // namespace reprise::kernels

@@ -25,8 +25,8 @@ struct WeightView {
 };
 
 // The layout MatMul on `target` streams matrices of `type` fastest in for one token: kRowGroups
-// on AVX-512 for Q4_0, Q8_0, Q4_K and Q5_K, kRowStreams on AVX2 for Q4_0, Q5_0, Q8_0, Q4_K and
-// Q5_K, else kRowMajor. Every target reads every layout, with the same bits.
+// on AVX-512 for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K, kRowStreams on AVX2 for Q4_0, Q5_0, Q8_0 and
+// the K-quants, else kRowMajor. Every target reads every layout, with the same bits.
 WeightLayout PreferredLayout(CpuTarget target, WeightType type);
 
 // Rearranges the row-major matrix `w` into `layout` (a grouped one) in place: `data` is w.data,

@@ -75,6 +75,7 @@ const BlockPieces* PiecesOf(WeightType type, WeightLayout layout) {
     if (type == WeightType::kQ8_0) return &kQ8_0;
     if (type == WeightType::kQ4_K) return &kQ4_K;
     if (type == WeightType::kQ5_K) return &kQ5_K;
+    if (type == WeightType::kQ6_K) return &kQ6_K;
     if (type == WeightType::kF16 || type == WeightType::kBF16) return &kHalf;
     return nullptr;
   }
@@ -211,10 +212,57 @@ void SwapSuperBlockNibbles(uint8_t* qs) {
   }
 }
 
-// Whether `type`'s codes are in sub-block order in `layout` (the AVX2 K-quant stream tiles').
-bool SubBlockOrder(WeightType type, WeightLayout layout) {
+// Q6_K's code e (0-255) of a super-block as stored: ql (128 bytes) then qh (64): the low four
+// bits in ql[64 h + l % 64] (low nibble for l < 64, else high), the top two at bits
+// 2 (l / 32) of qh[32 h + l % 32], for h = e / 128, l = e % 128.
+int StoredQ6KCode(const uint8_t* ql, int e) {
+  const int h = e / 128, l = e % 128;
+  const uint8_t low = ql[64 * h + l % 64];
+  const uint8_t high = ql[kQkK / 2 + 32 * h + l % 32];
+  return (l < 64 ? low & 15 : low >> 4) | ((high >> (2 * (l / 32))) & 3) << 4;
+}
+
+// A Q6_K super-block's 192 bytes of codes (ql, qh) recoded as Q6KCodeByte places them, and back.
+void Q6KCodesToTriplets(uint8_t* ql) {
+  uint8_t codes[kQkK];
+  for (int e = 0; e < kQkK; ++e) codes[e] = static_cast<uint8_t>(StoredQ6KCode(ql, e));
+  for (int g = 0; g < kQkK / 16; ++g) {
+    for (int k = 0; k < 3; ++k) {
+      for (int i = 0; i < 4; ++i) {
+        const int fourth = codes[16 * g + 12 + i];
+        ql[Q6KCodeByte(g, k, i)] =
+            static_cast<uint8_t>(codes[16 * g + 4 * k + i] | ((fourth >> (2 * k)) & 3) << 6);
+      }
+    }
+  }
+}
+
+void Q6KTripletsToCodes(uint8_t* ql) {
+  uint8_t codes[kQkK];
+  for (int g = 0; g < kQkK / 16; ++g) {
+    for (int i = 0; i < 4; ++i) {
+      int fourth = 0;
+      for (int k = 0; k < 3; ++k) {
+        const uint8_t byte = ql[Q6KCodeByte(g, k, i)];
+        codes[16 * g + 4 * k + i] = byte & 63;
+        fourth |= (byte >> 6) << (2 * k);
+      }
+      codes[16 * g + 12 + i] = static_cast<uint8_t>(fourth);
+    }
+  }
+  std::memset(ql, 0, kQkK / 2 + kQkK / 4);
+  for (int e = 0; e < kQkK; ++e) {
+    const int h = e / 128, l = e % 128;
+    ql[64 * h + l % 64] |= static_cast<uint8_t>((codes[e] & 15) << (l < 64 ? 0 : 4));
+    ql[kQkK / 2 + 32 * h + l % 32] |= static_cast<uint8_t>((codes[e] >> 4) << (2 * (l / 32)));
+  }
+}
+
+// Whether `type`'s codes are recoded in `layout`: the AVX2 K-quant stream tiles' (Q4_K, Q5_K
+// in sub-block order, Q6_K in triplets).
+bool RecodedCodes(WeightType type, WeightLayout layout) {
   return layout == WeightLayout::kRowStreams &&
-         (type == WeightType::kQ4_K || type == WeightType::kQ5_K);
+         (type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K);
 }
 
 // Whether `type`'s groups in `layout` keep Q5_K's fifth bits as masks (Q5KWordsToMasks).
@@ -223,22 +271,35 @@ bool FifthBitMasks(WeightType type, WeightLayout layout) {
 }
 
 // Whether `type`'s groups in `layout` hold its stored bytes only moved, none recoded (Q5_0's qh
-// words, Q5_K's fifth-bit masks and the K-quant streams' code order are).
+// words, Q5_K's fifth-bit masks and the K-quant streams' codes are).
 bool OnlyMoved(WeightType type, WeightLayout layout) {
-  return type != WeightType::kQ5_0 && !SubBlockOrder(type, layout) && !FifthBitMasks(type, layout);
+  return type != WeightType::kQ5_0 && !RecodedCodes(type, layout) && !FifthBitMasks(type, layout);
 }
 
-// SwapSuperBlockNibbles for every super-block of 16 stored rows of Q4_K or Q5_K.
-void SwapSubBlockNibbles(WeightType type, uint8_t* rows, int64_t cols) {
-  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+// The codes of every super-block of a stored row of a K-quant recoded for the streams layout
+// (`to_streams`), or back.
+void RecodeRowCodes(WeightType type, uint8_t* row, int64_t cols, bool to_streams) {
   const int64_t block_bytes = static_cast<int64_t>(BlockBytes(type));
-  const int64_t qs_at = static_cast<int64_t>(type == WeightType::kQ5_K ? offsetof(BlockQ5_K, qs)
-                                                                       : offsetof(BlockQ4_K, qs));
-  for (int r = 0; r < kRowGroupRows; ++r) {
-    for (int64_t b = 0; b < cols / kQkK; ++b) {
-      SwapSuperBlockNibbles(rows + r * row_bytes + b * block_bytes + qs_at);
+  const int64_t codes_at = type == WeightType::kQ6_K   ? offsetof(BlockQ6_K, ql)
+                           : type == WeightType::kQ5_K ? offsetof(BlockQ5_K, qs)
+                                                       : offsetof(BlockQ4_K, qs);
+  for (int64_t b = 0; b < cols / kQkK; ++b) {
+    uint8_t* const codes = row + b * block_bytes + codes_at;
+    if (type != WeightType::kQ6_K) {
+      SwapSuperBlockNibbles(codes);
+    } else if (to_streams) {
+      Q6KCodesToTriplets(codes);
+    } else {
+      Q6KTripletsToCodes(codes);
     }
   }
+}
+
+// RecodeRowCodes for 16 stored rows.
+void RecodeGroupCodes(WeightType type, uint8_t* rows, int64_t cols, bool to_streams) {
+  const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
+  for (int r = 0; r < kRowGroupRows; ++r)
+    RecodeRowCodes(type, rows + r * row_bytes, cols, to_streams);
 }
 
 }  // namespace
@@ -277,10 +338,10 @@ bool HasGroupedLayout(WeightType type, WeightLayout layout) {
 void GroupRows(WeightType type, WeightLayout layout, const uint8_t* rows, int64_t cols,
                uint8_t* out) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
-  std::vector<uint8_t> recoded;  // K-quant streams: the rows with their codes in sub-block order
-  if (SubBlockOrder(type, layout)) {
+  std::vector<uint8_t> recoded;  // K-quant streams: the rows with their codes recoded
+  if (RecodedCodes(type, layout)) {
     recoded.assign(rows, rows + kRowGroupRows * row_bytes);
-    SwapSubBlockNibbles(type, recoded.data(), cols);
+    RecodeGroupCodes(type, recoded.data(), cols, true);
     rows = recoded.data();
   }
   if (type == WeightType::kF16 || type == WeightType::kBF16) {
@@ -322,7 +383,7 @@ void UngroupRows(WeightType type, WeightLayout layout, const uint8_t* group, int
   ForEachPiece(type, layout, cols, [&](int r, int64_t in_row, int64_t in_group, int bytes) {
     MovePiece(out + r * row_bytes + in_row, group + in_group, bytes);
   });
-  if (SubBlockOrder(type, layout)) SwapSubBlockNibbles(type, out, cols);
+  if (RecodedCodes(type, layout)) RecodeGroupCodes(type, out, cols, false);
   if (type == WeightType::kQ5_0) StoreQ5_0FifthBits(out, cols);
 }
 
@@ -335,7 +396,8 @@ void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64
     return;
   }
   const uint8_t* group_bytes = data + group * kRowGroupRows * row_bytes;
-  if (!OnlyMoved(type, layout)) {  // the whole group back, then the row
+  const bool recoded_codes = RecodedCodes(type, layout);
+  if (!OnlyMoved(type, layout) && !recoded_codes) {  // the whole group back, then the row
     std::vector<uint8_t> stored(static_cast<size_t>(kRowGroupRows * row_bytes));
     UngroupRows(type, layout, group_bytes, cols, stored.data());
     std::memcpy(out, stored.data() + (row % kRowGroupRows) * row_bytes,
@@ -343,7 +405,8 @@ void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64
     return;
   }
   // The row's own pieces only (an embedding lookup reads one row of a tied output matrix): its
-  // stream's blocks in order, each piece at the row's place among the stream's copies.
+  // stream's blocks in order, each piece at the row's place among the stream's copies; then
+  // K-quant streams' codes back as stored.
   const BlockPieces& pieces = *PiecesOf(type, layout);
   const int stream_rows = StreamRows(layout);
   const int in_group = static_cast<int>(row % kRowGroupRows);
@@ -356,6 +419,7 @@ void UngroupRow(WeightType type, WeightLayout layout, const uint8_t* data, int64
       at += stream_rows * piece.bytes;
     }
   }
+  if (recoded_codes) RecodeRowCodes(type, out, cols, false);
 }
 
 }  // namespace reprise::kernels

@@ -18,12 +18,13 @@
 // piece of 8 rows: the same pieces, but a group is two streams of 8 rows (rows 0-7, then 8-15),
 // each block by block, so that a tile reads each stream front to back (read as halves of the
 // 16-row pieces, Q4_0 streamed at 21-24 GB/s against 35-36 GB/s, 2 threads, Zen 3). Q4_0, Q5_0,
-// Q8_0, Q4_K and Q5_K have it: Q4_0's block as above, Q8_0's its eight words of codes then d,
-// Q5_0's its four words of codes, its qh word recoded (Q5_0FifthBit), then d; the K-quants' their
-// words in order (Q5_K's qh as stored), with each super-block's codes first put in sub-block
-// order: byte 16 j + n holds element 32 j + n in its low nibble and 32 j + 16 + n in its high one,
-// so that a word holds codes of one sub-block; F16 and BF16 their elements (a stream's column:
-// 8 rows' elements, 16 bytes).
+// Q8_0, Q4_K, Q5_K and Q6_K have it: Q4_0's block as above, Q8_0's its eight words of codes then
+// d, Q5_0's its four words of codes, its qh word recoded (Q5_0FifthBit), then d; the K-quants'
+// their words in order (Q5_K's qh as stored), with each super-block's codes first recoded: Q4_K's
+// and Q5_K's in sub-block order (byte 16 j + n holds element 32 j + n in its low nibble and
+// 32 j + 16 + n in its high one, so that a word holds codes of one sub-block), Q6_K's ql and qh
+// as 48 words of whole 6-bit codes (Q6KCodeByte); F16 and BF16 their elements (a stream's
+// column: 8 rows' elements, 16 bytes).
 #pragma once
 
 #include <cstddef>
@@ -53,8 +54,16 @@ constexpr int Q5_0FifthBit(int e) { return 8 * (e % 4) + 2 * (e % 16 / 4) + e / 
 // code words.
 inline constexpr int64_t kQ5_0StreamQhAt = 4 * 4 * kRowStreamRows;
 
+// Where a Q6_K super-block in kRowStreams keeps its codes, in the 192 bytes of its ql and qh:
+// three 4-byte words per group g of 16 elements (scale sc[g]), word 3 g + k (k < 3) holding the
+// codes of elements 16 g + 4 k + i in the low six bits of its byte i and bits 2 k and 2 k + 1 of
+// element 16 g + 12 + i's code in the top two. A tile takes three codes with a mask each and
+// puts the fourth together from the three top pairs, where stored ql and qh took a shift and
+// masks for every code's two parts.
+constexpr int Q6KCodeByte(int g, int k, int i) { return 4 * (3 * g + k) + i; }
+
 // Whether `type` has the grouped `layout`: kRowGroups for Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F16 and
-// BF16; kRowStreams for Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, F16 and BF16.
+// BF16; kRowStreams for Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F16 and BF16.
 bool HasGroupedLayout(WeightType type, WeightLayout layout);
 
 // Rows a stream of a group in the grouped `layout` holds side by side (see above).

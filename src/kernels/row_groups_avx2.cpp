@@ -366,8 +366,8 @@ void UngroupRowStreamsAvx2(WeightType type, const uint8_t* group, int64_t cols, 
 
 bool HasRowGroupTileAvx2(WeightType type) {
   return type == WeightType::kQ4_0 || type == WeightType::kQ5_0 || type == WeightType::kQ8_0 ||
-         type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kF16 ||
-         type == WeightType::kBF16;
+         type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K ||
+         type == WeightType::kF16 || type == WeightType::kBF16;
 }
 
 // Q4_0 and Q8_0 streams take any number of tokens: with kStreamTokens tokens a pass they outrun
@@ -408,6 +408,7 @@ void RowGroupTileAvx2(WeightType type, const QuantizedRows& x, int64_t t0, int m
       return GroupTile<StreamLayout<BlockQ8_0>>(x, t0, mt, group, ahead_end, y, y_stride);
     case WeightType::kQ4_K:
     case WeightType::kQ5_K:
+    case WeightType::kQ6_K:
       return KQuantStreamTileAvx2(type, x, t0, mt, group, ahead_end, y, y_stride);
     default:
       REPRISE_CHECK(false, "no AVX2 row-group tile for {}", WeightTypeName(type));

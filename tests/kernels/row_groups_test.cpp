@@ -36,8 +36,9 @@ const Grouping kGroupings[] = {
     {WeightType::kQ6_K, WeightLayout::kRowGroups},  {WeightType::kQ4_0, WeightLayout::kRowStreams},
     {WeightType::kQ5_0, WeightLayout::kRowStreams}, {WeightType::kQ8_0, WeightLayout::kRowStreams},
     {WeightType::kQ4_K, WeightLayout::kRowStreams}, {WeightType::kQ5_K, WeightLayout::kRowStreams},
-    {WeightType::kF16, WeightLayout::kRowGroups},   {WeightType::kBF16, WeightLayout::kRowGroups},
-    {WeightType::kF16, WeightLayout::kRowStreams},  {WeightType::kBF16, WeightLayout::kRowStreams}};
+    {WeightType::kQ6_K, WeightLayout::kRowStreams}, {WeightType::kF16, WeightLayout::kRowGroups},
+    {WeightType::kBF16, WeightLayout::kRowGroups},  {WeightType::kF16, WeightLayout::kRowStreams},
+    {WeightType::kBF16, WeightLayout::kRowStreams}};
 
 std::string Name(const Grouping& g) {
   return std::string(WeightTypeName(g.type)) +
@@ -101,13 +102,39 @@ TEST(KernelRowGroupsTest, LayoutPlacesEachRowsWordsSideBySide) {
                          : type == WeightType::kQ4_0 || type == WeightType::kQ8_0 ? 2
                                                                                   : 0;
     const int stream_rows = StreamRows(grouping.layout);
+    const bool q6k_streams =
+        type == WeightType::kQ6_K && grouping.layout == WeightLayout::kRowStreams;
     for (int r = 0; r < 16; ++r) {
       const uint8_t* stream = group + r / stream_rows * stream_rows * row_bytes;
       const uint8_t* block = stream + stream_rows * block_bytes;
       const int piece = type == WeightType::kF16 || type == WeightType::kBF16 ? 2 : 4;
-      ASSERT_EQ(std::memcmp(block + piece * (r % stream_rows),
-                            w.bytes.data() + (16 + r) * row_bytes + block_bytes + first, piece),
-                0)
+      const uint8_t* stored_block = w.bytes.data() + (16 + r) * row_bytes + block_bytes;
+      if (q6k_streams) {
+        // The codes recoded (Q6KCodeByte): byte i of word 3 g + k holds element 16 g + 4 k + i's
+        // code and bits 2 k, 2 k + 1 of element 16 g + 12 + i's; the scales' words as stored.
+        const auto code = [stored_block](int e) {
+          const int h = e / 128, l = e % 128;
+          const uint8_t low = stored_block[64 * h + l % 64];
+          const uint8_t high = stored_block[offsetof(BlockQ6_K, qh) + 32 * h + l % 32];
+          return (l < 64 ? low & 15 : low >> 4) | ((high >> (2 * (l / 32))) & 3) << 4;
+        };
+        for (int g = 0; g < 16; ++g) {
+          for (int k = 0; k < 3; ++k) {
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t placed = block[32 * (3 * g + k) + 4 * (r % stream_rows) + i];
+              ASSERT_EQ(placed, code(16 * g + 4 * k + i) | ((code(16 * g + 12 + i) >> (2 * k)) & 3)
+                                                               << 6)
+                  << "row " << r << " group " << g;
+            }
+          }
+        }
+        ASSERT_EQ(
+            std::memcmp(block + 4 * (r % stream_rows) + stream_rows * offsetof(BlockQ6_K, scales),
+                        stored_block + offsetof(BlockQ6_K, scales), 4),
+            0);
+        continue;
+      }
+      ASSERT_EQ(std::memcmp(block + piece * (r % stream_rows), stored_block + first, piece), 0)
           << Name(grouping) << " row " << r;
       if (type == WeightType::kQ5_0) {
         // After the four code-word vectors, the rows' qh words recoded: bit Q5_0FifthBit(e)
@@ -208,16 +235,17 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
                                                   : avx2 ? WeightLayout::kRowStreams
                                                          : kRowMajor);
     }
-    EXPECT_EQ(PreferredLayout(target, WeightType::kQ6_K),
-              avx512 ? WeightLayout::kRowGroups : kRowMajor);
+    EXPECT_EQ(PreferredLayout(target, WeightType::kQ6_K), avx512 ? WeightLayout::kRowGroups
+                                                          : avx2 ? WeightLayout::kRowStreams
+                                                                 : kRowMajor);
     EXPECT_EQ(PreferredLayout(target, WeightType::kQ5_0),
               avx2 ? WeightLayout::kRowStreams : kRowMajor);
     EXPECT_EQ(PreferredLayout(target, WeightType::kQ4_0), avx2     ? WeightLayout::kRowStreams
                                                           : avx512 ? WeightLayout::kRowGroups
                                                                    : kRowMajor);
   }
-  TestWeights q5_0(WeightType::kQ5_0, 16, 64, 302), q6k(WeightType::kQ6_K, 16, 256, 302);
-  EXPECT_THROW(ArrangeRowGroups(q6k.view, WeightLayout::kRowStreams, q6k.bytes.data()),
+  TestWeights q5_0(WeightType::kQ5_0, 16, 64, 302), q4_1(WeightType::kQ4_1, 16, 64, 302);
+  EXPECT_THROW(ArrangeRowGroups(q4_1.view, WeightLayout::kRowStreams, q4_1.bytes.data()),
                InternalError);
   EXPECT_THROW(ArrangeRowGroups(q5_0.view, WeightLayout::kRowGroups, q5_0.bytes.data()),
                InternalError);
@@ -265,7 +293,7 @@ TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
   TestWeights q4k(WeightType::kQ4_K, 37, cols, 305), q40(WeightType::kQ4_0, 53, cols, 306),
       q8(WeightType::kQ8_0, 21, cols, 307), q5k(WeightType::kQ5_K, 96, cols, 308),
       q6k(WeightType::kQ6_K, 35, cols, 313), q50(WeightType::kQ5_0, 45, cols, 312);
-  std::vector<uint8_t> s4k, s40, s5k, s50, s40s, s8, s8s, s4ks, s5ks, s6k;
+  std::vector<uint8_t> s4k, s40, s5k, s50, s40s, s8, s8s, s4ks, s5ks, s6k, s6ks;
   const WeightView g4k = Grouped(q4k, WeightLayout::kRowGroups, s4k),
                    g8 = Grouped(q8, WeightLayout::kRowGroups, s8),
                    g6k = Grouped(q6k, WeightLayout::kRowGroups, s6k),
@@ -275,23 +303,24 @@ TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
                    g40s = Grouped(q40, WeightLayout::kRowStreams, s40s),
                    g8s = Grouped(q8, WeightLayout::kRowStreams, s8s),
                    g4ks = Grouped(q4k, WeightLayout::kRowStreams, s4ks),
-                   g5ks = Grouped(q5k, WeightLayout::kRowStreams, s5ks);
+                   g5ks = Grouped(q5k, WeightLayout::kRowStreams, s5ks),
+                   g6ks = Grouped(q6k, WeightLayout::kRowStreams, s6ks);
   const std::vector<float> x = RandomValues(2 * cols, 309, 2.0f);
   for (CpuTarget target : SupportedTargets()) {
     for (int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
       for (int64_t tokens : {int64_t{1}, int64_t{2}}) {
         const WeightView* grouped[] = {&g4k, &q8.view, &g40,  &g5k, &g50, &g40s,
-                                       &g8s, &g4ks,    &g5ks, &g8,  &g6k};
+                                       &g8s, &g4ks,    &g5ks, &g8,  &g6k, &g6ks};
         const WeightView* stored[] = {&q4k.view, &q8.view,  &q40.view, &q5k.view,
                                       &q50.view, &q40.view, &q8.view,  &q4k.view,
-                                      &q5k.view, &q8.view,  &q6k.view};
+                                      &q5k.view, &q8.view,  &q6k.view, &q6k.view};
         // Passes of four (the most one pass fuses): the second with the streams layouts, and
-        // with both layouts at once; the third with the K-quants' streams; the fourth and fifth
-        // with Q8_0 and Q6_K in groups beside stored rows.
+        // with both layouts at once; the third and sixth with the K-quants' streams; the fourth
+        // and fifth with Q8_0 and Q6_K in groups beside stored rows.
         for (const std::array<int, 4>& fused_set :
              {std::array{0, 1, 2, 3}, std::array{4, 6, 5, 3}, std::array{7, 8, 6, 1},
-              std::array{9, 1, 0, 2}, std::array{10, 1, 9, 3}}) {
+              std::array{9, 1, 0, 2}, std::array{10, 1, 9, 3}, std::array{11, 7, 2, 8}}) {
           std::vector<std::vector<float>> fused(4), each(4);
           std::vector<MatMulOutput> outputs;
           for (int i = 0; i < 4; ++i) {
