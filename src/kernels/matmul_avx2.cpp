@@ -152,11 +152,14 @@ void TransposeSpan(const uint8_t* in, int n, uint8_t* out) {
   }
 }
 
-// `count` blocks of codes in block order (32 bytes each) -> spans side by side, into `out`.
+// `count` blocks of codes in block order (32 bytes each) -> spans side by side, into `out`
+// (which may be `codes`: each span goes through a copy).
 void ToSpanLanes(const uint8_t* codes, int64_t count, uint8_t* out) {
+  alignas(32) uint8_t span[kBlockChains * 32];
   for (int64_t b = 0; b < count; b += kBlockChains) {
     const int n = static_cast<int>(std::min<int64_t>(kBlockChains, count - b));
-    TransposeSpan(codes + 32 * b, n, out + 32 * b);
+    std::memcpy(span, codes + 32 * b, 32 * n);
+    TransposeSpan(span, n, out + 32 * b);
   }
 }
 
@@ -169,12 +172,7 @@ void UnpackPanelAvx2(WeightType type, const void* row, int64_t first_block, int6
                          type == WeightType::kQ8_0;
   if (!per_block) return;
   REPRISE_CHECK(first_block % kBlockChains == 0, "panel rows unpack from a span's start");
-  alignas(32) uint8_t span[kBlockChains * 32];
-  for (int64_t b = 0; b < num_blocks; b += kBlockChains) {
-    const int n = static_cast<int>(std::min<int64_t>(kBlockChains, num_blocks - b));
-    std::memcpy(span, q + 32 * b, 32 * n);
-    TransposeSpan(span, n, q + 32 * b);
-  }
+  ToSpanLanes(q, num_blocks, q);
 }
 
 // Tokens t0 .. t0 + MT - 1 over a panel's rows of a per-block type in span lanes, a row at a time:
