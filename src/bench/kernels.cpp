@@ -1,5 +1,6 @@
 // `bench kernels`: prefill matmul GFLOP/s and decode matmul GB/s per weight type, beside the
-// machine's FMA and streaming-read peaks measured on the same threads.
+// machine's FMA and streaming-read peaks measured on the same threads, the weights laid out as
+// a model loaded into private memory has them (PreferredLayout).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -94,6 +95,14 @@ std::string TypeName(WeightType type) {
   return name;
 }
 
+// The row-major matrix `w` (its bytes writable at `data`) laid out as a model loaded into private
+// memory lays it out for `target` (a `--mmap` model keeps rows as stored).
+kernels::WeightView AsLoaded(CpuTarget target, const kernels::WeightView& w, void* data) {
+  const kernels::WeightLayout layout = kernels::PreferredLayout(target, w.type);
+  if (layout == kernels::WeightLayout::kRowMajor) return w;
+  return kernels::ArrangeRowGroups(w, layout, data);
+}
+
 }  // namespace
 
 WorkloadResult RunKernelsWorkload(const BenchContext& context) {
@@ -148,9 +157,11 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
     prefill_columns.push_back({label, "GFLOP/s"});
     prefill_columns.push_back({"peak", "%"});
   }
-  BenchTable prefill("[kernels] prefill matmul (tokens x n x k; best of " + std::to_string(runs) +
-                         ", " + std::string(kernels::CpuTargetName(target)) + ")",
-                     prefill_columns);
+  BenchTable prefill(
+      "[kernels] prefill matmul (tokens x n x k, weights laid out as a loaded "
+      "model's; best of " +
+          std::to_string(runs) + ", " + std::string(kernels::CpuTargetName(target)) + ")",
+      prefill_columns);
   BenchTable decode(
       fmt::format("[kernels] decode matmul (1 token x {} MiB of weights, k = {}; best "
                   "of {}, each run beside a pass of the read probe)",
@@ -188,7 +199,8 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
       AlignedBuffer<uint8_t> weights = MakeWeights(type, shape.rows, shape.cols);
       AlignedBuffer<float> x = MakeActivations(shape.tokens, shape.cols);
       AlignedBuffer<float> y(static_cast<size_t>(shape.tokens * shape.rows));  // [tokens][rows]
-      kernels::WeightView w{type, weights.data(), shape.rows, shape.cols};
+      const kernels::WeightView w =
+          AsLoaded(target, {type, weights.data(), shape.rows, shape.cols}, weights.data());
       std::vector<double> seconds =
           TimeMatMul(target, w, x.data(), shape.tokens, y.data(), pool, runs);
       double flops = 2.0 * static_cast<double>(shape.tokens * shape.rows * shape.cols);
@@ -217,12 +229,8 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
     AlignedBuffer<uint8_t> weights = MakeWeights(type, rows, decode_cols);
     AlignedBuffer<float> x = MakeActivations(1, decode_cols);
     AlignedBuffer<float> y(static_cast<size_t>(rows));
-    kernels::WeightView w{type, weights.data(), rows, decode_cols};
-    // Laid out as a model loaded into private memory lays it out for this target.
-    const kernels::WeightLayout layout = kernels::PreferredLayout(target, type);
-    if (layout != kernels::WeightLayout::kRowMajor) {
-      w = kernels::ArrangeRowGroups(w, layout, weights.data());
-    }
+    const kernels::WeightView w =
+        AsLoaded(target, {type, weights.data(), rows, decode_cols}, weights.data());
     // Each run is paired with a pass of the read probe just before it, and the type is compared
     // with the best of its own passes: a shared machine's bandwidth drifts over the seconds the
     // whole benchmark takes, and a peak taken at another moment would flatter or wrong it.
