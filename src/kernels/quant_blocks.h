@@ -87,6 +87,30 @@ struct BlockQ6_K {
   uint16_t d;  // f16
 };
 
+// A Q6_K super-block's 256 codes (0-63, element order) from its ql and qh as laid out above,
+// and back (every bit of ql and qh written).
+inline void ReadQ6KCodes(const uint8_t* ql, const uint8_t* qh, uint8_t* codes) {
+  for (int half = 0; half < 2; ++half, ql += 64, qh += 32, codes += 128) {
+    for (int l = 0; l < 32; ++l) {
+      codes[l] = static_cast<uint8_t>((ql[l] & 0xF) | ((qh[l] & 3) << 4));
+      codes[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      codes[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      codes[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+inline void WriteQ6KCodes(const uint8_t* codes, uint8_t* ql, uint8_t* qh) {
+  for (int half = 0; half < 2; ++half, ql += 64, qh += 32, codes += 128) {
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = static_cast<uint8_t>((codes[l] & 0xF) | ((codes[l + 64] & 0xF) << 4));
+      ql[l + 32] = static_cast<uint8_t>((codes[l + 32] & 0xF) | ((codes[l + 96] & 0xF) << 4));
+      qh[l] = static_cast<uint8_t>((codes[l] >> 4) | ((codes[l + 32] >> 4) << 2) |
+                                   ((codes[l + 64] >> 4) << 4) | ((codes[l + 96] >> 4) << 6));
+    }
+  }
+}
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);

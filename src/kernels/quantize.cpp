@@ -166,17 +166,7 @@ void QuantizeQ6K(const float* x, BlockQ6_K* block) {
       codes[e] = ClampCode(RoundToInt(x[e] * inverse) + 32, 63);
     }
   }
-  for (int half = 0; half < 2; ++half) {
-    const uint8_t* c = codes + 128 * half;
-    uint8_t* ql = block->ql + 64 * half;
-    uint8_t* qh = block->qh + 32 * half;
-    for (int l = 0; l < 32; ++l) {
-      ql[l] = static_cast<uint8_t>((c[l] & 0xF) | ((c[l + 64] & 0xF) << 4));
-      ql[l + 32] = static_cast<uint8_t>((c[l + 32] & 0xF) | ((c[l + 96] & 0xF) << 4));
-      qh[l] = static_cast<uint8_t>((c[l] >> 4) | ((c[l + 32] >> 4) << 2) | ((c[l + 64] >> 4) << 4) |
-                                   ((c[l + 96] >> 4) << 6));
-    }
-  }
+  WriteQ6KCodes(codes, block->ql, block->qh);
 }
 
 }  // namespace

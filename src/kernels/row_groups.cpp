@@ -212,20 +212,11 @@ void SwapSuperBlockNibbles(uint8_t* qs) {
   }
 }
 
-// Q6_K's code e (0-255) of a super-block as stored: ql (128 bytes) then qh (64): the low four
-// bits in ql[64 h + l % 64] (low nibble for l < 64, else high), the top two at bits
-// 2 (l / 32) of qh[32 h + l % 32], for h = e / 128, l = e % 128.
-int StoredQ6KCode(const uint8_t* ql, int e) {
-  const int h = e / 128, l = e % 128;
-  const uint8_t low = ql[64 * h + l % 64];
-  const uint8_t high = ql[kQkK / 2 + 32 * h + l % 32];
-  return (l < 64 ? low & 15 : low >> 4) | ((high >> (2 * (l / 32))) & 3) << 4;
-}
-
-// A Q6_K super-block's 192 bytes of codes (ql, qh) recoded as Q6KCodeByte places them, and back.
+// A Q6_K super-block's 192 bytes of codes (ql, then qh) recoded as Q6KCodeByte places them, and
+// back.
 void Q6KCodesToTriplets(uint8_t* ql) {
   uint8_t codes[kQkK];
-  for (int e = 0; e < kQkK; ++e) codes[e] = static_cast<uint8_t>(StoredQ6KCode(ql, e));
+  ReadQ6KCodes(ql, ql + kQkK / 2, codes);
   for (int g = 0; g < kQkK / 16; ++g) {
     for (int k = 0; k < 3; ++k) {
       for (int i = 0; i < 4; ++i) {
@@ -250,12 +241,7 @@ void Q6KTripletsToCodes(uint8_t* ql) {
       codes[16 * g + 12 + i] = static_cast<uint8_t>(fourth);
     }
   }
-  std::memset(ql, 0, kQkK / 2 + kQkK / 4);
-  for (int e = 0; e < kQkK; ++e) {
-    const int h = e / 128, l = e % 128;
-    ql[64 * h + l % 64] |= static_cast<uint8_t>((codes[e] & 15) << (l < 64 ? 0 : 4));
-    ql[kQkK / 2 + 32 * h + l % 32] |= static_cast<uint8_t>((codes[e] >> 4) << (2 * (l / 32)));
-  }
+  WriteQ6KCodes(codes, ql, ql + kQkK / 2);
 }
 
 // Whether `type`'s codes are recoded in `layout`: the AVX2 K-quant stream tiles' (Q4_K, Q5_K
@@ -298,8 +284,9 @@ void RecodeRowCodes(WeightType type, uint8_t* row, int64_t cols, bool to_streams
 // RecodeRowCodes for 16 stored rows.
 void RecodeGroupCodes(WeightType type, uint8_t* rows, int64_t cols, bool to_streams) {
   const int64_t row_bytes = static_cast<int64_t>(RowBytes(type, cols));
-  for (int r = 0; r < kRowGroupRows; ++r)
+  for (int r = 0; r < kRowGroupRows; ++r) {
     RecodeRowCodes(type, rows + r * row_bytes, cols, to_streams);
+  }
 }
 
 }  // namespace

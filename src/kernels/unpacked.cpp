@@ -138,17 +138,7 @@ void UnpackBlocks(WeightType type, const void* row, int64_t first_block, int64_t
       case WeightType::kQ6_K: {
         const auto* block = BlockAt<BlockQ6_K>(row, index);
         float d = HalfToFloat(block->d);
-        for (int half = 0; half < 2; ++half) {
-          const uint8_t* ql = block->ql + 64 * half;
-          const uint8_t* qh = block->qh + 32 * half;
-          uint8_t* out = q + 128 * half;
-          for (int l = 0; l < 32; ++l) {
-            out[l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
-            out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
-            out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-            out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-          }
-        }
+        ReadQ6KCodes(block->ql, block->qh, q);
         for (int i = 0; i < kQkK / kScaleGroup; ++i) {
           scale[i] = d * static_cast<float>(block->scales[i]);
         }
