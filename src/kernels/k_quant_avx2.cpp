@@ -24,15 +24,14 @@
 #include "kernels/matmul_kernels.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_reads_avx2.h"
-#include "kernels/reduce_avx2.h"
 #include "kernels/simd.h"
 
 namespace reprise::kernels {
 
 namespace {
 
-using avx2::Half;
 using avx2::kKQuantChains;
+using avx2::KQuantChainsSum;
 using avx2::Load32;
 using avx2::PrefetchStretch;
 using avx2::RowAhead;
@@ -140,12 +139,6 @@ template <bool kFull>
   return _mm_load_ps(x_scales);
 }
 
-// The chains' tree, chain k in lane k: (c0 + c2) + (c1 + c3).
-inline float ChainsSum(__m128 chains) {
-  const __m128 two = _mm_add_ps(chains, _mm_movehl_ps(chains, chains));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
-}
-
 // Q4_K (Q5_K with kFifth): w = d * sc[j] * code - dmin * m[j] over sub-block j. Per super-block
 // and token: sum_j sc[j] * dot(code_j, x_j) and sum_j m[j] * sum(x_j), both exact integers.
 template <bool kFifth, int MT>
@@ -234,7 +227,7 @@ void KQuantRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row
           acc[t] = _mm_fnmadd_ps(_mm_cvtepi32_ps(m_all), _mm_mul_ps(dmin, x_d), acc[t]);
         }
       });
-  for (int t = 0; t < MT; ++t) y[t * y_stride] = ChainsSum(acc[t]);
+  for (int t = 0; t < MT; ++t) y[t * y_stride] = KQuantChainsSum(acc[t]);
 }
 
 // Q6_K: w = d * sc[g] * (code - 32) over group g of 16. Per super-block and token the exact
@@ -312,7 +305,7 @@ void Q6KRow(const QuantizedRows& x, int64_t t0, const RawRows& w, int64_t row, f
                                 _mm_mul_ps(block_d, TokenScales<kFull>(act, t, s, n)), acc[t]);
         }
       });
-  for (int t = 0; t < MT; ++t) y[t * y_stride] = ChainsSum(acc[t]);
+  for (int t = 0; t < MT; ++t) y[t * y_stride] = KQuantChainsSum(acc[t]);
 }
 
 // One row of `kType` for MT tokens.

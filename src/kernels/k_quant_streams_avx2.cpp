@@ -31,6 +31,7 @@ namespace {
 using avx2::Broadcast4;
 using avx2::FifthBitsAt;
 using avx2::kKQuantChains;
+using avx2::KQuantChainsSum;
 using avx2::Load32;
 
 // Where a stream block keeps its words (row_groups.h: a K-quant block is all 4-byte pieces, in
@@ -201,12 +202,9 @@ void KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* const
   // slower (Zen 1, one thread, 2048 columns: 512-token prefill Q4_K 48.3 against 53.5 GFLOP/s,
   // Q5_K 34.8 against 39.0; decode Q5_K 8.5 against 9.2 GB/s, Q4_K the same).
   for (int64_t s = 0; s < supers; ++s) add_super_block(s, static_cast<int>(s % kKQuantChains));
-  // The chains' tree (kKQuantChains).
   for (int u = 0; u < NS; ++u) {
     for (int t = 0; t < MT; ++t) {
-      const auto& c = chains[u][t];
-      _mm256_storeu_ps(y + t * y_stride + kRowStreamRows * u,
-                       _mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[1], c[3])));
+      _mm256_storeu_ps(y + t * y_stride + kRowStreamRows * u, KQuantChainsSum(chains[u][t]));
     }
   }
 }
@@ -297,10 +295,20 @@ void Q6KStreamTile(const Token (&tokens)[MT], int64_t supers, const uint8_t* str
     }
   };
   for (int64_t s = 0; s < supers; ++s) add_super_block(s, static_cast<int>(s % kKQuantChains));
-  for (int t = 0; t < MT; ++t) {
-    const auto& c = chains[t];
-    _mm256_storeu_ps(y + t * y_stride,
-                     _mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[1], c[3])));
+  for (int t = 0; t < MT; ++t) _mm256_storeu_ps(y + t * y_stride, KQuantChainsSum(chains[t]));
+}
+
+// The stream tile of kType over NS streams (Q6_K: one) and MT tokens.
+template <WeightType kType, int NS, int MT>
+[[gnu::always_inline]] inline void StreamTile(const Token (&tokens)[MT], int64_t supers,
+                                              const uint8_t* const (&streams)[NS],
+                                              StreamAhead<8192, 0>& ahead, float* y,
+                                              int64_t y_stride) {
+  if constexpr (kType == WeightType::kQ6_K) {
+    static_assert(NS == 1);
+    Q6KStreamTile<MT>(tokens, supers, streams[0], ahead, y, y_stride);
+  } else {
+    KStreamTile<kType == WeightType::kQ5_K, NS, MT>(tokens, supers, streams, ahead, y, y_stride);
   }
 }
 
@@ -313,12 +321,7 @@ __attribute__((noinline)) void KStreamPass(const Token (&tokens)[MT], int64_t su
                                            const uint8_t* const (&streams)[NS],
                                            StreamAhead<8192, 0>& ahead, float* y,
                                            int64_t y_stride) {
-  if constexpr (kType == WeightType::kQ6_K) {
-    static_assert(NS == 1);
-    Q6KStreamTile<MT>(tokens, supers, streams[0], ahead, y, y_stride);
-  } else {
-    KStreamTile<kType == WeightType::kQ5_K, NS, MT>(tokens, supers, streams, ahead, y, y_stride);
-  }
+  StreamTile<kType, NS, MT>(tokens, supers, streams, ahead, y, y_stride);
 }
 
 // One token (decode) stream by stream, as the rows stream from memory (Q4_K over both at once
@@ -335,17 +338,15 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group
                 const uint8_t* ahead_end, float* y, int64_t y_stride) {
   constexpr bool kQ4K = kType == WeightType::kQ4_K;
   constexpr int kTokens = kQ4K ? 2 : 4;
-  using Block =
-      std::conditional_t<kType == WeightType::kQ6_K, BlockQ6_K,
-                         std::conditional_t<kType == WeightType::kQ5_K, BlockQ5_K, BlockQ4_K>>;
-  constexpr int64_t kBlockBytes = kRowStreamRows * static_cast<int64_t>(sizeof(Block));
+  using Layout = std::conditional_t<kType == WeightType::kQ6_K, Q6KStream,
+                                    KStream<kType == WeightType::kQ5_K>>;
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
   const auto token = [&](int t) {
     const int64_t row = t0 + t;
     return Token{x.q + row * cols, x.d + row * supers, x.group_sum + row * (cols / 16)};
   };
-  const uint8_t* const streams[2] = {group, group + supers * kBlockBytes};
+  const uint8_t* const streams[2] = {group, group + supers * Layout::kBlockBytes};
   StreamAhead<8192, 0> ahead(group, ahead_end);
   // Tokens t .. t + MT - 1 over the streams, kStreams at a time from the first.
   const auto pass = [&]<int MT>(int t) {
@@ -358,11 +359,8 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, int mt, const uint8_t* group
       float* const out = y + t * y_stride + first * kRowStreamRows;
       if constexpr (MT > 1) {
         KStreamPass<kType, kStreams, MT>(tokens, supers, pass_streams, ahead, out, y_stride);
-      } else if constexpr (kType == WeightType::kQ6_K) {
-        Q6KStreamTile<1>(tokens, supers, pass_streams[0], ahead, out, y_stride);
       } else {
-        KStreamTile<kType == WeightType::kQ5_K, kStreams, 1>(tokens, supers, pass_streams, ahead,
-                                                             out, y_stride);
+        StreamTile<kType, kStreams, 1>(tokens, supers, pass_streams, ahead, out, y_stride);
       }
     }
   };

@@ -32,6 +32,16 @@ inline __m256i Broadcast4(const void* p) {
 // result is (chain 0 + chain 2) + (chain 1 + chain 3).
 inline constexpr int kKQuantChains = 4;
 
+// That tree: over one row's chains in lanes (chain k in lane k), and over 8 rows' chains in
+// registers (chain k of row r in lane r of c[k]).
+inline float KQuantChainsSum(__m128 chains) {
+  const __m128 two = _mm_add_ps(chains, _mm_movehl_ps(chains, chains));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
+}
+inline __m256 KQuantChainsSum(const __m256 (&c)[kKQuantChains]) {
+  return _mm256_add_ps(_mm256_add_ps(c[0], c[2]), _mm256_add_ps(c[1], c[3]));
+}
+
 // 0x10 in each byte whose bit kBit is set in `bits` (a fifth bit of each byte's code, kept at a
 // known bit of its own byte: Q5_0's recoded qh, Q5_K's qh).
 template <int kBit>
