@@ -9,6 +9,7 @@
 #
 #   scripts/compare_llama_cpp.sh MODEL.gguf [THREADS] [WORK_DIR]
 #   QUICK=1 scripts/compare_llama_cpp.sh ...   # small sizes, a few minutes: checks the set-up
+#   KERNELS_ONLY=1 scripts/compare_llama_cpp.sh ...   # the kernel comparison only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:?usage: scripts/compare_llama_cpp.sh MODEL.gguf [THREADS] [WORK_DIR]}
@@ -114,6 +115,7 @@ for test, ours, theirs in ((f"pp{pp} vs", figure("prefill", "prefill_"), llama.g
         print(f"{label[:49]:<50}{'-':>10}{'-':>10}  (missing)")
 EOF
 echo
+[[ "${KERNELS_ONLY:-0}" == 1 ]] && exit 0
 
 server_pid=""
 stop_server() { [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; server_pid=""; }

@@ -16,12 +16,14 @@ namespace reprise {
 namespace {
 
 constexpr size_t kHugePageBytes = size_t{2} << 20;
+constexpr size_t kLineBytes = 64;
 
-// The file's bytes read into fresh private memory (rounded up to whole huge pages), then made
-// read-only. Throws Error with the OS reason.
-const uint8_t* CopyIntoHugePages(int fd, const std::string& path, size_t size,
-                                 size_t& mapped_bytes) {
-  mapped_bytes = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+// The file's bytes read into fresh private memory (rounded up to whole huge pages) from `shift`
+// bytes past its start, then made read-only. Returns the mapping's start. Throws Error with the
+// OS reason.
+uint8_t* CopyIntoHugePages(int fd, const std::string& path, size_t size, size_t shift,
+                           size_t& mapped_bytes) {
+  mapped_bytes = (shift + size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   void* address =
       ::mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (address == MAP_FAILED) {
@@ -36,7 +38,7 @@ const uint8_t* CopyIntoHugePages(int fd, const std::string& path, size_t size,
   // read below, 0.04 to 0.3 s. Only a speed-up: the read faults in whatever this leaves out.
   ::madvise(address, mapped_bytes, MADV_POPULATE_WRITE);
 #endif
-  auto* bytes = static_cast<uint8_t*>(address);
+  auto* bytes = static_cast<uint8_t*>(address) + shift;
   size_t done = 0;
   while (done < size) {
     const ssize_t n = ::pread(fd, bytes + done, size - done, static_cast<off_t>(done));
@@ -49,12 +51,12 @@ const uint8_t* CopyIntoHugePages(int fd, const std::string& path, size_t size,
     done += static_cast<size_t>(n);
   }
   ::mprotect(address, mapped_bytes, PROT_READ);  // the same contract as a read-only map
-  return bytes;
+  return static_cast<uint8_t*>(address);
 }
 
 }  // namespace
 
-MappedFile MappedFile::Open(const std::string& path, FileResidence residence) {
+MappedFile MappedFile::Open(const std::string& path, FileResidence residence, size_t line_offset) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   struct stat info {};
@@ -72,7 +74,9 @@ MappedFile MappedFile::Open(const std::string& path, FileResidence residence) {
   file.size_ = static_cast<size_t>(info.st_size);
   if (file.size_ > 0 && residence == FileResidence::kPrivateCopy) {
     try {
-      file.data_ = CopyIntoHugePages(fd, path, file.size_, file.mapped_bytes_);
+      const size_t shift = (kLineBytes - line_offset % kLineBytes) % kLineBytes;
+      file.mapping_ = CopyIntoHugePages(fd, path, file.size_, shift, file.mapped_bytes_);
+      file.data_ = file.mapping_ + shift;
       file.private_copy_ = true;
     } catch (...) {
       ::close(fd);
@@ -85,7 +89,8 @@ MappedFile MappedFile::Open(const std::string& path, FileResidence residence) {
       ::close(fd);
       throw Error(fmt::format("cannot map '{}': {}", path, std::strerror(saved)));
     }
-    file.data_ = static_cast<const uint8_t*>(address);
+    file.mapping_ = static_cast<uint8_t*>(address);
+    file.data_ = file.mapping_;
     file.mapped_bytes_ = file.size_;
   }
   ::close(fd);
@@ -93,7 +98,8 @@ MappedFile MappedFile::Open(const std::string& path, FileResidence residence) {
 }
 
 void MappedFile::Release() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), mapped_bytes_);
+  if (mapping_ != nullptr) ::munmap(mapping_, mapped_bytes_);
+  mapping_ = nullptr;
   data_ = nullptr;
 }
 
@@ -101,8 +107,8 @@ MappedFile::~MappedFile() { Release(); }
 
 bool MappedFile::Rewrite(const std::function<void(std::span<uint8_t> bytes)>& edit) {
   if (!private_copy_ || data_ == nullptr) return false;
-  auto* bytes = const_cast<uint8_t*>(data_);  // our own anonymous mapping, made read-only at Open
-  if (::mprotect(bytes, mapped_bytes_, PROT_READ | PROT_WRITE) != 0) {
+  // Our own anonymous mapping, made read-only at Open.
+  if (::mprotect(mapping_, mapped_bytes_, PROT_READ | PROT_WRITE) != 0) {
     throw Error(
         fmt::format("cannot make the copy of '{}' writable: {}", path_, std::strerror(errno)));
   }
@@ -110,13 +116,14 @@ bool MappedFile::Rewrite(const std::function<void(std::span<uint8_t> bytes)>& ed
     uint8_t* bytes;
     size_t n;
     ~ReadOnlyAgain() { ::mprotect(bytes, n, PROT_READ); }
-  } again{bytes, mapped_bytes_};
-  edit(std::span<uint8_t>(bytes, size_));
+  } again{mapping_, mapped_bytes_};
+  edit(std::span<uint8_t>(const_cast<uint8_t*>(data_), size_));
   return true;
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
+      mapping_(std::exchange(other.mapping_, nullptr)),
       private_copy_(std::exchange(other.private_copy_, false)),
       size_(std::exchange(other.size_, 0)),
       mapped_bytes_(std::exchange(other.mapped_bytes_, 0)),
@@ -126,6 +133,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     Release();
     data_ = std::exchange(other.data_, nullptr);
+    mapping_ = std::exchange(other.mapping_, nullptr);
     private_copy_ = std::exchange(other.private_copy_, false);
     size_ = std::exchange(other.size_, 0);
     mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);

@@ -23,8 +23,11 @@ enum class FileResidence {
 class MappedFile {
  public:
   // Throws Error naming the path and the OS reason when the file cannot be opened, mapped or
-  // read.
-  static MappedFile Open(const std::string& path, FileResidence residence = FileResidence::kMapped);
+  // read. A private copy is placed so that the file's byte at `line_offset` starts a 64-byte
+  // cache line (a GGUF file's data section: 512-bit loads that cross a line cost a second
+  // access, and files align their tensors to 32 bytes only); a file's map starts on a page.
+  static MappedFile Open(const std::string& path, FileResidence residence = FileResidence::kMapped,
+                         size_t line_offset = 0);
 
   MappedFile() = default;
   ~MappedFile();
@@ -46,9 +49,10 @@ class MappedFile {
   void Release();
 
   const uint8_t* data_ = nullptr;
+  uint8_t* mapping_ = nullptr;  // where the mapping starts: data_, or a private copy's base
   bool private_copy_ = false;
   size_t size_ = 0;
-  size_t mapped_bytes_ = 0;  // of the mapping at data_ (a private copy rounds size_ up)
+  size_t mapped_bytes_ = 0;  // of the mapping (a private copy rounds its placement up)
   std::string path_;
 };
 

@@ -272,12 +272,25 @@ uint64_t TensorInfo::Rows() const { return shape.empty() ? 0 : NumElements() / s
 
 GgufFile GgufFile::Open(const std::string& path, FileResidence residence) {
   GgufFile gguf;
-  gguf.file_ = MappedFile::Open(path, residence);
+  // The header is read from the file's map; a private copy is made once the data section's
+  // offset is known, so that the copy can start that section on a cache line.
+  gguf.file_ = MappedFile::Open(path, FileResidence::kMapped);
   gguf.path_ = path;
   try {
     Parse(gguf.file_, gguf.version_, gguf.alignment_, gguf.data_start_, gguf.metadata_,
           gguf.tensors_);
     gguf.IndexTensors();
+    if (residence == FileResidence::kPrivateCopy) {
+      MappedFile copy = MappedFile::Open(path, residence, gguf.data_start_);
+      if (copy.size() != gguf.file_.size()) {
+        throw Error(fmt::format("the file changed size while read ({} -> {} bytes)",
+                                gguf.file_.size(), copy.size()));
+      }
+      for (TensorInfo& info : gguf.tensors_) {
+        info.data = copy.data() + (info.data - gguf.file_.data());
+      }
+      gguf.file_ = std::move(copy);
+    }
   } catch (const Error& error) {
     // Messages quote keys and names from the file: nothing in them may reach a terminal raw.
     throw Error(EscapeBytes(fmt::format("{}: {}", path, error.what()), kMaxMessageBytes));

@@ -46,6 +46,27 @@ TEST(MappedFileTest, BothResidencesHoldTheFilesBytes) {
   }
 }
 
+TEST(MappedFileTest, APrivateCopyStartsTheNamedOffsetOnACacheLine) {
+  std::vector<uint8_t> bytes(5000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+  const std::string path = WriteFile("placed.bin", bytes);
+  for (size_t line_offset :
+       {size_t{0}, size_t{1}, size_t{32}, size_t{63}, size_t{64}, size_t{4131}}) {
+    MappedFile file = MappedFile::Open(path, FileResidence::kPrivateCopy, line_offset);
+    ASSERT_EQ(file.size(), bytes.size());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(file.data() + line_offset) % 64, 0u) << line_offset;
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), file.data())) << line_offset;
+    // Rewrite edits the placed bytes, and only those.
+    EXPECT_TRUE(file.Rewrite([&](std::span<uint8_t> edit) {
+      ASSERT_EQ(edit.size(), bytes.size());
+      EXPECT_EQ(edit.data(), file.data());
+      edit[line_offset % edit.size()] ^= 0xFF;
+    }));
+    EXPECT_EQ(file.data()[line_offset % bytes.size()],
+              static_cast<uint8_t>(bytes[line_offset % bytes.size()] ^ 0xFF));
+  }
+}
+
 TEST(MappedFileTest, AnEmptyFileHoldsNothing) {
   const std::string path = WriteFile("empty.bin", {});
   for (FileResidence residence : kResidences) {

@@ -82,6 +82,38 @@ TEST(GgufFileTest, RoundTripsMetadataAndTensors) {
   std::filesystem::remove(path);
 }
 
+TEST(GgufFileTest, APrivateCopyStartsTheDataSectionOnACacheLine) {
+  // Files align tensors to 32 bytes, so half of them start their data section mid-line; the
+  // copy that decode reads must not. Pad the header until it ends 32 bytes into a line.
+  for (size_t pad = 0; pad < 64; ++pad) {
+    GgufWriter writer;
+    writer.SetString("general.architecture", "llama");
+    writer.SetString("general.name", std::string(pad, 'x'));
+    std::vector<uint8_t> bytes(256);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 13 + 1);
+    writer.AddTensor("first", TensorType::kF32, {32}, std::vector<uint8_t>(128, 7));
+    writer.AddTensor("second", TensorType::kF32, {64}, bytes);
+    const std::string path = TempPath("placed");
+    writer.Write(path);
+    GgufFile mapped = GgufFile::Open(path, FileResidence::kMapped);
+    if (mapped.HeaderBytes().size() % 64 != 32) continue;
+    GgufFile copied = GgufFile::Open(path, FileResidence::kPrivateCopy);
+    EXPECT_EQ(
+        reinterpret_cast<uintptr_t>(copied.HeaderBytes().data() + copied.HeaderBytes().size()) % 64,
+        0u);
+    const TensorInfo* second = copied.FindTensor("second");
+    ASSERT_NE(second, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(second->data) % 64, second->offset % 64);
+    ASSERT_EQ(second->num_bytes, bytes.size());
+    EXPECT_EQ(std::memcmp(second->data, bytes.data(), bytes.size()), 0);
+    EXPECT_TRUE(std::equal(mapped.HeaderBytes().begin(), mapped.HeaderBytes().end(),
+                           copied.HeaderBytes().begin(), copied.HeaderBytes().end()));
+    std::filesystem::remove(path);
+    return;
+  }
+  FAIL() << "no padding put the data section 32 bytes into a line";
+}
+
 TEST(GgufFileTest, ReadsVersion2AndRefusesVersion1) {
   std::string path = WriteSmallFile();
   auto bytes = ReadAll(path);
