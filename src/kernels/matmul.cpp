@@ -203,6 +203,7 @@ struct ActivationBuffers {
   int16_t* group_sum;
   int32_t* zero8_lanes;  // both null where no tile reads them
   int32_t* zero16_lanes;
+  int32_t* negated_group_sums;  // null where no tile reads them
   int64_t cols;
   ActivationForm form;
 
@@ -213,6 +214,7 @@ struct ActivationBuffers {
             .group_sum = group_sum,
             .zero8_lanes = zero8_lanes,
             .zero16_lanes = zero16_lanes,
+            .negated_group_sums = negated_group_sums,
             .cols = cols,
             .form = form};
   }
@@ -232,6 +234,9 @@ struct ActivationBuffers {
           zero_point_lanes(q + t * cols, cols, zero8_lanes + t * (cols / 8),
                            zero16_lanes + t * (cols / 8));
         }
+        if (negated_group_sums != nullptr) {
+          k.negated_group_sums_row(q + t * cols, cols, negated_group_sums + t * (cols / 16));
+        }
       }
     }
   }
@@ -247,8 +252,10 @@ ActivationBuffers ActivationScratch(const TargetKernels& k, ActivationForm form,
   const size_t d_bytes = RoundUp64(tokens * (cols / 16) * sizeof(float));
   const size_t sum_bytes = RoundUp64(tokens * (cols / 32) * sizeof(float));
   const size_t lane_bytes = lanes ? RoundUp64(tokens * (cols / 8) * sizeof(int32_t)) : 0;
-  uint8_t* scratch =
-      ThreadScratch(Slot::kActivations, q_bytes + d_bytes + sum_bytes + 2 * lane_bytes);
+  const bool group_sums = per_block && k.negated_group_sums_row != nullptr;
+  const size_t group_sum_bytes = group_sums ? RoundUp64(tokens * (cols / 16) * sizeof(int32_t)) : 0;
+  uint8_t* scratch = ThreadScratch(
+      Slot::kActivations, q_bytes + d_bytes + sum_bytes + 2 * lane_bytes + group_sum_bytes);
   uint8_t* const sums = scratch + q_bytes + d_bytes;
   return {
       .q = reinterpret_cast<int8_t*>(scratch),
@@ -257,6 +264,8 @@ ActivationBuffers ActivationScratch(const TargetKernels& k, ActivationForm form,
       .group_sum = per_block ? nullptr : reinterpret_cast<int16_t*>(sums),
       .zero8_lanes = lanes ? reinterpret_cast<int32_t*>(sums + sum_bytes) : nullptr,
       .zero16_lanes = lanes ? reinterpret_cast<int32_t*>(sums + sum_bytes + lane_bytes) : nullptr,
+      .negated_group_sums =
+          group_sums ? reinterpret_cast<int32_t*>(sums + sum_bytes + 2 * lane_bytes) : nullptr,
       .cols = cols,
       .form = form};
 }

@@ -654,6 +654,7 @@ const TargetKernels& Avx512Kernels() {
       .interleaves_weights = InterleavesWeightsAvx512,
       .interleave_weights = InterleaveWeightsAvx512,
       .widen = Widen,
+      .negated_group_sums_row = NegatedGroupSumsRowAvx512,
       .quantize_row = QuantizeActivationRowAvx512,
       .unpack = UnpackBlocksAvx2,
       .group_layout = WeightLayout::kRowGroups,

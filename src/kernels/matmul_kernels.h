@@ -39,6 +39,11 @@ struct QuantizedRows {
   // per lane of 8 products instead of once per pair.
   const int32_t* zero8_lanes = nullptr;
   const int32_t* zero16_lanes = nullptr;
+  // kPerBlock, where the target reads them (TargetKernels::negated_group_sums_row):
+  // [tokens][cols / 16] minus the sum of q over each 16 elements, which a tile of codes with a
+  // zero point z (a power of two) shifts into the start of each group's sum: formed once per
+  // token, not once per row group.
+  const int32_t* negated_group_sums = nullptr;
   int64_t cols = 0;
   ActivationForm form = ActivationForm::kPerBlock;
 
@@ -150,6 +155,10 @@ struct TargetKernels {
   void (*zero_point_lanes_row)(const int8_t* q, int64_t cols, int32_t* eights,
                                int32_t* sixteens) = nullptr;
 
+  // Forms QuantizedRows::negated_group_sums (sums[g] = -(sum of q[16 g .. 16 g + 15])) where
+  // the tiles read them (null: they do not).
+  void (*negated_group_sums_row)(const int8_t* q, int64_t cols, int32_t* sums) = nullptr;
+
   // QuantizeActivationRow, or a faster equivalent with identical output (null: that function).
   void (*quantize_row)(const float* x, int64_t cols, int8_t* q, float* d, float* sum) = nullptr;
   // The same for QuantizeActivationRowPerSuperBlock.
@@ -255,6 +264,7 @@ bool HasRowGroupTileAvx512(WeightType type);
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                         const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
+void NegatedGroupSumsRowAvx512(const int8_t* q, int64_t cols, int32_t* sums);
 // TargetKernels::float_group_tile and widen_group of the AVX-512 target: F16 and BF16.
 void FloatGroupTileAvx512(WeightType type, const float* x, int64_t x_stride, int mt,
                           const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,

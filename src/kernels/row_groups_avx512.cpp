@@ -19,6 +19,7 @@
 // (2 threads, share of the streaming-read bandwidth), against the four-row tiles: Q4_0 83% ->
 // 91%, Q4_K 79% -> 86-88%, Q5_K 80% -> 85-86.5%.
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
@@ -45,20 +46,14 @@ inline __m512i Bytes4(const int8_t* p) {
   return _mm512_set1_epi32(word);
 }
 
-// sums[g] = -zero_point * (sum of the token's 16 bytes of group g), for every group of the row.
-void ZeroPointSums(const int8_t* xq, int64_t cols, int zero_point, int32_t* sums) {
-  const __m512i zero = _mm512_set1_epi8(static_cast<char>(zero_point));
-  for (int64_t c = 0; c < cols; c += 64) {
-    const int64_t n = std::min<int64_t>(64, cols - c);
-    const __mmask64 mask = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
-    __m512i s =
-        _mm512_dpbusd_epi32(_mm512_setzero_si512(), zero, _mm512_maskz_loadu_epi8(mask, xq + c));
-    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));
-    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
-    s = _mm512_sub_epi32(_mm512_setzero_si512(), s);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(sums + c / 16),
-                     _mm512_castsi512_si128(_mm512_maskz_compress_epi32(0x1111, s)));
-  }
+// -kZeroPoint times the sum of a token's codes over group g (`negated_sums`, the token's
+// QuantizedRows::negated_group_sums): what codes with that zero point, made unsigned, take off
+// the group's sum. In every lane.
+template <int kZeroPoint>
+inline __m512i ZeroPointSum(const int32_t* negated_sums, int64_t g) {
+  static_assert(kZeroPoint > 0 && (kZeroPoint & (kZeroPoint - 1)) == 0, "a power of two");
+  return _mm512_slli_epi32(_mm512_set1_epi32(negated_sums[g]),
+                           std::countr_zero(unsigned{kZeroPoint}));
 }
 
 // Each row's four chains (row r in lane r) added as ChainTotalsOfRows adds them: (c0 + c1) +
@@ -83,10 +78,6 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
   constexpr int64_t kScalesAt = kRowGroupRows * sizeof(Block::qs);
   const int64_t cols = x.cols;
   const int64_t blocks = cols / kQk;
-  alignas(64) int32_t zero_point_sums[MT][kMaxRawCols / 16 + 4];
-  for (int t = 0; t < MT; ++t) {
-    ZeroPointSums(x.q + (t0 + t) * cols, cols, kZeroPoint, zero_point_sums[t]);
-  }
   // Q8_0's blocks are twice Q4_0's, yet it streamed faster asking half as far ahead (2 threads,
   // Zen 5: 78-81 against 74-75 GB/s).
   StreamAhead<kBytes ? 4096 : 8192, 0> ahead(group, ahead_end);
@@ -118,8 +109,9 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
       constexpr int t = decltype(token)::value;
       const int8_t* xb = x.q + (t0 + t) * cols + kQk * b;
       const float* xd = x.d + (t0 + t) * (cols / 16) + 2 * b;
-      __m512i low = _mm512_set1_epi32(zero_point_sums[t][2 * b]);
-      __m512i high = _mm512_set1_epi32(zero_point_sums[t][2 * b + 1]);
+      const int32_t* sums = x.negated_group_sums + (t0 + t) * (cols / 16);
+      __m512i low = ZeroPointSum<kZeroPoint>(sums, 2 * b);
+      __m512i high = ZeroPointSum<kZeroPoint>(sums, 2 * b + 1);
       for (int q = 0; q < 4; ++q) {
         low = _mm512_dpbusd_epi32(low, low_codes[q], Bytes4(xb + 4 * q));
         high = _mm512_dpbusd_epi32(high, high_codes[q], Bytes4(xb + 16 + 4 * q));
@@ -242,8 +234,6 @@ void Q6KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
   constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(BlockQ6_K);
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
-  alignas(64) int32_t zero_point_sums[MT][kMaxRawCols / 16 + 4];
-  for (int t = 0; t < MT; ++t) ZeroPointSums(x.q + (t0 + t) * cols, cols, 32, zero_point_sums[t]);
   StreamAhead<8192, 0> ahead(group, ahead_end);
   __m512 chains[MT][4];
   for (auto& token : chains) {
@@ -267,7 +257,8 @@ void Q6KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
         const int8_t* xc = x.q + (t0 + t) * cols + first;
         const float* xd = x.d + (t0 + t) * (cols / 16) + first / 16;
         for (int h = 0; h < 2; ++h) {
-          __m512i sum = _mm512_set1_epi32(zero_point_sums[t][first / 16 + h]);
+          __m512i sum =
+              ZeroPointSum<32>(x.negated_group_sums + (t0 + t) * (cols / 16), first / 16 + h);
           for (int w = 0; w < 4; ++w) {
             sum = DotBytes(sum, codes[h][w], Bytes4(xc + 16 * h + 4 * w));
           }
@@ -400,6 +391,23 @@ inline void StoreRowScales(const uint8_t* scales, uint8_t* first, size_t at, int
 }
 
 }  // namespace
+
+void NegatedGroupSumsRowAvx512(const int8_t* q, int64_t cols, int32_t* sums) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t c = 0; c < cols; c += 64) {
+    const int64_t n = std::min<int64_t>(64, cols - c);
+    const __mmask64 mask = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+    // Lane 4 g + i: the sum of the 4 codes at 16 g + 4 i; then each group's four lanes added.
+    __m512i s =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_maskz_loadu_epi8(mask, q + c));
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));
+    s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+    s = _mm512_sub_epi32(_mm512_setzero_si512(), s);
+    const auto groups = static_cast<int>((n + 15) / 16);
+    _mm_mask_storeu_epi32(sums + c / 16, static_cast<__mmask8>((1 << groups) - 1),
+                          _mm512_castsi512_si128(_mm512_maskz_compress_epi32(0x1111, s)));
+  }
+}
 
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out) {
   if (type == WeightType::kF16 || type == WeightType::kBF16) {
