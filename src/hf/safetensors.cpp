@@ -133,10 +133,23 @@ std::vector<SafetensorsTensor> ParseSafetensors(const uint8_t* data, size_t size
 
 SafetensorsFile SafetensorsFile::Open(const std::string& path, FileResidence residence) {
   SafetensorsFile file;
-  file.file_ = MappedFile::Open(path, residence);
+  // The header is read from the file's map; a private copy is made once its length is known, so
+  // that the copy can start the data on a cache line (as GgufFile::Open does).
+  file.file_ = MappedFile::Open(path, FileResidence::kMapped);
   file.tensors_ = ParseSafetensors(file.file_.data(), file.file_.size(), path);
-  file.header_ = std::string_view(reinterpret_cast<const char*>(file.file_.data()),
-                                  static_cast<size_t>(8 + HeaderLength(file.file_.data())));
+  const auto data_start = static_cast<size_t>(8 + HeaderLength(file.file_.data()));
+  if (residence == FileResidence::kPrivateCopy) {
+    MappedFile copy = MappedFile::Open(path, residence, data_start);
+    if (copy.size() != file.file_.size()) {
+      throw Error(fmt::format("{}: the file changed size while read ({} -> {} bytes)", path,
+                              file.file_.size(), copy.size()));
+    }
+    for (SafetensorsTensor& tensor : file.tensors_) {
+      tensor.data = copy.data() + (tensor.data - file.file_.data());
+    }
+    file.file_ = std::move(copy);
+  }
+  file.header_ = std::string_view(reinterpret_cast<const char*>(file.file_.data()), data_start);
   return file;
 }
 

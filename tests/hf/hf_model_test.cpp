@@ -45,6 +45,27 @@ void ExpectSameBits(const GenerationOutput& a, const GenerationOutput& b) {
   }
 }
 
+TEST(HfModelTest, APrivateCopyStartsTheTensorDataOnACacheLine) {
+  // Writers pad the header to 8 bytes only; the copy decode reads starts the data on a line.
+  std::string bytes(256, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 13 + 1);
+  const std::string path = testing::ScratchPath("placed.safetensors");
+  testing::WriteSafetensors(
+      path, {{"first", "F32", {32}, std::string(128, '\7')}, {"second", "F32", {64}, bytes}});
+  const hf::SafetensorsFile mapped = hf::SafetensorsFile::Open(path);
+  ASSERT_NE(mapped.HeaderBytes().size() % 64, 0u) << "the header should end mid-line";
+  const hf::SafetensorsFile copied = hf::SafetensorsFile::Open(path, FileResidence::kPrivateCopy);
+  EXPECT_EQ(copied.HeaderBytes(), mapped.HeaderBytes());
+  EXPECT_EQ(
+      reinterpret_cast<uintptr_t>(copied.HeaderBytes().data() + copied.HeaderBytes().size()) % 64,
+      0u);
+  const hf::SafetensorsTensor* second = copied.Find("second");
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(second->data) % 64, 0u);  // 128 bytes into the data
+  ASSERT_EQ(second->num_bytes, bytes.size());
+  EXPECT_EQ(std::memcmp(second->data, bytes.data(), bytes.size()), 0);
+}
+
 TEST(HfModelTest, FolderGivesTheGgufsGreedyTextAndLogitBits) {
   REPRISE_REQUIRE_FIXTURES();
   GenerationOutput folder = RunStory(testing::HfFixture());
