@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "hf/hf_config.h"
@@ -26,7 +27,9 @@ using nlohmann::json;
 // What an assembled model's tensors point into.
 struct Storage {
   std::vector<SafetensorsFile> shards;
-  std::vector<std::vector<uint8_t>> copies;  // reordered Q/K rows, realigned tensors
+  // Reordered Q/K rows and realigned tensors, on cache lines (huge pages from 1 MiB) as the
+  // shards' copies are: decode streams them like any other matrix.
+  std::vector<AlignedBuffer<uint8_t>> copies;
 };
 
 // A tensor found in the folder, with the file it came from (for messages).
@@ -96,12 +99,12 @@ std::map<std::string, Located> LoadShards(const std::string& dir, FileResidence 
 // Hugging Face stores each head's Q/K rows as two halves (rotate_half); the GGUF forward pass
 // rotates adjacent pairs. Row 2i+j of a head comes from row j*(head_dim/2)+i, as llama.cpp's
 // converter permutes them; the bytes of a row are moved whole, whatever the dtype.
-std::vector<uint8_t> InterleaveRotaryRows(const SafetensorsTensor& tensor, int64_t heads) {
+AlignedBuffer<uint8_t> InterleaveRotaryRows(const SafetensorsTensor& tensor, int64_t heads) {
   const size_t rows = static_cast<size_t>(tensor.shape[0]);
   const size_t row_bytes = tensor.num_bytes / rows;
   const size_t head_rows = rows / static_cast<size_t>(heads);
   const size_t half = head_rows / 2;
-  std::vector<uint8_t> out(tensor.num_bytes);
+  AlignedBuffer<uint8_t> out(tensor.num_bytes);
   for (size_t h = 0; h < static_cast<size_t>(heads); ++h) {
     for (size_t i = 0; i < half; ++i) {
       for (size_t j = 0; j < 2; ++j) {
@@ -145,7 +148,9 @@ class TensorMapper {
       info.data = storage_.copies.emplace_back(InterleaveRotaryRows(tensor, rotary_heads)).data();
     } else if (reinterpret_cast<uintptr_t>(tensor.data) % element_bytes != 0) {
       // The format does not promise aligned data; the kernels read whole elements.
-      info.data = storage_.copies.emplace_back(tensor.data, tensor.data + tensor.num_bytes).data();
+      AlignedBuffer<uint8_t>& copy = storage_.copies.emplace_back(tensor.num_bytes);
+      if (tensor.num_bytes > 0) std::memcpy(copy.data(), tensor.data, tensor.num_bytes);
+      info.data = copy.data();
     }
     used_.insert(hf_name);
     tensors_.push_back(std::move(info));
