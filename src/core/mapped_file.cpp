@@ -97,6 +97,15 @@ MappedFile MappedFile::Open(const std::string& path, FileResidence residence, si
   return file;
 }
 
+MappedFile MappedFile::PlacedCopy(size_t line_offset) const {
+  MappedFile copy = Open(path_, FileResidence::kPrivateCopy, line_offset);
+  if (copy.size_ != size_) {
+    throw Error(
+        fmt::format("'{}' changed size while read ({} -> {} bytes)", path_, size_, copy.size_));
+  }
+  return copy;
+}
+
 void MappedFile::Release() {
   if (mapping_ != nullptr) ::munmap(mapping_, mapped_bytes_);
   mapping_ = nullptr;

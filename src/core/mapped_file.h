@@ -29,6 +29,11 @@ class MappedFile {
   static MappedFile Open(const std::string& path, FileResidence residence = FileResidence::kMapped,
                          size_t line_offset = 0);
 
+  // A private copy of the same file, placed as Open places one for `line_offset`: for a reader
+  // that learns where the data starts by parsing this open (a file's map) first. Throws Error
+  // as Open does, and when the file's size has changed since this one was opened.
+  MappedFile PlacedCopy(size_t line_offset) const;
+
   MappedFile() = default;
   ~MappedFile();
   MappedFile(MappedFile&& other) noexcept;

@@ -280,20 +280,16 @@ GgufFile GgufFile::Open(const std::string& path, FileResidence residence) {
     Parse(gguf.file_, gguf.version_, gguf.alignment_, gguf.data_start_, gguf.metadata_,
           gguf.tensors_);
     gguf.IndexTensors();
-    if (residence == FileResidence::kPrivateCopy) {
-      MappedFile copy = MappedFile::Open(path, residence, gguf.data_start_);
-      if (copy.size() != gguf.file_.size()) {
-        throw Error(fmt::format("the file changed size while read ({} -> {} bytes)",
-                                gguf.file_.size(), copy.size()));
-      }
-      for (TensorInfo& info : gguf.tensors_) {
-        info.data = copy.data() + (info.data - gguf.file_.data());
-      }
-      gguf.file_ = std::move(copy);
-    }
   } catch (const Error& error) {
     // Messages quote keys and names from the file: nothing in them may reach a terminal raw.
     throw Error(EscapeBytes(fmt::format("{}: {}", path, error.what()), kMaxMessageBytes));
+  }
+  if (residence == FileResidence::kPrivateCopy) {
+    MappedFile copy = gguf.file_.PlacedCopy(gguf.data_start_);
+    for (TensorInfo& info : gguf.tensors_) {
+      info.data = copy.data() + (info.data - gguf.file_.data());
+    }
+    gguf.file_ = std::move(copy);
   }
   return gguf;
 }

@@ -139,11 +139,7 @@ SafetensorsFile SafetensorsFile::Open(const std::string& path, FileResidence res
   file.tensors_ = ParseSafetensors(file.file_.data(), file.file_.size(), path);
   const auto data_start = static_cast<size_t>(8 + HeaderLength(file.file_.data()));
   if (residence == FileResidence::kPrivateCopy) {
-    MappedFile copy = MappedFile::Open(path, residence, data_start);
-    if (copy.size() != file.file_.size()) {
-      throw Error(fmt::format("{}: the file changed size while read ({} -> {} bytes)", path,
-                              file.file_.size(), copy.size()));
-    }
+    MappedFile copy = file.file_.PlacedCopy(data_start);
     for (SafetensorsTensor& tensor : file.tensors_) {
       tensor.data = copy.data() + (tensor.data - file.file_.data());
     }
