@@ -294,9 +294,27 @@ GgufFile GgufFile::Open(const std::string& path, FileResidence residence) {
   return gguf;
 }
 
+uint8_t* WritableTensors::At(const void* data, size_t bytes) const {
+  const auto* start = static_cast<const uint8_t*>(data);
+  for (const std::span<uint8_t> region : regions_) {
+    // Compared as addresses: the pointer may belong to another region altogether.
+    const auto first = reinterpret_cast<uintptr_t>(region.data());
+    const auto at = reinterpret_cast<uintptr_t>(start);
+    if (at >= first && at - first <= region.size() && bytes <= region.size() - (at - first)) {
+      return region.data() + (at - first);
+    }
+  }
+  throw Error(fmt::format("{} bytes at {} lie outside the model's writable memory", bytes, data));
+}
+
+bool GgufFile::Rewrite(const std::function<void(const WritableTensors&)>& edit) {
+  if (storage_ != nullptr) return storage_->Rewrite(edit);
+  return file_.Rewrite([&](std::span<uint8_t> bytes) { edit(WritableTensors({bytes})); });
+}
+
 GgufFile GgufFile::Assemble(std::string path, std::string header,
                             std::map<std::string, Value> metadata, std::vector<TensorInfo> tensors,
-                            std::shared_ptr<const void> storage) {
+                            std::shared_ptr<TensorStorage> storage) {
   GgufFile gguf;
   gguf.path_ = std::move(path);
   gguf.version_ = 3;

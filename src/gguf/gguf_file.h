@@ -28,6 +28,31 @@ struct TensorInfo {
   uint64_t Rows() const;  // product of shape[1..]
 };
 
+// A model's tensor memory made writable for GgufFile::Rewrite: the spans a tensor's bytes may
+// lie in while the edit runs.
+class WritableTensors {
+ public:
+  explicit WritableTensors(std::vector<std::span<uint8_t>> regions)
+      : regions_(std::move(regions)) {}
+  // The writable address of the `bytes` bytes at `data` (a TensorInfo::data). Throws Error when
+  // they do not lie inside one region.
+  uint8_t* At(const void* data, size_t bytes) const;
+
+ private:
+  std::vector<std::span<uint8_t>> regions_;
+};
+
+// What an assembled model's tensors point into (mapped files, converted copies), kept alive with
+// the GgufFile.
+class TensorStorage {
+ public:
+  virtual ~TensorStorage() = default;
+  // Runs edit with every tensor's bytes writable (read-only again after where they were, also
+  // when it throws) and returns true; returns false, running nothing, where some tensor lies in
+  // a file's map (shared with the page cache, never written).
+  virtual bool Rewrite(const std::function<void(const WritableTensors&)>& edit) = 0;
+};
+
 class GgufFile {
  public:
   // Throws Error("<path>: <problem>") for a missing or malformed file. `residence`: where the
@@ -40,7 +65,7 @@ class GgufFile {
   // Error for a duplicate tensor name.
   static GgufFile Assemble(std::string path, std::string header,
                            std::map<std::string, Value> metadata, std::vector<TensorInfo> tensors,
-                           std::shared_ptr<const void> storage);
+                           std::shared_ptr<TensorStorage> storage);
 
   GgufFile() = default;
   GgufFile(GgufFile&&) noexcept = default;
@@ -55,11 +80,10 @@ class GgufFile {
   // The bytes before the tensor data: magic, metadata and tensor table.
   std::span<const uint8_t> HeaderBytes() const;
 
-  // MappedFile::Rewrite on the whole file's bytes (every TensorInfo::data points into the span):
-  // true for a private copy; false, running nothing, for a file's map or an assembled model.
-  bool Rewrite(const std::function<void(std::span<uint8_t> bytes)>& edit) {
-    return storage_ == nullptr && file_.Rewrite(edit);
-  }
+  // Runs edit with the tensors' bytes writable (for laying matrices out anew in place) and
+  // returns true: a private copy's, or an assembled model's whose storage allows it (see
+  // TensorStorage::Rewrite); false, running nothing, where they lie in a file's map.
+  bool Rewrite(const std::function<void(const WritableTensors&)>& edit);
 
   const Value* Find(const std::string& key) const;
   const TensorInfo* FindTensor(const std::string& name) const;
@@ -81,8 +105,8 @@ class GgufFile {
 
   MappedFile file_;
   std::string path_;
-  std::string assembled_header_;         // HeaderBytes() of an assembled file
-  std::shared_ptr<const void> storage_;  // what an assembled file's tensors point into
+  std::string assembled_header_;            // HeaderBytes() of an assembled file
+  std::shared_ptr<TensorStorage> storage_;  // what an assembled file's tensors point into
   uint32_t version_ = 0;
   size_t alignment_ = 32;
   size_t data_start_ = 0;

@@ -25,11 +25,35 @@ namespace {
 using nlohmann::json;
 
 // What an assembled model's tensors point into.
-struct Storage {
+class Storage : public gguf::TensorStorage {
+ public:
   std::vector<SafetensorsFile> shards;
   // Reordered Q/K rows and realigned tensors, on cache lines (huge pages from 1 MiB) as the
   // shards' copies are: decode streams them like any other matrix.
   std::vector<AlignedBuffer<uint8_t>> copies;
+
+  // The shards' private copies made writable one inside the other, then the edit over them and
+  // the copies; a shard in a file's map ends it (returning false) before the edit runs.
+  bool Rewrite(const std::function<void(const gguf::WritableTensors&)>& edit) override {
+    std::vector<std::span<uint8_t>> regions;
+    for (AlignedBuffer<uint8_t>& copy : copies) regions.emplace_back(copy.data(), copy.size());
+    return RewriteFrom(0, regions, edit);
+  }
+
+ private:
+  bool RewriteFrom(size_t shard, std::vector<std::span<uint8_t>>& regions,
+                   const std::function<void(const gguf::WritableTensors&)>& edit) {
+    if (shard == shards.size()) {
+      edit(gguf::WritableTensors(regions));
+      return true;
+    }
+    bool edited = false;
+    shards[shard].Rewrite([&](std::span<uint8_t> bytes) {
+      regions.push_back(bytes);
+      edited = RewriteFrom(shard + 1, regions, edit);
+    });
+    return edited;
+  }
 };
 
 // A tensor found in the folder, with the file it came from (for messages).

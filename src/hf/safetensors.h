@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +42,10 @@ class SafetensorsFile {
   // The length prefix and JSON header: what identifies the file's content besides its data.
   std::string_view HeaderBytes() const { return header_; }
   const SafetensorsTensor* Find(std::string_view name) const;
+  // MappedFile::Rewrite on the file's bytes (every tensor's data points into them).
+  bool Rewrite(const std::function<void(std::span<uint8_t> bytes)>& edit) {
+    return file_.Rewrite(edit);
+  }
 
  private:
   MappedFile file_;

@@ -143,12 +143,13 @@ void Model::ArrangeMatrices() {
     return kernels::PreferredLayout(target, w->type) == kernels::WeightLayout::kRowMajor;
   });
   if (views.empty()) return;
-  file_.Rewrite([&](std::span<uint8_t> bytes) {
+  file_.Rewrite([&](const gguf::WritableTensors& tensors) {
     std::map<const void*, WeightView> arranged;  // each tensor once, however many views name it
     for (WeightView* w : views) {
       auto it = arranged.find(w->data);
       if (it == arranged.end()) {
-        uint8_t* data = bytes.data() + (static_cast<const uint8_t*>(w->data) - bytes.data());
+        uint8_t* data =
+            tensors.At(w->data, kernels::RowBytes(w->type, w->cols) * static_cast<size_t>(w->rows));
         const kernels::WeightLayout layout = kernels::PreferredLayout(target, w->type);
         it = arranged.emplace(w->data, kernels::ArrangeRowGroups(*w, layout, data)).first;
       }

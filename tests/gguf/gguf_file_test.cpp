@@ -114,6 +114,19 @@ TEST(GgufFileTest, APrivateCopyStartsTheDataSectionOnACacheLine) {
   FAIL() << "no padding put the data section 32 bytes into a line";
 }
 
+TEST(GgufFileTest, WritableTensorsFindTheRegionATensorLiesIn) {
+  uint8_t first[64] = {};
+  uint8_t second[32] = {};
+  const WritableTensors tensors({std::span<uint8_t>(first), std::span<uint8_t>(second)});
+  EXPECT_EQ(tensors.At(first + 8, 56), first + 8);
+  EXPECT_EQ(tensors.At(second, 32), second);
+  EXPECT_EQ(tensors.At(second + 32, 0), second + 32);
+  EXPECT_THROW(tensors.At(first + 8, 57), Error);  // runs past its region
+  EXPECT_THROW(tensors.At(second + 16, 17), Error);
+  uint8_t elsewhere[8] = {};
+  EXPECT_THROW(tensors.At(elsewhere, 1), Error);
+}
+
 TEST(GgufFileTest, ReadsVersion2AndRefusesVersion1) {
   std::string path = WriteSmallFile();
   auto bytes = ReadAll(path);

@@ -9,6 +9,8 @@
 
 #include "hf/model_source.h"
 #include "hf_test_support.h"
+#include "kernels/cpu_target.h"
+#include "kernels/matmul.h"
 #include "kernels/weight_type.h"
 #include "model/model.h"
 #include "reprise/engine.h"
@@ -16,9 +18,10 @@
 namespace reprise {
 namespace {
 
-GenerationOutput RunStory(const std::string& model, int max_tokens = 48) {
+GenerationOutput RunStory(const std::string& model, int max_tokens = 48, bool mmap = false) {
   EngineConfig config;
   config.model_path = model;
+  config.mmap_weights = mmap;
   config.num_threads = 1;
   config.kv_cache_memory_bytes = size_t{16} << 20;
   Engine engine(config);
@@ -194,6 +197,30 @@ TEST(HfModelTest, F16AndBf16FoldersLoadAndStayCloseToF32) {
     std::printf("%s: largest first-step logit difference from F32 %.5f (text \"%s\" vs \"%s\")\n",
                 dtype, difference, rounded.text.c_str(), perturbed.text.c_str());
   }
+}
+
+// A folder's private copy has its matrices laid out for this CPU's kernels, as a GGUF file's has:
+// in the shards' copies and in the reordered Q/K copies alike, with the stored bytes' fingerprint
+// and the mapped folder's bits.
+TEST(HfModelTest, APrivateCopyLaysOutTheFoldersMatricesForTheCpu) {
+  REPRISE_REQUIRE_FIXTURES();
+  const std::string dir = ConvertedFolder("BF16", true);
+  auto mapped = Model::Load(dir, FileResidence::kMapped);
+  auto copied = Model::Load(dir, FileResidence::kPrivateCopy);
+  EXPECT_EQ(mapped->WeightsFingerprint(), copied->WeightsFingerprint());
+  const bool row_major =
+      kernels::PreferredLayout(kernels::BestCpuTarget(), kernels::WeightType::kBF16) ==
+      kernels::WeightLayout::kRowMajor;
+  for (const char* name : {"blk.0.attn_q.weight", "blk.1.ffn_up.weight", "token_embd.weight"}) {
+    const gguf::TensorInfo* stored = mapped->file().FindTensor(name);
+    const gguf::TensorInfo* laid_out = copied->file().FindTensor(name);
+    ASSERT_NE(stored, nullptr) << name;
+    ASSERT_NE(laid_out, nullptr) << name;
+    ASSERT_EQ(stored->num_bytes, laid_out->num_bytes) << name;
+    const bool same = std::memcmp(stored->data, laid_out->data, stored->num_bytes) == 0;
+    EXPECT_EQ(same, row_major) << name;
+  }
+  ExpectSameBits(RunStory(dir, 8, true), RunStory(dir, 8));
 }
 
 }  // namespace
