@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -20,6 +21,9 @@ class AlignedBuffer {
   // pages on first touch, so a large buffer costs no memset and no resident memory until it is
   // used (the KV pool touches its pages at once; see BlockPool).
   static constexpr size_t kMapThreshold = size_t{1} << 20;
+  // Mapped buffers start on a huge page (see Resize).
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
+  static constexpr size_t kPageBytes = 4096;
 
   AlignedBuffer() = default;
   explicit AlignedBuffer(size_t count) { Resize(count); }
@@ -46,15 +50,26 @@ class AlignedBuffer {
     if (count == 0) return;
     size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
     if (bytes >= kMapThreshold) {
+      // Mapped with a huge page's worth of slack, then trimmed to start on a 2 MiB boundary:
+      // the kernel backs only whole aligned 2 MiB ranges with huge pages.
+      bytes = (bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
+      const size_t reserved = bytes + kHugePageBytes;
       void* address =
-          ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+          ::mmap(nullptr, reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (address == MAP_FAILED) throw std::bad_alloc();
+      auto* start = static_cast<uint8_t*>(address);
+      const size_t head =
+          (kHugePageBytes - reinterpret_cast<uintptr_t>(start) % kHugePageBytes) % kHugePageBytes;
+      if (head > 0) ::munmap(start, head);
+      if (reserved - head > bytes) ::munmap(start + head + bytes, reserved - head - bytes);
+      start += head;
 #if defined(MADV_HUGEPAGE)
       // Attention walks the KV pool block by block across the whole mapping: with 4 KiB pages
-      // nearly every block is a TLB miss. Only a hint (kernels with THP off ignore it).
-      ::madvise(address, bytes, MADV_HUGEPAGE);
+      // nearly every block is a TLB miss; and a scratch panel sized for L2 spreads over L2 sets
+      // as its 4 KiB pages' physical addresses fall. Only a hint (kernels with THP off ignore it).
+      ::madvise(start, bytes, MADV_HUGEPAGE);
 #endif
-      data_ = static_cast<T*>(address);
+      data_ = reinterpret_cast<T*>(start);
       mapped_bytes_ = bytes;
     } else {
       data_ = static_cast<T*>(std::aligned_alloc(kAlignment, bytes));
