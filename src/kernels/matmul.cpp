@@ -17,9 +17,11 @@
 //       otherwise first read back a group at a time), then for each tile of tokens, for each
 //       tile of rows: the tile kernel
 //
-// Every output is computed by one tile call over the whole reduction, with an operation sequence
-// that does not depend on the tile's size or on where its weights were read from, so the split
-// into threads, panels, tiles and the decode/prefill choice never changes its bits.
+// Every output is computed by one tile call over the whole reduction (or, for long float rows in
+// prefill, by span calls that carry the tile's lane sums from one to the next: the same
+// operations in the same order), with an operation sequence that does not depend on the tile's
+// size or on where its weights were read from, so the split into threads, panels, tiles and the
+// decode/prefill choice never changes its bits.
 #include "kernels/matmul.h"
 
 #include <xmmintrin.h>
@@ -46,6 +48,11 @@ namespace reprise::kernels {
 uint8_t* ThreadScratch(Slot slot, size_t bytes) {
   thread_local AlignedBuffer<uint8_t> buffers[static_cast<int>(Slot::kCount)];
   AlignedBuffer<uint8_t>& buffer = buffers[static_cast<int>(slot)];
+  // Buffers sized for L2 (a prefill panel) in whole huge pages: physically contiguous, so a
+  // panel covers L2's sets evenly, where from 4 KiB pages it lands on whatever sets its pages'
+  // physical addresses pick (the same for the whole life of the thread).
+  constexpr size_t kHuge = AlignedBuffer<uint8_t>::kHugePageBytes;
+  if (bytes >= (256 << 10)) bytes = (bytes + kHuge - 1) / kHuge * kHuge;
   if (buffer.size() < bytes) buffer.Resize(bytes);
   return buffer.data();
 }
@@ -100,6 +107,10 @@ int64_t PanelRows(int64_t bytes_per_row, int64_t budget, int row_tile) {
 
 // Decode streams weights once: a panel it needs (rows no tile reads in place) stays in L1.
 constexpr int64_t kDecodePanelBytes = 24 << 10;
+// Prefill reads a panel once per token tile: it stays in L2 (1 MiB a core on Zen 4 and 5, 2 MiB
+// on recent Intel cores).
+constexpr int64_t kPrefillPanelBytes = 192 << 10;
+constexpr int64_t kSpanPanelBytes = 768 << 10;
 
 // Rows per call of the target's quant_tile_raw.
 int RawRowTile(const TargetKernels& k) {
@@ -559,8 +570,12 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
                          : float_groups ? kRowGroupRows
                                         : row_tile;
   // Decode streams weights once: a small panel stays in L1. Prefill reuses a panel for every
-  // token tile: size it for L2.
-  const int64_t budget = decode ? kDecodePanelBytes : (192 << 10);
+  // token tile: size it for L2; a float panel reduced in spans (float_span_tile) most of it,
+  // since each row tile reads the span of a token tile's activations from L1 (8192 columns:
+  // 4 rows a panel at 192 KiB, every token's activations streamed from L3 per 4 rows).
+  const int64_t budget = decode                                             ? kDecodePanelBytes
+                         : !quantized && kernels.float_span_tile != nullptr ? kSpanPanelBytes
+                                                                            : kPrefillPanelBytes;
   if (quantized) {
     const ActivationBuffers buffers = ActivationScratch(kernels, form, tokens, cols);
     pool.ParallelFor(static_cast<size_t>(tokens), [&](size_t begin, size_t end) {

@@ -91,6 +91,70 @@ void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_
 constexpr int kFloatTokenTile = 6;
 constexpr int kFloatRowTile = 4;
 
+// FloatTileT<F32Weights> over columns [c_begin, c_end), its accumulators carried in `sums`
+// between spans (TargetKernels::float_span_tile).
+template <int MT, int NR>
+void FloatSpanTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stride,
+                    int64_t c_begin, int64_t c_end, int64_t cols, float* sums, float* y,
+                    int64_t y_stride) {
+  static_assert(kFloatSpanSums == 16);
+  __m512 acc[MT][NR];
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) {
+      acc[t][r] = c_begin == 0 ? _mm512_setzero_ps() : _mm512_load_ps(sums + (t * NR + r) * 16);
+    }
+  }
+  int64_t c = c_begin;
+  for (; c + 16 <= c_end; c += 16) {
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_ps(w + r * w_stride + c);
+    for (int t = 0; t < MT; ++t) {
+      __m512 xv = _mm512_loadu_ps(x + t * x_stride + c);
+      for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+  if (c < c_end) {  // the row's last, partial chunk: c_end is cols
+    const __mmask16 mask = static_cast<__mmask16>((1u << (c_end - c)) - 1);
+    __m512 wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = _mm512_maskz_loadu_ps(mask, w + r * w_stride + c);
+    for (int t = 0; t < MT; ++t) {
+      __m512 xv = _mm512_maskz_loadu_ps(mask, x + t * x_stride + c);
+      for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+  if (c_end == cols) {
+    for (int t = 0; t < MT; ++t) {
+      for (int r = 0; r < NR; ++r) y[t * y_stride + r] = HorizontalSum(acc[t][r]);
+    }
+    return;
+  }
+  for (int t = 0; t < MT; ++t) {
+    for (int r = 0; r < NR; ++r) _mm512_store_ps(sums + (t * NR + r) * 16, acc[t][r]);
+  }
+}
+
+using FloatSpanTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t,
+                                 int64_t, float*, float*, int64_t);
+
+template <int MT, int... NRs>
+constexpr auto FloatSpanRowVariants(std::integer_sequence<int, NRs...>) {
+  return std::array<FloatSpanTileFn, sizeof...(NRs)>{&FloatSpanTileT<MT, NRs + 1>...};
+}
+
+template <int... MTs>
+constexpr auto FloatSpanVariants(std::integer_sequence<int, MTs...>) {
+  return std::array<std::array<FloatSpanTileFn, kFloatRowTile>, sizeof...(MTs)>{
+      FloatSpanRowVariants<MTs + 1>(std::make_integer_sequence<int, kFloatRowTile>())...};
+}
+
+void FloatSpanTile(const float* x, int64_t x_stride, int mt, const float* w, int64_t w_stride,
+                   int nr, int64_t c_begin, int64_t c_end, int64_t cols, float* sums, float* y,
+                   int64_t y_stride) {
+  static constexpr auto kVariants =
+      FloatSpanVariants(std::make_integer_sequence<int, kFloatTokenTile>());
+  kVariants[mt - 1][nr - 1](x, x_stride, w, w_stride, c_begin, c_end, cols, sums, y, y_stride);
+}
+
 using FloatTileFn = void (*)(const float*, int64_t, const void*, int64_t, int64_t, float*, int64_t);
 
 template <typename Weights, int MT, int... NRs>
@@ -647,6 +711,7 @@ const TargetKernels& Avx512Kernels() {
       .quant_token_tile = kQuantTokenTile,
       .quant_row_tile = kQuantRowTile,
       .float_tile = FloatTile,
+      .float_span_tile = FloatSpanTile,
       .quant_tile_raw = QuantTileRaw,
       .interleaved_block_bytes = InterleavedBlockBytesAvx512,
       .interleave = InterleaveRowsAvx512,

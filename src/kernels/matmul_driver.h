@@ -15,7 +15,15 @@ namespace reprise::kernels {
 
 // Each thread keeps its scratch between calls so that the step loop does not allocate; a buffer
 // only grows. `Slot` separates the caller's activation buffer from the panel buffer it also uses.
-enum class Slot { kActivations, kPanel, kInterleaved, kUngrouped, kTileActivations, kCount };
+enum class Slot {
+  kActivations,
+  kPanel,
+  kInterleaved,
+  kUngrouped,
+  kTileActivations,
+  kSpanSums,
+  kCount
+};
 uint8_t* ThreadScratch(Slot slot, size_t bytes);
 
 // Row stride (in floats) of packed f32 rows: one cache line more than a multiple of 16, so that

@@ -11,12 +11,39 @@ namespace reprise::kernels {
 
 namespace {
 
+// Columns per span of float_span_tile: a token tile's span of activations (6 x 4 KiB) stays in
+// L1 while every row tile of the panel reads its span of rows from L2. Whole rows read both
+// from L2 once a token tile's activations outgrow L1 (6 x 8 KiB at 2048 columns). Spans of 256
+// columns cost more in carried sums than they saved.
+inline constexpr int64_t kFloatSpanColumns = 1024;
+
 // Every token tile of [t_begin, t_end) over rows [lo, hi) of a widened f32 panel (rows `stride`
 // floats apart) whose row 0 is the matrix's row `first_row`.
 void RunPanelTiles(const Job& job, const float* panel, int64_t stride, int64_t first_row,
                    int64_t lo, int64_t hi, int64_t t_begin, int64_t t_end) {
   const TargetKernels& k = *job.kernels;
   const int64_t rows = job.w->rows;
+  const int64_t cols = job.w->cols;
+  if (k.float_span_tile != nullptr && cols > kFloatSpanColumns) {
+    // Each row tile's lane sums for the token tile, carried from span to span.
+    const int64_t tile_sums = static_cast<int64_t>(k.float_token_tile) * k.float_row_tile;
+    const int64_t row_tiles = (hi - lo + k.float_row_tile - 1) / k.float_row_tile;
+    float* sums = reinterpret_cast<float*>(ThreadScratch(
+        Slot::kSpanSums, static_cast<size_t>(row_tiles * tile_sums) * kFloatSpanSums * 4));
+    for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
+      const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
+      for (int64_t c = 0; c < cols; c += kFloatSpanColumns) {
+        const int64_t c_end = std::min(cols, c + kFloatSpanColumns);
+        for (int64_t r = lo; r < hi; r += k.float_row_tile) {
+          const int nr = static_cast<int>(std::min<int64_t>(k.float_row_tile, hi - r));
+          float* tile = sums + (r - lo) / k.float_row_tile * tile_sums * kFloatSpanSums;
+          k.float_span_tile(job.x + t * job.x_stride, job.x_stride, mt, panel + r * stride, stride,
+                            nr, c, c_end, cols, tile, job.y + t * rows + first_row + r, rows);
+        }
+      }
+    }
+    return;
+  }
   for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
     const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
     for (int64_t r = lo; r < hi; r += k.float_row_tile) {

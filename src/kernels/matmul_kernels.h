@@ -96,6 +96,9 @@ inline constexpr int kRowGroupMaxTokens = 32;
 // Most tokens per call of a float row-group tile (TargetKernels::float_group_tile).
 inline constexpr int kFloatGroupTokens = 8;
 
+// Floats of one output's lane sums carried by TargetKernels::float_span_tile (the widest lanes).
+inline constexpr int kFloatSpanSums = 16;
+
 struct TargetKernels {
   // Largest tile (mt tokens x nr rows) each tile function accepts.
   int float_token_tile = 1;
@@ -110,6 +113,17 @@ struct TargetKernels {
   // depend on `type` beyond the weights' values: widening is exact.
   void (*float_tile)(WeightType type, const float* x, int64_t x_stride, int mt, const void* w,
                      int64_t w_stride, int nr, int64_t cols, float* y, int64_t y_stride) = nullptr;
+
+  // float_tile on f32 rows over columns [c_begin, c_end) only, carrying each output's lane sums
+  // between calls in `sums` (kFloatSpanSums floats per output, output (t, r) at
+  // (t * nr + r) * kFloatSpanSums): from zero where c_begin is 0, and summed into y as float_tile
+  // sums them where c_end is cols. A prefill panel's long rows are reduced in spans, so that a
+  // token tile's span of activations stays in L1 while every row tile of the panel reads it.
+  // Each lane's chain runs over its columns in order however they are cut, so the bits are
+  // float_tile's. c_begin is a multiple of 16. Null: float_tile over whole rows.
+  void (*float_span_tile)(const float* x, int64_t x_stride, int mt, const float* w,
+                          int64_t w_stride, int nr, int64_t c_begin, int64_t c_end, int64_t cols,
+                          float* sums, float* y, int64_t y_stride) = nullptr;
 
   // y[t * y_stride + r] = dot(x row t0 + t, w row r0 + r), t < mt, r < nr: nr is any count (a
   // panel's rows, quant_row_tile at a time inside, so that a token tile is set up once per

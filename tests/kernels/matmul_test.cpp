@@ -197,7 +197,9 @@ TEST(KernelMatMulTest, RowBitsIndependentOfBatchAndThreads) {
       // its lone last block).
       std::vector<int64_t> widths{768};
       if (IsQuantized(type) && !testing::IsKQuant(type)) widths = {96, 544, 608};
-      if (!IsQuantized(type)) widths = {96};
+      // Float types: rows longer than a prefill span of columns (float_span_tile), cut with a
+      // tail inside the last span (1100) and with a short last span (2080).
+      if (!IsQuantized(type)) widths = {96, 1100, 2080};
       for (int64_t cols : widths) {
         for (int64_t rows : {int64_t{5}, int64_t{67}}) {
           TestWeights w(type, rows, cols, 103);
