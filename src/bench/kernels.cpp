@@ -11,6 +11,7 @@
 
 #include "bench/peak.h"
 #include "bench/stats.h"
+#include "bench/warm_attention.h"
 #include "bench/workloads.h"
 #include "core/aligned_buffer.h"
 #include "core/clock.h"
@@ -130,7 +131,7 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
 
   BenchProgress& progress = context.progress();
   const int types = static_cast<int>(std::size(kTypes));
-  progress.Begin("kernels", 3 + types * (static_cast<int>(shapes.size()) + 1));
+  progress.Begin("kernels", 4 + types * (static_cast<int>(shapes.size()) + 1));
   progress.Step("FMA peak, 1 thread");
   ThreadPool one_thread(1);
   const double fma_one = MeasureFmaPeak(peak_target, one_thread, 0.004, context.Pick(40, 10));
@@ -262,6 +263,25 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
                                "%", downloaded ? 85 : 70));
     }
   }
+  // The attention a warm turn adds to prefilling its new tokens alone (one layer).
+  progress.Step("attention of a warm turn");
+  const WarmAttentionShape attention_shape{.new_tokens = context.quick() ? 16 : 64,
+                                           .cached = context.quick() ? 512 : 1600};
+  BenchTable attention(
+      fmt::format("[kernels] attention of a warm turn ({} new tokens over {} cached positions, "
+                  "{} KV heads x {} query heads, head_dim {}; one layer, best of {})",
+                  attention_shape.new_tokens, attention_shape.cached, attention_shape.kv_heads,
+                  attention_shape.group, attention_shape.head_dim, runs),
+      {{"K/V type", ""}, {"time", "ms"}, {"GFLOP/s", ""}, {"FMA peak", "%"}});
+  for (const WarmAttentionTiming& timing : TimeWarmAttention(attention_shape, pool, runs)) {
+    const double percent = 100.0 * timing.gflops / fma_peak;
+    attention.AddRow({timing.kv_type, BenchCell(timing.seconds * 1e3, 3),
+                      BenchCell(timing.gflops, 1), BenchCell(percent, 0)});
+    result.figures.push_back(BenchFigure::Plain(
+        fmt::format("warm_attention_{}_percent_of_fma_peak", timing.kv_type),
+        fmt::format("attention of a warm turn, {} K/V, % of FMA peak", timing.kv_type), percent,
+        "%"));
+  }
   progress.End();
   result.figures.insert(
       result.figures.begin(),
@@ -269,6 +289,7 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
        BenchFigure::Plain("read_peak_gbps", "machine read bandwidth", read_peak, "GB/s")});
   result.tables.push_back(std::move(prefill));
   result.tables.push_back(std::move(decode));
+  result.tables.push_back(std::move(attention));
   result.charts = {std::move(prefill_chart), std::move(decode_chart)};
   if (fma_peak < 0.85 * fma_one * pool.num_threads()) {
     result.notes.push_back(fmt::format(
@@ -294,7 +315,10 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
        "read pass beside its own runs (the machine peaks table's read figure is the probe alone, "
        "before the kernels)",
        "decode weights are 64 quantized random rows tiled over the matrix; bytes = the weights' "
-       "stored size"});
+       "stored size",
+       "attention counts 4 x head_dim flops per query head and position (scores and values); q8 "
+       "K/V runs on int8 dot products and may pass 100% of the f32 peak; f16 and f32 are bound "
+       "by it, which is why a warm chat turn costs more than its new tokens alone"});
   return result;
 }
 
