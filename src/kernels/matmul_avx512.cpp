@@ -56,58 +56,29 @@ struct Bf16Weights {
   }
 };
 
-template <typename Weights, int MT, int NR>
-void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_stride,
-                int64_t cols, float* y, int64_t y_stride) {
-  using Element = typename Weights::Element;
-  const Element* w = static_cast<const Element*>(w_data);
-  __m512 acc[MT][NR];
-  for (int t = 0; t < MT; ++t) {
-    for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_setzero_ps();
-  }
-  int64_t c = 0;
-  for (; c + 16 <= cols; c += 16) {
-    __m512 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = Weights::Load(w + r * w_stride + c);
-    for (int t = 0; t < MT; ++t) {
-      __m512 xv = _mm512_loadu_ps(x + t * x_stride + c);
-      for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
-    }
-  }
-  if (c < cols) {
-    const __mmask16 mask = static_cast<__mmask16>((1u << (cols - c)) - 1);
-    __m512 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = Weights::LoadMasked(mask, w + r * w_stride + c);
-    for (int t = 0; t < MT; ++t) {
-      __m512 xv = _mm512_maskz_loadu_ps(mask, x + t * x_stride + c);
-      for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
-    }
-  }
-  for (int t = 0; t < MT; ++t) {
-    for (int r = 0; r < NR; ++r) y[t * y_stride + r] = HorizontalSum(acc[t][r]);
-  }
-}
-
 constexpr int kFloatTokenTile = 6;
 constexpr int kFloatRowTile = 4;
 
-// FloatTileT<F32Weights> over columns [c_begin, c_end), its accumulators carried in `sums`
-// between spans (TargetKernels::float_span_tile).
-template <int MT, int NR>
-void FloatSpanTileT(const float* x, int64_t x_stride, const float* w, int64_t w_stride,
-                    int64_t c_begin, int64_t c_end, int64_t cols, float* sums, float* y,
-                    int64_t y_stride) {
+// Tokens x rows dot products over columns [c_begin, c_end) (the lane layout above), the
+// accumulators carried in `sums` between the spans of one row (TargetKernels::float_span_tile):
+// from zero where c_begin is 0, summed into y where c_end is cols. kWholeRow: the whole row in
+// one call (the float tile), `sums` never used.
+template <typename Weights, int MT, int NR, bool kWholeRow = false>
+void FloatSpanTileT(const float* x, int64_t x_stride, const typename Weights::Element* w,
+                    int64_t w_stride, int64_t c_begin, int64_t c_end, int64_t cols, float* sums,
+                    float* y, int64_t y_stride) {
   static_assert(kFloatSpanSums == 16);
   __m512 acc[MT][NR];
   for (int t = 0; t < MT; ++t) {
     for (int r = 0; r < NR; ++r) {
-      acc[t][r] = c_begin == 0 ? _mm512_setzero_ps() : _mm512_load_ps(sums + (t * NR + r) * 16);
+      acc[t][r] = kWholeRow || c_begin == 0 ? _mm512_setzero_ps()
+                                            : _mm512_load_ps(sums + (t * NR + r) * 16);
     }
   }
   int64_t c = c_begin;
   for (; c + 16 <= c_end; c += 16) {
     __m512 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = _mm512_loadu_ps(w + r * w_stride + c);
+    for (int r = 0; r < NR; ++r) wv[r] = Weights::Load(w + r * w_stride + c);
     for (int t = 0; t < MT; ++t) {
       __m512 xv = _mm512_loadu_ps(x + t * x_stride + c);
       for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
@@ -116,21 +87,30 @@ void FloatSpanTileT(const float* x, int64_t x_stride, const float* w, int64_t w_
   if (c < c_end) {  // the row's last, partial chunk: c_end is cols
     const __mmask16 mask = static_cast<__mmask16>((1u << (c_end - c)) - 1);
     __m512 wv[NR];
-    for (int r = 0; r < NR; ++r) wv[r] = _mm512_maskz_loadu_ps(mask, w + r * w_stride + c);
+    for (int r = 0; r < NR; ++r) wv[r] = Weights::LoadMasked(mask, w + r * w_stride + c);
     for (int t = 0; t < MT; ++t) {
       __m512 xv = _mm512_maskz_loadu_ps(mask, x + t * x_stride + c);
       for (int r = 0; r < NR; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
     }
   }
-  if (c_end == cols) {
+  if (kWholeRow || c_end == cols) {
     for (int t = 0; t < MT; ++t) {
       for (int r = 0; r < NR; ++r) y[t * y_stride + r] = HorizontalSum(acc[t][r]);
     }
-    return;
+  } else {
+    for (int t = 0; t < MT; ++t) {
+      for (int r = 0; r < NR; ++r) _mm512_store_ps(sums + (t * NR + r) * 16, acc[t][r]);
+    }
   }
-  for (int t = 0; t < MT; ++t) {
-    for (int r = 0; r < NR; ++r) _mm512_store_ps(sums + (t * NR + r) * 16, acc[t][r]);
-  }
+}
+
+// The whole row at once: the float tile.
+template <typename Weights, int MT, int NR>
+void FloatTileT(const float* x, int64_t x_stride, const void* w_data, int64_t w_stride,
+                int64_t cols, float* y, int64_t y_stride) {
+  FloatSpanTileT<Weights, MT, NR, true>(x, x_stride,
+                                        static_cast<const typename Weights::Element*>(w_data),
+                                        w_stride, 0, cols, cols, nullptr, y, y_stride);
 }
 
 using FloatSpanTileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t,
@@ -138,7 +118,7 @@ using FloatSpanTileFn = void (*)(const float*, int64_t, const float*, int64_t, i
 
 template <int MT, int... NRs>
 constexpr auto FloatSpanRowVariants(std::integer_sequence<int, NRs...>) {
-  return std::array<FloatSpanTileFn, sizeof...(NRs)>{&FloatSpanTileT<MT, NRs + 1>...};
+  return std::array<FloatSpanTileFn, sizeof...(NRs)>{&FloatSpanTileT<F32Weights, MT, NRs + 1>...};
 }
 
 template <int... MTs>
