@@ -7,11 +7,13 @@
 #include <limits>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/clock.h"
 #include "kernels/paged_attention.h"
+#include "model/kv_layout.h"
 
 namespace reprise::bench {
 
@@ -22,11 +24,11 @@ struct Item {
   int split;
 };
 
-WarmAttentionTiming TimeOne(const WarmAttentionShape& shape, kernels::KvType type, ThreadPool& pool,
-                            int runs) {
+WarmAttentionTiming TimeOne(const WarmAttentionShape& shape, const std::string& kv_type,
+                            ThreadPool& pool, int runs) {
   const int positions = shape.cached + shape.new_tokens;
   kernels::PagedKv kv;
-  kv.type = type;
+  kv.type = ParseKvType(kv_type);
   kv.n_layer = 1;
   kv.n_kv_head = shape.kv_heads;
   kv.head_dim = shape.head_dim;
@@ -116,10 +118,7 @@ WarmAttentionTiming TimeOne(const WarmAttentionShape& shape, kernels::KvType typ
   double pairs = 0;  // (query row, position) pairs
   for (int t = 0; t < shape.new_tokens; ++t) pairs += shape.cached + t + 1;
   pairs *= shape.kv_heads * shape.group;
-  const char* name = type == kernels::KvType::kF16  ? "f16"
-                     : type == kernels::KvType::kQ8 ? "q8"
-                                                    : "f32";
-  return {name, best, 4.0 * pairs * shape.head_dim / best / 1e9};
+  return {kv_type, best, 4.0 * pairs * shape.head_dim / best / 1e9};
 }
 
 }  // namespace
@@ -127,9 +126,8 @@ WarmAttentionTiming TimeOne(const WarmAttentionShape& shape, kernels::KvType typ
 std::vector<WarmAttentionTiming> TimeWarmAttention(const WarmAttentionShape& shape,
                                                    ThreadPool& pool, int runs) {
   std::vector<WarmAttentionTiming> timings;
-  for (kernels::KvType type :
-       {kernels::KvType::kF16, kernels::KvType::kQ8, kernels::KvType::kF32}) {
-    timings.push_back(TimeOne(shape, type, pool, runs));
+  for (const char* kv_type : {"f16", "q8", "f32"}) {
+    timings.push_back(TimeOne(shape, kv_type, pool, runs));
   }
   return timings;
 }

@@ -28,8 +28,9 @@ void RunPanelTiles(const Job& job, const float* panel, int64_t stride, int64_t f
     // Each row tile's lane sums for the token tile, carried from span to span.
     const int64_t tile_sums = static_cast<int64_t>(k.float_token_tile) * k.float_row_tile;
     const int64_t row_tiles = (hi - lo + k.float_row_tile - 1) / k.float_row_tile;
-    float* sums = reinterpret_cast<float*>(ThreadScratch(
-        Slot::kSpanSums, static_cast<size_t>(row_tiles * tile_sums) * kFloatSpanSums * 4));
+    float* sums = reinterpret_cast<float*>(
+        ThreadScratch(Slot::kSpanSums,
+                      static_cast<size_t>(row_tiles * tile_sums) * kFloatSpanSums * sizeof(float)));
     for (int64_t t = t_begin; t < t_end; t += k.float_token_tile) {
       const int mt = static_cast<int>(std::min<int64_t>(k.float_token_tile, t_end - t));
       for (int64_t c = 0; c < cols; c += kFloatSpanColumns) {
