@@ -174,19 +174,56 @@ inline __attribute__((always_inline)) void ScoreRows(const float* const* q_rows,
 }
 
 // A chunk of up to 16 consecutive slots of one block whose scores a span computes together.
+// Blocks of fewer than 16 slots share a chunk, `blocks` of them from `block`, their slots side
+// by side (always widened: no one block's plane holds them).
 struct KeyChunk {
   const uint8_t* k_plane;  // the block's key plane
   int block;               // its index in the block table
-  int j0, count;           // slots [j0, j0 + count) of the block
+  int j0, count;           // slots [j0, j0 + count) of the block (of the blocks from it)
   int first_row;           // rows [first_row, num_rows) reach into the block
   int column;              // where the slots' scores go in the span's score rows
+  int blocks;              // blocks whose slots the chunk holds: 1, or more below 16 slots
 };
 // Slots of widened keys a score tile reads: two chunks.
 inline constexpr int kStagedSlots = 32;
 inline constexpr int kMaxSpanPositions = std::max(kSoftmaxSpanPositions, kMaxAttentionBlockSize);
-// Blocks of fewer than 16 slots give a chunk each (kSoftmaxSpanPositions of them with one-slot
-// blocks); larger ones ceil(block_size / 16).
+// A span's chunks: 16 slots each (blocks of fewer slots share one), ceil(block_size / 16) per
+// larger block.
 inline constexpr int kMaxSpanChunks = std::max(kSoftmaxSpanPositions, kMaxAttentionBlockSize / 16);
+
+// The keys of a chunk that small blocks share (chunk.blocks > 1), widened block by block into
+// its lanes kt[d * kStagedSlots + s], those past its slots zeroed (a last chunk's; never read),
+// after asking for the blocks of the next chunk. Not inlined: inside Attention it made GCC
+// compile the decode tile worse (f16, 16-slot blocks, one token: 81-105 -> 59-74 GFLOP/s).
+template <KvType kType>
+__attribute__((noinline)) void WidenSharedChunk(const PagedKv& kv, int layer, int kv_head,
+                                                std::span<const int32_t> block_table,
+                                                const KeyChunk& chunk, int blocks_per_chunk,
+                                                int end_block, float* kt) {
+  const int block_size = kv.block_size;
+  const size_t column_bytes = static_cast<size_t>(block_size) * KvElementBytes(kType);
+  const size_t plane_bytes = column_bytes * kv.head_dim;
+  for (int b = chunk.block + blocks_per_chunk;
+       b < std::min(end_block, chunk.block + 2 * blocks_per_chunk); ++b) {
+    PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
+                        kv.Plane(block_table[b], layer, 1, kv_head), plane_bytes);
+  }
+  for (int k = 0; k < chunk.blocks; ++k) {
+    const uint8_t* k_plane = kv.Plane(block_table[chunk.block + k], layer, 0, kv_head);
+    const __mmask16 mask = ChunkMask(std::min(block_size, chunk.count - k * block_size), 0);
+    float* lanes = kt + k * block_size;
+    for (int d = 0; d < kv.head_dim; ++d) {
+      _mm512_mask_storeu_ps(lanes + d * kStagedSlots, mask,
+                            LoadRow<kType>(k_plane + d * column_bytes, 0, mask));
+    }
+  }
+  if (chunk.count < 16) {
+    const __mmask16 rest = static_cast<__mmask16>(~ChunkMask(chunk.count, 0));
+    for (int d = 0; d < kv.head_dim; ++d) {
+      _mm512_mask_storeu_ps(kt + d * kStagedSlots, rest, _mm512_setzero_ps());
+    }
+  }
+}
 
 constexpr int kValueHeads = 4;   // query rows x
 constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registers
@@ -199,8 +236,10 @@ constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registe
 // all whole where kWhole (then every load and store is a plain one: see LoadWholeRow).
 // kRows is the number of rows present (a constant keeps the accumulators in registers).
 template <KvType kSrc, int kRows, bool kWhole>
-void ValueTile(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
-               int r0, const int* filled, const float* scores, float* const* out_rows, int d0) {
+inline __attribute__((always_inline)) void ValueTile(const uint8_t* v, size_t stride, int offset,
+                                                     const __mmask16 (&masks)[kValueChunks], int r0,
+                                                     const int* filled, const float* scores,
+                                                     float* const* out_rows, int d0) {
   const int tile_filled = filled[r0 + kRows - 1];
   __m512 acc[kRows][kValueChunks];
   for (int i = 0; i < kRows; ++i) {
@@ -270,7 +309,7 @@ void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&ma
 // own filled slots, filled[r] = min(block_size, positions of r - b * block_size), and a row
 // whose positions end before block b is left alone: every row does exactly what it does alone
 // (a run of one token), whatever other rows share the call.
-template <KvType kType>
+template <KvType kType, bool kSharedChunks>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
                int group, std::span<const int32_t> block_table, int first_position, int num_tokens,
                float scale, float* out, int64_t out_stride, const AttentionBlocks& blocks) {
@@ -293,6 +332,10 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   // kSoftmaxSpanPositions positions (whole blocks, a fixed partition of positions that splits
   // never cut), not per block, so small blocks do not pay that bookkeeping every 16 positions.
   const int span_blocks = SoftmaxSpanBlocks(kSoftmaxSpanPositions, block_size);
+  // Blocks of fewer than 16 slots share chunks of up to 16 (their slots side by side in the
+  // lanes of widened keys), where one block per chunk left lanes empty: 8-slot blocks took twice
+  // the time of 16-slot ones, one-slot blocks 17 times.
+  const int blocks_per_chunk = kSharedChunks ? 16 / block_size : 1;
   for (int span_first = blocks.first_block; span_first < end_block;) {
     const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     // Rows [first_row, num_rows) reach into the span; a row's positions in it are contiguous from
@@ -302,14 +345,28 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // a row reads only its own filled ones.
     KeyChunk chunks[kMaxSpanChunks];
     int num_chunks = 0;
-    for (int b = span_first; b < span.end_block; ++b) {
+    for (int b = span_first; b < span.end_block; b += blocks_per_chunk) {
       const int block_row = state.EnterBlock(b, block_size);
-      const int max_filled = filled[num_rows - 1];
       const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
+      if constexpr (kSharedChunks) {  // the longest row's slots of the next blocks, up to 16
+        const int count =
+            std::min({blocks_per_chunk * block_size, (span.end_block - b) * block_size,
+                      state.positions[num_rows - 1] - b * block_size});
+        chunks[num_chunks++] = {k_plane,
+                                b,
+                                0,
+                                count,
+                                block_row,
+                                (b - span_first) * block_size,
+                                (count + block_size - 1) / block_size};
+        continue;
+      }
+      const int max_filled = filled[num_rows - 1];
       for (int j0 = 0; j0 < max_filled; j0 += 16) {
         chunks[num_chunks++] = {k_plane,   b,
                                 j0,        std::min(16, max_filled - j0),
-                                block_row, (b - span_first) * block_size + j0};
+                                block_row, (b - span_first) * block_size + j0,
+                                1};
       }
     }
     // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
@@ -321,7 +378,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     for (int i = 0; i < num_chunks;) {
       const KeyChunk& chunk = chunks[i];
       float* out = &scores[0][chunk.column];
-      if (num_rows - chunk.first_row <= kGroupStep) {
+      if (num_rows - chunk.first_row <= kGroupStep && !kSharedChunks) {
         const bool has_next = chunk.block + 1 < end_block;
         const uint8_t* next_k =
             has_next ? kv.Plane(block_table[chunk.block + 1], layer, 0, kv_head) : nullptr;
@@ -348,6 +405,11 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       const int taken = paired ? 2 : 1;
       for (int c = 0; c < taken; ++c) {
         const KeyChunk& each = chunks[i + c];
+        if (kSharedChunks && each.blocks > 1) {
+          WidenSharedChunk<kType>(kv, layer, kv_head, block_table, each, blocks_per_chunk,
+                                  end_block, &kt[0][16 * c]);
+          continue;
+        }
         if (each.j0 == 0 && each.block + 1 < end_block) {  // a block's first chunk
           PrefetchBlockPlanes(kv.Plane(block_table[each.block + 1], layer, 0, kv_head),
                               kv.Plane(block_table[each.block + 1], layer, 1, kv_head),
@@ -382,7 +444,12 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         const int d = d0 + 16 * c;
         masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
       }
-      if (kType == KvType::kF16 && num_rows - first_row > kValueHeads) {
+      // Values widened (f16) or copied (f32) once per span, then each row tile runs through the
+      // whole span: with several row tiles (f16), and with blocks too small for a tile's
+      // accumulators to be loaded and stored once per block (fewer than 8 slots; fewer than 16
+      // with several row tiles of f32).
+      const bool several_tiles = num_rows - first_row > kValueHeads;
+      if (several_tiles || (kSharedChunks && block_size < 8)) {
         int span_filled[kMaxAttentionRows];  // [num_rows] the row's positions in the span
         for (int r = first_row; r < num_rows; ++r) {
           span_filled[r] = state.PositionsIn(span, r);
@@ -407,15 +474,6 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         const int block_row = state.EnterBlock(b, block_size);
         const float* block_scores = &scores[0][0] + (b - span_first) * block_size;
         const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
-        // Several row tiles of f32 values: plain loads straight from the block (nothing to
-        // widen), where the masked ones kept every tile's accumulators in memory (a warm turn's
-        // attention, 64 tokens over 1,600 positions, one KV head, one thread, Zen 5: 74-77 ->
-        // 131 GFLOP/s). Same operations in the same order, so the same bits.
-        if (kType == KvType::kF32 && num_rows - block_row > kValueHeads) {
-          ValuePass<KvType::kF32, true>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled,
-                                        block_scores, out_rows, d0);
-          continue;
-        }
         // Masked loads here: with plain ones as well, GCC compiled the one-token pass (inlined
         // into this function) worse, 117 -> 86 GFLOP/s (f16, group of 4, Zen 5).
         ValuePass<kType, false>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled,
@@ -437,12 +495,18 @@ void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float
   if (kv.type == KvType::kQ8) {
     PagedAttentionQ8Avx512(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
                            num_tokens, scale, out, out_stride, blocks, prepared);
+  } else if (kv.type == KvType::kF32 && kv.block_size <= 8) {
+    Attention<KvType::kF32, true>(kv, layer, kv_head, q, q_stride, group, block_table,
+                                  first_position, num_tokens, scale, out, out_stride, blocks);
   } else if (kv.type == KvType::kF32) {
-    Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-                            num_tokens, scale, out, out_stride, blocks);
+    Attention<KvType::kF32, false>(kv, layer, kv_head, q, q_stride, group, block_table,
+                                   first_position, num_tokens, scale, out, out_stride, blocks);
+  } else if (kv.block_size <= 8) {
+    Attention<KvType::kF16, true>(kv, layer, kv_head, q, q_stride, group, block_table,
+                                  first_position, num_tokens, scale, out, out_stride, blocks);
   } else {
-    Attention<KvType::kF16>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-                            num_tokens, scale, out, out_stride, blocks);
+    Attention<KvType::kF16, false>(kv, layer, kv_head, q, q_stride, group, block_table,
+                                   first_position, num_tokens, scale, out, out_stride, blocks);
   }
 }
 

@@ -167,10 +167,14 @@ TEST(KernelPagedAttentionTest, TokensMatchSingleQueriesBitForBit) {
   const int n_kv_head = 2, n = 150;
   for (CpuTarget target : Targets())
     for (KvType type : {KvType::kF32, KvType::kF16, KvType::kQ8})
-      for (auto [head_dim, block_size] : {std::pair{64, 16}, {80, 16}, {36, 12}, {64, 40}})
+      for (auto [head_dim, block_size] :
+           {std::pair{64, 16}, {80, 16}, {36, 12}, {64, 40}, {64, 4}, {80, 8}, {64, 1}})
         for (int group : {1, 3, 4, 5}) {
-          TestCache cache(type, 16, block_size, 2, n_kv_head, head_dim, 0xFF);  // NaN garbage
-          std::vector<int32_t> table = {7, 2, 9, 0, 11, 4, 1, 3, 10, 5, 15, 13, 6, 8};
+          if (type == KvType::kQ8 && block_size % 4 != 0) continue;  // q8 takes multiples of 4
+          const int num_blocks = (n + block_size - 1) / block_size;
+          TestCache cache(type, 2 * num_blocks, block_size, 2, n_kv_head, head_dim,
+                          0xFF);  // NaN garbage
+          std::vector<int32_t> table = ScatteredTable(num_blocks);
           std::vector<float> k = RandomValues(n * n_kv_head * head_dim, 60, 2.0f);
           std::vector<float> v = RandomValues(n * n_kv_head * head_dim, 61);
           cache.Fill(1, table, k, v, n);
