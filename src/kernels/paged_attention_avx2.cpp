@@ -67,6 +67,48 @@ inline void WidenKeys(const uint8_t* k_plane, size_t column_bytes, int j0, int c
   }
 }
 
+// The keys of blocks [first_block, first_block + blocks) of fewer than kTileSlots slots each,
+// widened side by side into the lanes of one tile (kt[d][s], the longest row's `count` slots, 0
+// in the others), after asking for the next tile's blocks. A tile per block left lanes empty,
+// and keys of fewer than 8 slots were read through a copy per key dimension. Not inlined, so
+// that the kernel's paths for larger blocks compile as they did.
+template <KvType kType>
+__attribute__((noinline)) void WidenSharedTile(const PagedKv& kv, int layer, int kv_head,
+                                               std::span<const int32_t> block_table,
+                                               int first_block, int blocks, int count,
+                                               int end_block, float* kt) {
+  const int block_size = kv.block_size;
+  const int head_dim = kv.head_dim;
+  const size_t column_bytes = static_cast<size_t>(block_size) * KvElementBytes(kType);
+  for (int b = first_block + blocks; b < std::min(end_block, first_block + 2 * blocks); ++b) {
+    PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
+                        kv.Plane(block_table[b], layer, 1, kv_head), column_bytes * head_dim);
+  }
+  for (int d = 0; d < head_dim; ++d) {
+    _mm256_store_ps(kt + d * kTileSlots, _mm256_setzero_ps());
+    _mm256_store_ps(kt + d * kTileSlots + 8, _mm256_setzero_ps());
+  }
+  for (int k = 0; k * block_size < count; ++k) {
+    const uint8_t* k_plane = kv.Plane(block_table[first_block + k], layer, 0, kv_head);
+    const int n = std::min(block_size, count - k * block_size);
+    float* lanes = kt + k * block_size;
+    for (int d = 0; d < head_dim; ++d) {
+      const uint8_t* column = k_plane + d * column_bytes;
+      float* to = lanes + d * kTileSlots;
+      if (n == 8) {
+        _mm256_storeu_ps(to, LoadRow<kType>(column, 0, 8));
+      } else if constexpr (kType == KvType::kF32) {
+        std::memcpy(to, column, static_cast<size_t>(n) * sizeof(float));
+      } else if (n == 4) {
+        _mm_storeu_ps(to, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(column))));
+      } else {
+        const auto* halves = reinterpret_cast<const uint16_t*>(column);
+        for (int s = 0; s < n; ++s) to[s] = _cvtsh_ss(halves[s]);
+      }
+    }
+  }
+}
+
 constexpr int kGroupStep = 4;  // query rows whose dot products are accumulated together
 
 // ScoreTile's work for key dimension d: acc[i][c] = fma(q_rows[i][d], keys(d, c), acc[i][c]).
@@ -245,7 +287,7 @@ constexpr int kStagedValueFloats = 8192;
 // own filled slots, filled[r] = min(block_size, positions of r - b * block_size), and a row
 // whose positions end before block b is left alone: every row does exactly what it does alone
 // (a run of one token), whatever other rows share the call.
-template <KvType kType>
+template <KvType kType, bool kSharedTiles>
 void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_t q_stride,
                int group, std::span<const int32_t> block_table, int first_position, int num_tokens,
                float scale, float* out, int64_t out_stride, const AttentionBlocks& blocks) {
@@ -279,8 +321,22 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // Scores, block by block, kTileSlots slots at a time, one slot per lane: slots up to the
     // longest row's are computed; a row reads only its own filled ones. A single row tile
     // (decode) reads the stored keys directly, asking for the next block's lines as it goes;
-    // several widen them once.
-    for (int b = span_first; b < span.end_block; ++b) {
+    // several widen them once. Blocks of fewer than kTileSlots slots share tiles, always widened.
+    if constexpr (kSharedTiles) {
+      const int blocks_per_tile = kTileSlots / block_size;
+      for (int b = span_first; b < span.end_block; b += blocks_per_tile) {
+        const int tile_row = state.EnterBlock(b, block_size);
+        const int count = std::min({blocks_per_tile * block_size, (span.end_block - b) * block_size,
+                                    state.positions[num_rows - 1] - b * block_size});
+        WidenSharedTile<kType>(kv, layer, kv_head, block_table, b, blocks_per_tile, count,
+                               end_block, &kt[0][0]);
+        NoLines no_lines;
+        auto staged_keys = [&](int d, int c) { return _mm256_load_ps(&kt[d][8 * c]); };
+        ScoreSlots(q_rows, tile_row, num_rows, head_dim, count, staged_keys, no_lines, scale,
+                   &scores[0][(b - span_first) * block_size]);
+      }
+    }
+    for (int b = span_first; b < span.end_block && !kSharedTiles; ++b) {
       const int block_row = state.EnterBlock(b, block_size);
       const int max_filled = filled[num_rows - 1];
       const uint8_t* k_plane = kv.Plane(block_table[b], layer, 0, kv_head);
@@ -332,7 +388,9 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       span_filled[r] = state.PositionsIn(span, r);
     }
     const int max_span_filled = span_filled[num_rows - 1];
-    if (num_rows - first_row > kValueHeads && whole_chunks &&
+    // One- and two-slot blocks stage their values for a single tile too (its accumulators were
+    // loaded and stored every block).
+    if ((num_rows - first_row > kValueHeads || (kSharedTiles && block_size <= 2)) && whole_chunks &&
         max_span_filled * head_dim <= kStagedValueFloats) {
       for (int b = span_first, j0 = 0; j0 < max_span_filled; ++b, j0 += block_size) {
         const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
@@ -372,12 +430,18 @@ void PagedAttentionAvx2(const PagedKv& kv, int layer, int kv_head, const float* 
   if (kv.type == KvType::kQ8) {
     PagedAttentionQ8Avx2(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
                          num_tokens, scale, out, out_stride, blocks, prepared);
+  } else if (kv.type == KvType::kF32 && kv.block_size <= 8) {
+    Attention<KvType::kF32, true>(kv, layer, kv_head, q, q_stride, group, block_table,
+                                  first_position, num_tokens, scale, out, out_stride, blocks);
   } else if (kv.type == KvType::kF32) {
-    Attention<KvType::kF32>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-                            num_tokens, scale, out, out_stride, blocks);
+    Attention<KvType::kF32, false>(kv, layer, kv_head, q, q_stride, group, block_table,
+                                   first_position, num_tokens, scale, out, out_stride, blocks);
+  } else if (kv.block_size <= 8) {
+    Attention<KvType::kF16, true>(kv, layer, kv_head, q, q_stride, group, block_table,
+                                  first_position, num_tokens, scale, out, out_stride, blocks);
   } else {
-    Attention<KvType::kF16>(kv, layer, kv_head, q, q_stride, group, block_table, first_position,
-                            num_tokens, scale, out, out_stride, blocks);
+    Attention<KvType::kF16, false>(kv, layer, kv_head, q, q_stride, group, block_table,
+                                   first_position, num_tokens, scale, out, out_stride, blocks);
   }
 }
 
