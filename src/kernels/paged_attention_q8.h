@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "kernels/paged_attention.h"
@@ -34,6 +35,49 @@ struct Q8ValueBlock {
   int quads;
   int column;
 };
+
+// Slots of the chunk that q8 blocks of fewer slots (4 or 8) share in the AVX2 and AVX-512 kernels'
+// scores: their key codes and scales copied side by side into a block of this many slots of the
+// span's own (the plane layout at that block size), so that each dot product fills its lanes.
+// Integer sums are the same in any lane, so the bits do not change.
+inline constexpr int kQ8SharedChunkSlots = 16;
+inline constexpr int kQ8SharedChunks = kQ8SoftmaxSpanPositions / kQ8SharedChunkSlots;
+
+// Blocks of `block_size` slots that share a chunk: 1 (no sharing) from 16 slots up.
+inline int Q8BlocksPerSharedChunk(int block_size) {
+  return block_size < kQ8SharedChunkSlots ? kQ8SharedChunkSlots / block_size : 1;
+}
+
+// The span's shared chunks: codes [dwords][16][4] and scales [groups][16] each.
+struct Q8SharedChunks {
+  alignas(64) uint8_t codes[kQ8SharedChunks][kMaxAttentionHeadDim * kQ8SharedChunkSlots];
+  alignas(64) float scales[kQ8SharedChunks][kMaxQ8Groups * kQ8SharedChunkSlots];
+};
+
+// A block's key codes and scales (`codes`, `scales`: its plane) copied into lanes [lane, lane +
+// block_size) of shared chunk `chunk`. Whole blocks: slots past the longest row's are copied and
+// masked off when scored.
+inline void ShareQ8BlockKeys(const uint8_t* codes, const float* scales, int block_size,
+                             int head_dim, int lane, Q8SharedChunks& shared, int chunk) {
+  const size_t bytes = static_cast<size_t>(block_size) * 4;  // a dword's codes, or the scales
+  // Copies of constant size, which the compiler makes single vector moves.
+  auto copy = [bytes](void* to, const void* from) {
+    if (bytes == 32) {
+      std::memcpy(to, from, 32);
+    } else if (bytes == 16) {
+      std::memcpy(to, from, 16);
+    } else {
+      std::memcpy(to, from, bytes);
+    }
+  };
+  uint8_t* to_codes = shared.codes[chunk];
+  for (int e = 0; e < head_dim / 4; ++e) {
+    copy(to_codes + (e * kQ8SharedChunkSlots + lane) * 4, codes + e * bytes);
+  }
+  for (int g = 0; g * kKvQ8KeyGroup < head_dim; ++g) {
+    copy(shared.scales[chunk] + g * kQ8SharedChunkSlots + lane, scales + g * block_size);
+  }
+}
 
 // x / scale rounded to the nearest code in [-127, 127] (ties to even, as the vector conversions
 // round), given 1 / scale. NaN gives 0. Rounding by adding and taking back 1.5 x 2^23, which

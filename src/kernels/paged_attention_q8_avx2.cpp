@@ -190,6 +190,12 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
   alignas(32) float span_value_scales[kSpanScoreStride];            // by position in the span
   float code_scales[kMaxAttentionRows];
   Q8ValueBlock value_blocks[kSpanScoreStride / 4];  // blocks of 4 slots at the least
+  // Blocks of 4 or 8 slots share chunks of 16 (ShareQ8BlockKeys), scored when their last block
+  // is in: one block per tile had left half of the 4-slot blocks' lanes empty and given 8-slot
+  // blocks one chunk per tile, where two share each query broadcast.
+  const int blocks_per_chunk = Q8BlocksPerSharedChunk(block_size);
+  Q8SharedChunks shared;
+  int chunk_row = 0;  // rows [chunk_row, num_rows) reach the shared chunk's first block
 
   // Positions [0, first_position + num_tokens): the last token's.
   const int end_block = blocks.EndFor(first_position + num_tokens, block_size);
@@ -208,7 +214,28 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
                             kv.Plane(block_table[b + 1], layer, 1, kv_head), kv.PlaneBytes(0));
       }
       const float* key_scales = Q8PlaneScales(kv, k_plane);
-      for (int j0 = 0; j0 < max_filled; j0 += 16) {
+      if (blocks_per_chunk > 1) {
+        const int chunk = (b - span_first) / blocks_per_chunk;
+        const int lane = (b - span_first) % blocks_per_chunk * block_size;
+        ShareQ8BlockKeys(k_plane, key_scales, block_size, head_dim, lane, shared, chunk);
+        if (lane == 0) chunk_row = block_row;
+        // Blocks fill a chunk in order; only the longest row's last one is partial.
+        if (lane + block_size == kQ8SharedChunkSlots || b + 1 == span.end_block) {
+          const int count = lane + max_filled;
+          ForRowTiles<kScoreRows>(chunk_row, num_rows, [&](auto rows, int r0) {
+            constexpr int kRows = decltype(rows)::value;
+            float* tile_out = &scores[r0][column - lane];
+            if (count > 8) {
+              ScoreTile<kRows, 2>(queries + r0, shared.codes[chunk], shared.scales[chunk],
+                                  kQ8SharedChunkSlots, head_dim, 0, count, tile_out);
+            } else {
+              ScoreTile<kRows, 1>(queries + r0, shared.codes[chunk], shared.scales[chunk],
+                                  kQ8SharedChunkSlots, head_dim, 0, count, tile_out);
+            }
+          });
+        }
+      }
+      for (int j0 = 0; j0 < max_filled && blocks_per_chunk == 1; j0 += 16) {
         const int count = std::min(16, max_filled - j0);
         ForRowTiles<kScoreRows>(block_row, num_rows, [&](auto rows, int r0) {
           constexpr int kRows = decltype(rows)::value;

@@ -147,31 +147,6 @@ inline void ScoreTileQ8(const QueryQ8* const* rows, const KeyChunk* chunks, int 
   }
 }
 
-// A block of 4 or 8 slots' key codes and scales copied into lanes [lane, lane + block_size) of a
-// shared 16-slot chunk, laid out as a plane of block size 16 ([dwords][16][4] codes, [groups][16]
-// scales). Whole blocks: slots past the longest row's are copied but masked off when scored.
-inline void ShareBlockKeys(const uint8_t* codes, const float* scales, int block_size, int head_dim,
-                           int lane, uint8_t* shared_codes, float* shared_scales) {
-  const int dwords = head_dim / 4;
-  const int groups = (head_dim + kKvQ8KeyGroup - 1) / kKvQ8KeyGroup;
-  const size_t block_bytes = static_cast<size_t>(block_size) * 4;  // a dword's codes, or scales
-  auto copy = [block_bytes](void* to, const void* from) {
-    if (block_bytes == 32) {
-      _mm256_storeu_si256(static_cast<__m256i*>(to),
-                          _mm256_loadu_si256(static_cast<const __m256i*>(from)));
-    } else if (block_bytes == 16) {
-      _mm_storeu_si128(static_cast<__m128i*>(to),
-                       _mm_loadu_si128(static_cast<const __m128i*>(from)));
-    } else {
-      std::memcpy(to, from, block_bytes);
-    }
-  };
-  for (int e = 0; e < dwords; ++e) {
-    copy(shared_codes + (e * 16 + lane) * 4, codes + e * block_bytes);
-  }
-  for (int g = 0; g < groups; ++g) copy(shared_scales + g * 16 + lane, scales + g * block_size);
-}
-
 // exp(x) for x <= 0 to about 3e-7 (relative): x = n ln2 + r, e^r by its degree-6 Taylor
 // polynomial, times 2^n. Coarser than ExpNonPositive, and enough here: a probability becomes an
 // 8-bit code, and its error stays far below the cache's own rounding. Below -104 it gives 0.
@@ -412,18 +387,12 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
   float code_scales[kMaxAttentionRows];
   constexpr int kMaxSpanChunks = kScoreStride / 4;  // blocks of 4 slots at the least
   KeyChunk chunks[kMaxSpanChunks];
-  // Blocks of 4 or 8 slots share chunks of 16: their keys copied side by side into a 16-slot
-  // block of the span's own (the plane layout at block size 16), where one block per chunk left
-  // half or three quarters of every dot product's lanes empty. Integer sums are the same in any
-  // lane, so the bits do not change.
-  const int blocks_per_chunk = block_size < 16 ? 16 / block_size : 1;
-  constexpr int kSharedChunks = kQ8SoftmaxSpanPositions / 16;
-  constexpr size_t kSharedCodeBytes = kMaxAttentionHeadDim * 16;
-  constexpr size_t kSharedScales = kMaxAttentionHeadDim / kKvQ8KeyGroup * 16;
-  alignas(64) uint8_t shared_codes[kSharedChunks][kSharedCodeBytes];
-  alignas(64) float shared_scales[kSharedChunks][kSharedScales];
-  const int chunk_stride = blocks_per_chunk > 1 ? 16 : block_size;  // slots of a chunk's plane
-  alignas(64) float span_value_scales[kScoreStride];                // by position in the span
+  // Blocks of 4 or 8 slots share chunks of 16 (ShareQ8BlockKeys), where one block per chunk left
+  // half or three quarters of every dot product's lanes empty.
+  const int blocks_per_chunk = Q8BlocksPerSharedChunk(block_size);
+  Q8SharedChunks shared;
+  const int chunk_stride = blocks_per_chunk > 1 ? kQ8SharedChunkSlots : block_size;
+  alignas(64) float span_value_scales[kScoreStride];  // by position in the span
   Q8ValueBlock value_blocks[kMaxSpanChunks];
 
   // Positions [0, first_position + num_tokens): the last token's.
@@ -445,10 +414,10 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
       if (blocks_per_chunk > 1) {
         const int chunk = (b - span_first) / blocks_per_chunk;
         const int lane = (b - span_first) % blocks_per_chunk * block_size;
-        ShareBlockKeys(k_plane, Q8PlaneScales(kv, k_plane), block_size, head_dim, lane,
-                       shared_codes[chunk], shared_scales[chunk]);
+        ShareQ8BlockKeys(k_plane, Q8PlaneScales(kv, k_plane), block_size, head_dim, lane, shared,
+                         chunk);
         if (lane == 0) {
-          chunks[num_chunks++] = {shared_codes[chunk], shared_scales[chunk], 0, column,
+          chunks[num_chunks++] = {shared.codes[chunk], shared.scales[chunk], 0, column,
                                   ChunkMask(max_filled, 0)};
         } else {  // blocks fill a chunk in order; only the longest row's last one is partial
           chunks[num_chunks - 1].mask = ChunkMask(lane + max_filled, 0);
