@@ -288,20 +288,40 @@ inline __attribute__((always_inline)) void ValueTile(const uint8_t* v, size_t st
 
 // ValueTile over rows [first_row, num_rows), kValueHeads at a time, the last tile as many as
 // remain. A row's operations are its own whatever tile it is in, so the tiling keeps its bits.
+// Always inlined, with its tiles: with four instances of Attention GCC stopped inlining the
+// staged values' tiles into them and called each (f16, 64 tokens over 1,600 positions, one KV
+// head: 153-159 -> 145-150 GFLOP/s).
 template <KvType kSrc, bool kPlainLoads>
-void ValuePass(const uint8_t* v, size_t stride, int offset, const __mmask16 (&masks)[kValueChunks],
-               int first_row, int num_rows, const int* filled, const float* scores,
-               float* const* out_rows, int d0) {
+inline __attribute__((always_inline)) void ValuePass(const uint8_t* v, size_t stride, int offset,
+                                                     const __mmask16 (&masks)[kValueChunks],
+                                                     int first_row, int num_rows, const int* filled,
+                                                     const float* scores, float* const* out_rows,
+                                                     int d0) {
   const bool whole = masks[kValueChunks - 1] == static_cast<__mmask16>(0xFFFF);
-  ForRowTiles<kValueHeads>(first_row, num_rows, [&](auto rows, int r0) {
-    if (kPlainLoads && whole) {
-      ValueTile<kSrc, decltype(rows)::value, kPlainLoads>(v, stride, offset, masks, r0, filled,
-                                                          scores, out_rows, d0);
-    } else {
-      ValueTile<kSrc, decltype(rows)::value, false>(v, stride, offset, masks, r0, filled, scores,
-                                                    out_rows, d0);
-    }
-  });
+  ForRowTiles<kValueHeads>(
+      first_row, num_rows, [&](auto rows, int r0) __attribute__((always_inline)) {
+        if (kPlainLoads && whole) {
+          ValueTile<kSrc, decltype(rows)::value, kPlainLoads>(v, stride, offset, masks, r0, filled,
+                                                              scores, out_rows, d0);
+        } else {  // always inlined: called, its accumulators went through memory
+          ValueTile<kSrc, decltype(rows)::value, false>(v, stride, offset, masks, r0, filled,
+                                                        scores, out_rows, d0);
+        }
+      });
+}
+
+// ValuePass over a block's stored values with masked loads (a decoding token's tile), in a
+// function of its own: inlined into Attention, its accumulators competed for registers with the
+// kernel's other live values and one was stored to the stack every slot (f16 decode after 1,600
+// positions, 16-slot blocks: 100 -> 87 GFLOP/s).
+template <KvType kType>
+__attribute__((noinline)) void StoredValuePass(const uint8_t* v, size_t stride, int offset,
+                                               const __mmask16 (&masks)[kValueChunks],
+                                               int first_row, int num_rows, const int* filled,
+                                               const float* scores, float* const* out_rows,
+                                               int d0) {
+  ValuePass<kType, false>(v, stride, offset, masks, first_row, num_rows, filled, scores, out_rows,
+                          d0);
 }
 
 // A run of consecutive tokens; query row r = t * group + g is head g of token t, at position
@@ -474,10 +494,10 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         const int block_row = state.EnterBlock(b, block_size);
         const float* block_scores = &scores[0][0] + (b - span_first) * block_size;
         const uint8_t* v_plane = kv.Plane(block_table[b], layer, 1, kv_head);
-        // Masked loads here: with plain ones as well, GCC compiled the one-token pass (inlined
-        // into this function) worse, 117 -> 86 GFLOP/s (f16, group of 4, Zen 5).
-        ValuePass<kType, false>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled,
-                                block_scores, out_rows, d0);
+        // Masked loads here: with plain ones as well, GCC compiled the one-token pass (then
+        // inlined into this function) worse, 117 -> 86 GFLOP/s (f16, group of 4, Zen 5).
+        StoredValuePass<kType>(v_plane, row_bytes, d0, masks, block_row, num_rows, filled,
+                               block_scores, out_rows, d0);
       }
     }
     span_first = span.end_block;

@@ -96,7 +96,7 @@ struct AttentionRows {
 
 // ForRowTiles' last tile: tile(std::integral_constant<int, rows>{}, r0) for 1 <= rows <= kRows.
 template <int kRows, typename Tile>
-inline void RemainderRowTile(int rows, int r0, const Tile& tile) {
+inline __attribute__((always_inline)) void RemainderRowTile(int rows, int r0, const Tile& tile) {
   if constexpr (kRows >= 1) {
     if (rows == kRows) {
       tile(std::integral_constant<int, kRows>{}, r0);
@@ -109,7 +109,7 @@ inline void RemainderRowTile(int rows, int r0, const Tile& tile) {
 // (at most 8) rows from r0, the last one as many as remain: a constant row count keeps a tile's
 // accumulators in registers.
 template <int kTile, typename Tile>
-inline void ForRowTiles(int first, int end, const Tile& tile) {
+inline __attribute__((always_inline)) void ForRowTiles(int first, int end, const Tile& tile) {
   static_assert(kTile >= 1 && kTile <= 8, "tiles of 1 to 8 rows");
   int r0 = first;
   for (; r0 + kTile <= end; r0 += kTile) tile(std::integral_constant<int, kTile>{}, r0);
