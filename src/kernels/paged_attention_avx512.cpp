@@ -174,15 +174,14 @@ inline __attribute__((always_inline)) void ScoreRows(const float* const* q_rows,
 }
 
 // A chunk of up to 16 consecutive slots of one block whose scores a span computes together.
-// Blocks of fewer than 16 slots share a chunk, `blocks` of them from `block`, their slots side
-// by side (always widened: no one block's plane holds them).
+// Blocks of fewer than 16 slots share a chunk: `count` slots from slot 0 of `block` on, side by
+// side (always widened where they span more than one block: no one plane holds them).
 struct KeyChunk {
   const uint8_t* k_plane;  // the block's key plane
   int block;               // its index in the block table
   int j0, count;           // slots [j0, j0 + count) of the block (of the blocks from it)
   int first_row;           // rows [first_row, num_rows) reach into the block
   int column;              // where the slots' scores go in the span's score rows
-  int blocks;              // blocks whose slots the chunk holds: 1, or more below 16 slots
 };
 // Slots of widened keys a score tile reads: two chunks.
 inline constexpr int kStagedSlots = 32;
@@ -191,9 +190,9 @@ inline constexpr int kMaxSpanPositions = std::max(kSoftmaxSpanPositions, kMaxAtt
 // larger block.
 inline constexpr int kMaxSpanChunks = std::max(kSoftmaxSpanPositions, kMaxAttentionBlockSize / 16);
 
-// The keys of a chunk that small blocks share (chunk.blocks > 1), widened block by block into
-// its lanes kt[d * kStagedSlots + s], those past its slots zeroed (a last chunk's; never read),
-// after asking for the blocks of the next chunk. Not inlined: inside Attention it made GCC
+// The keys of a chunk that small blocks share (more slots than a block), widened block by block
+// into its lanes kt[d * kStagedSlots + s], those past its slots zeroed (a last chunk's; never
+// read), after asking for the blocks of the next chunk. Not inlined: inside Attention it made GCC
 // compile the decode tile worse (f16, 16-slot blocks, one token: 81-105 -> 59-74 GFLOP/s).
 template <KvType kType>
 __attribute__((noinline)) void WidenSharedChunk(const PagedKv& kv, int layer, int kv_head,
@@ -208,7 +207,7 @@ __attribute__((noinline)) void WidenSharedChunk(const PagedKv& kv, int layer, in
     PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
                         kv.Plane(block_table[b], layer, 1, kv_head), plane_bytes);
   }
-  for (int k = 0; k < chunk.blocks; ++k) {
+  for (int k = 0; k * block_size < chunk.count; ++k) {
     const uint8_t* k_plane = kv.Plane(block_table[chunk.block + k], layer, 0, kv_head);
     const __mmask16 mask = ChunkMask(std::min(block_size, chunk.count - k * block_size), 0);
     float* lanes = kt + k * block_size;
@@ -372,21 +371,14 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
         const int count =
             std::min({blocks_per_chunk * block_size, (span.end_block - b) * block_size,
                       state.positions[num_rows - 1] - b * block_size});
-        chunks[num_chunks++] = {k_plane,
-                                b,
-                                0,
-                                count,
-                                block_row,
-                                (b - span_first) * block_size,
-                                (count + block_size - 1) / block_size};
+        chunks[num_chunks++] = {k_plane, b, 0, count, block_row, (b - span_first) * block_size};
         continue;
       }
       const int max_filled = filled[num_rows - 1];
       for (int j0 = 0; j0 < max_filled; j0 += 16) {
         chunks[num_chunks++] = {k_plane,   b,
                                 j0,        std::min(16, max_filled - j0),
-                                block_row, (b - span_first) * block_size + j0,
-                                1};
+                                block_row, (b - span_first) * block_size + j0};
       }
     }
     // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
@@ -425,7 +417,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       const int taken = paired ? 2 : 1;
       for (int c = 0; c < taken; ++c) {
         const KeyChunk& each = chunks[i + c];
-        if (kSharedChunks && each.blocks > 1) {
+        if (kSharedChunks && each.count > block_size) {
           WidenSharedChunk<kType>(kv, layer, kv_head, block_table, each, blocks_per_chunk,
                                   end_block, &kt[0][16 * c]);
           continue;
@@ -456,18 +448,17 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // acc[r][d] = fma(p[r][j], v[j][d], acc[r][d]) for j < filled[r] in order, with a tile of
     // 4 rows x 64 dimensions held in registers across the slots. A slot past a row's filled
     // ones leaves that row's accumulators as they are (masked fma), so garbage in later slots
-    // never reaches it. With several row tiles, f16 values are widened once per span (exact)
-    // into v_wide and each tile runs through the whole span; otherwise block by block.
+    // never reaches it. Values go through v_wide (see below) or are read block by block.
     for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
       __mmask16 masks[kValueChunks];
       for (int c = 0; c < kValueChunks; ++c) {
         const int d = d0 + 16 * c;
         masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
       }
-      // Values widened (f16) or copied (f32) once per span, then each row tile runs through the
-      // whole span: with several row tiles (f16), and with blocks too small for a tile's
-      // accumulators to be loaded and stored once per block (fewer than 8 slots; fewer than 16
-      // with several row tiles of f32).
+      // Values widened (f16, exact) or copied (f32) into v_wide once per span, then each row tile
+      // runs through the whole span: with several row tiles, and for a single one with blocks
+      // too small for its accumulators to be loaded and stored once per block (fewer than 8
+      // slots). Otherwise block by block from storage.
       const bool several_tiles = num_rows - first_row > kValueHeads;
       if (several_tiles || (kSharedChunks && block_size < 8)) {
         int span_filled[kMaxAttentionRows];  // [num_rows] the row's positions in the span
