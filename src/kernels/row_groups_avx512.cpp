@@ -350,8 +350,18 @@ constexpr int64_t kHalfColumnBytes = 2 * kRowGroupRows;
 template <WeightType kType, int MT, int kLanes>
 void FloatGroupTokens(const float* x, int64_t x_stride, const uint8_t* group, int64_t cols,
                       const uint8_t* ahead_end, float* y, int64_t y_stride) {
-  StreamAhead<4096, 0> ahead(group, ahead_end);
-  FloatRowsTokens<GroupLanes, kType, MT, kLanes>(x, x_stride, group, cols, ahead, y, y_stride);
+  if constexpr (MT == 1) {
+    // A single token's pass streams faster left to the hardware prefetcher than with hints 4
+    // KiB ahead, where the hints stall (perf puts the samples on them): 1 GiB F16 and BF16
+    // matrices, 2 threads, Zen 5, each run after a 256 MiB pass over other memory, alternated,
+    // 42-43 against 45 GB/s, BF16 51-59 against 63; `bench kernels` F16 41-43 against 41-50.
+    // With more tokens the hints still pay (2 tokens: 30 against 35 GB/s without them).
+    NoStreamAhead ahead;
+    FloatRowsTokens<GroupLanes, kType, MT, kLanes>(x, x_stride, group, cols, ahead, y, y_stride);
+  } else {
+    StreamAhead<4096, 0> ahead(group, ahead_end);
+    FloatRowsTokens<GroupLanes, kType, MT, kLanes>(x, x_stride, group, cols, ahead, y, y_stride);
+  }
 }
 
 // FloatGroupTokens with as many lanes per pass as leave registers for the rest (MT x kLanes

@@ -47,4 +47,9 @@ class StreamAhead {
   const uint8_t* end_;
 };
 
+// A tile's stream left to the hardware prefetchers.
+struct NoStreamAhead {
+  void Upto(const uint8_t*) {}
+};
+
 }  // namespace reprise::kernels
