@@ -253,7 +253,8 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
 
 // The bits of the stored matrix from the grouped one: each token alone and in batches (the
 // row-group tiles, several calls per group up to kRowGroupMaxTokens, then the panel path reading
-// groups back), on 1 to 3 threads, rows in whole groups and not, activations with blocks of
+// groups back; where the target interleaves groups into panels, the tiles up to 8 tokens and the
+// panels from 9), on 1 to 3 threads, rows in whole groups and not, activations with blocks of
 // zeros.
 TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
   const int64_t tokens = kRowGroupMaxTokens + 5;
@@ -269,9 +270,10 @@ TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
           std::fill(x.begin(), x.begin() + 64, 0.0f);  // zero blocks: signed zeros kept
           for (int threads : {1, 2, 3}) {
             ThreadPool pool(threads);
-            for (int64_t batch : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5},
-                                  int64_t{6}, int64_t{7}, int64_t{kRowGroupMaxTokens},
-                                  int64_t{kRowGroupMaxTokens + 1}, tokens}) {
+            for (int64_t batch :
+                 {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{6},
+                  int64_t{7}, int64_t{8}, int64_t{9}, int64_t{kRowGroupMaxTokens},
+                  int64_t{kRowGroupMaxTokens + 1}, tokens}) {
               std::vector<float> stored(batch * rows, std::nanf("")), read(batch * rows);
               MatMulOnTarget(target, w.view, x.data(), batch, stored.data(), pool);
               MatMulOnTarget(target, grouped, x.data(), batch, read.data(), pool);
