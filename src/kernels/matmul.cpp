@@ -284,9 +284,13 @@ ActivationBuffers ActivationScratch(const TargetKernels& k, ActivationForm form,
 // MatMuls fuses at most this many matrices into one pass (Q, K and V; gate and up).
 constexpr size_t kMaxFusedOutputs = 4;
 
-// Tokens up to which the row-group tiles serve a quantized matrix the target could also
-// interleave into prefill panels (see MatMulOnTarget).
-constexpr int64_t kTilesBeforePanels = 8;
+// Tokens up to which the row-group tiles serve a quantized matrix of `type` that the target
+// could also interleave into prefill panels (see MatMulOnTarget): the K-quants' tiles stay ahead
+// longer (from memory, at 16 tokens 1.1-1.5x as fast as their panels; Q8_0's 0.95x).
+constexpr int64_t TilesBeforePanels(WeightType type) {
+  return type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K ? 16
+                                                                                             : 8;
+}
 
 // Whether the target has a row-group tile for `type` in the grouped `layout`.
 bool HasRowGroupTile(const TargetKernels& k, WeightType type, WeightLayout layout) {
@@ -544,12 +548,13 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   // Matrices in row groups take the row-group tiles up to kRowGroupMaxTokens where the prefill
   // panels would first read each group back to stored rows: below that the tiles beat them.
   // Where the target rearranges groups straight into its interleaved blocks, the panels from
-  // kTilesBeforePanels tokens up: the panels pay on matrices in cache (3072 x 2048, two threads,
+  // TilesBeforePanels tokens up: the panels pay on matrices in cache (3072 x 2048, two threads,
   // Zen 5: at 16 and 32 tokens Q8_0 1.29x and 1.53x as fast, Q4_K 1.21x and 1.31x, Q5_K 1.25x
   // and 1.32x), but a decode step of a few sequences streams every matrix from memory, where the
   // tiles' one pass over the group wins (1 GiB matrices, two threads, Zen 5, tiles against
   // panels at 5 and 8 tokens: Q4_K 1.86x and 1.58x, Q6_K 2.3x and 1.83x, Q8_0 1.52x and 1.2x,
-  // Q4_0 0.95-1.2x; at 16 tokens 1.09x, 1.22x and 0.95x).
+  // Q4_0 0.95-1.2x; at 12 and 16 tokens Q4_K, Q5_K and Q6_K 1.1-1.8x, 1 GiB or 8192 x 2048 rows
+  // alike, Q8_0 1.0x and 0.95x; from 24 tokens the panels are as fast or faster).
   // Where the activations come per super-block (the raw tile is the only other one) at any
   // count: the row-group tiles split a group's codes once for two tokens (AVX2's Q4_K and Q5_K
   // streams prefilled 1.07-1.13x as fast as stored rows on the raw tile, Zen 3).
@@ -566,7 +571,7 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
       float_groups && kernels.float_group_tile != nullptr && w.layout == kernels.group_layout;
   const bool decode =
       tokens <= token_tile || (tiles_read_float_groups && tokens <= kFloatGroupTokens) ||
-      (quantized && TilesReadRowGroups(kernels, w) && tokens <= kTilesBeforePanels) ||
+      (quantized && TilesReadRowGroups(kernels, w) && tokens <= TilesBeforePanels(w.type)) ||
       (quantized && TilesReadRowGroups(kernels, w) &&
        ((!groups_interleave &&
          (tokens <= kRowGroupMaxTokens ||

@@ -253,9 +253,9 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
 
 // The bits of the stored matrix from the grouped one: each token alone and in batches (the
 // row-group tiles, several calls per group up to kRowGroupMaxTokens, then the panel path reading
-// groups back; where the target interleaves groups into panels, the tiles up to 8 tokens and the
-// panels from 9), on 1 to 3 threads, rows in whole groups and not, activations with blocks of
-// zeros.
+// groups back; where the target interleaves groups into panels, the tiles up to 8 tokens, 16 for
+// the K-quants, and the panels from there), on 1 to 3 threads, rows in whole groups and not,
+// activations with blocks of zeros.
 TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
   const int64_t tokens = kRowGroupMaxTokens + 5;
   for (CpuTarget target : SupportedTargets()) {
@@ -272,8 +272,8 @@ TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
             ThreadPool pool(threads);
             for (int64_t batch :
                  {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{6},
-                  int64_t{7}, int64_t{8}, int64_t{9}, int64_t{kRowGroupMaxTokens},
-                  int64_t{kRowGroupMaxTokens + 1}, tokens}) {
+                  int64_t{7}, int64_t{8}, int64_t{9}, int64_t{16}, int64_t{17},
+                  int64_t{kRowGroupMaxTokens}, int64_t{kRowGroupMaxTokens + 1}, tokens}) {
               std::vector<float> stored(batch * rows, std::nanf("")), read(batch * rows);
               MatMulOnTarget(target, w.view, x.data(), batch, stored.data(), pool);
               MatMulOnTarget(target, grouped, x.data(), batch, read.data(), pool);
