@@ -571,9 +571,9 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
       float_groups && kernels.float_group_tile != nullptr && w.layout == kernels.group_layout;
   const bool decode =
       tokens <= token_tile || (tiles_read_float_groups && tokens <= kFloatGroupTokens) ||
-      (quantized && TilesReadRowGroups(kernels, w) && tokens <= TilesBeforePanels(w.type)) ||
       (quantized && TilesReadRowGroups(kernels, w) &&
-       ((!groups_interleave &&
+       (tokens <= TilesBeforePanels(w.type) ||
+        (!groups_interleave &&
          (tokens <= kRowGroupMaxTokens ||
           (kernels.row_groups_prefill != nullptr && kernels.row_groups_prefill(w.type, cols)))) ||
         form == ActivationForm::kPerSuperBlock));
