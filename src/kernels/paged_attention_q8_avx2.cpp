@@ -234,20 +234,21 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
             }
           });
         }
-      }
-      for (int j0 = 0; j0 < max_filled && blocks_per_chunk == 1; j0 += 16) {
-        const int count = std::min(16, max_filled - j0);
-        ForRowTiles<kScoreRows>(block_row, num_rows, [&](auto rows, int r0) {
-          constexpr int kRows = decltype(rows)::value;
-          float* tile_out = &scores[r0][column + j0];
-          if (count > 8) {
-            ScoreTile<kRows, 2>(queries + r0, k_plane, key_scales, block_size, head_dim, j0, count,
-                                tile_out);
-          } else {
-            ScoreTile<kRows, 1>(queries + r0, k_plane, key_scales, block_size, head_dim, j0, count,
-                                tile_out);
-          }
-        });
+      } else {
+        for (int j0 = 0; j0 < max_filled; j0 += 16) {
+          const int count = std::min(16, max_filled - j0);
+          ForRowTiles<kScoreRows>(block_row, num_rows, [&](auto rows, int r0) {
+            constexpr int kRows = decltype(rows)::value;
+            float* tile_out = &scores[r0][column + j0];
+            if (count > 8) {
+              ScoreTile<kRows, 2>(queries + r0, k_plane, key_scales, block_size, head_dim, j0,
+                                  count, tile_out);
+            } else {
+              ScoreTile<kRows, 1>(queries + r0, k_plane, key_scales, block_size, head_dim, j0,
+                                  count, tile_out);
+            }
+          });
+        }
       }
       value_blocks[b - span_first] = {v_plane, (max_filled + 3) / 4, column};
       std::copy_n(Q8PlaneScales(kv, v_plane), max_filled, span_value_scales + column);
