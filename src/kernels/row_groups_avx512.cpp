@@ -62,6 +62,58 @@ inline __m512 ChainTotals(const __m512 (&chains)[4]) {
   return _mm512_add_ps(_mm512_add_ps(chains[0], chains[1]), _mm512_add_ps(chains[2], chains[3]));
 }
 
+// Each token's four chains of a tile (row r in lane r): in registers, with the tile's token loop
+// unrolled so that every chain is named at compile time; or in memory, each read and written
+// around its update, with the token loop left a loop. The chains' values and the order of their
+// additions are the same either way. Which one is faster depends on what else the tile keeps in
+// registers (LegacyGroupTile says).
+template <int MT, bool kInMemory>
+class TileChains {
+ public:
+  TileChains() {
+    for (int t = 0; t < MT; ++t) {
+      for (int k = 0; k < 4; ++k) Set(t, k, _mm512_setzero_ps());
+    }
+  }
+  __m512 Get(int t, int k) const {
+    if constexpr (kInMemory) {
+      return _mm512_load_ps(memory_[t][k]);
+    } else {
+      return registers_[t][k];
+    }
+  }
+  void Set(int t, int k, __m512 value) {
+    if constexpr (kInMemory) {
+      _mm512_store_ps(memory_[t][k], value);
+    } else {
+      registers_[t][k] = value;
+    }
+  }
+  // chain k of token t += sum * scale, as every tile adds a group: one fused multiply-add.
+  void Add(int t, int k, __m512 sum, __m512 scale) {
+    Set(t, k, _mm512_fmadd_ps(sum, scale, Get(t, k)));
+  }
+  __m512 Totals(int t) const {
+    const __m512 chains[4] = {Get(t, 0), Get(t, 1), Get(t, 2), Get(t, 3)};
+    return ChainTotals(chains);
+  }
+
+ private:
+  [[maybe_unused]] __m512 registers_[kInMemory ? 1 : MT][4];
+  [[maybe_unused]] alignas(64) float memory_[kInMemory ? MT : 1][4][16];
+};
+
+// body(t) for each token t < MT, as TileChains<MT, kInMemory> wants it: unrolled (t a constant
+// once inlined) for chains in registers, else a loop.
+template <int MT, bool kInMemory, typename Body>
+__attribute__((always_inline)) inline void ForEachToken(const Body& body) {
+  if constexpr (kInMemory) {
+    for (int t = 0; t < MT; ++t) body(t);
+  } else {
+    Unroll<MT>([&](auto token) { body(static_cast<int>(decltype(token)::value)); });
+  }
+}
+
 // Each tile computes MT tokens (1 to kRowGroupTokens) per read of the group: per block, the
 // codes are taken apart once and each token's sums made from them.
 
@@ -83,10 +135,13 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
   StreamAhead<kBytes ? 4096 : 8192, 0> ahead(group, ahead_end);
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512 chains[MT][4];
-  for (auto& token : chains) {
-    for (__m512& chain : token) chain = _mm512_setzero_ps();
-  }
+  // From 3 tokens, chains in memory: unrolled, the tokens' chains and a block's eight code
+  // vectors outgrew the registers and GCC spilled them about the loop (2 threads, Zen 5, 128 MiB
+  // from memory, tokens 3 / 4 / 8: Q4_0 1.29x / 1.37x / 1.32x, Q8_0 1.11x / 1.17x / 1.28x as
+  // fast; 2 tokens, 0.96x both, stay in registers). The K-quant tiles, whose codes take more
+  // registers still, measured 0.9-1.07x so: they keep theirs in registers.
+  constexpr bool kChainsInMemory = MT >= 3;
+  TileChains<MT, kChainsInMemory> chains;
   // Block b's groups 2b and 2b + 1 sit at chain positions 2 (b % 2) and 2 (b % 2) + 1.
   auto block = [&](int64_t b, auto odd) {
     constexpr int kLow = 2 * decltype(odd)::value;
@@ -105,8 +160,7 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
     }
     const __m512 d =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kScalesAt)));
-    Unroll<MT>([&](auto token) {
-      constexpr int t = decltype(token)::value;
+    ForEachToken<MT, kChainsInMemory>([&](int t) {
       const int8_t* xb = x.q + (t0 + t) * cols + kQk * b;
       const float* xd = x.d + (t0 + t) * (cols / 16) + 2 * b;
       const int32_t* sums = x.negated_group_sums + (t0 + t) * (cols / 16);
@@ -116,10 +170,8 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
         low = _mm512_dpbusd_epi32(low, low_codes[q], Bytes4(xb + 4 * q));
         high = _mm512_dpbusd_epi32(high, high_codes[q], Bytes4(xb + 16 + 4 * q));
       }
-      chains[t][kLow] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(low),
-                                        _mm512_mul_ps(d, _mm512_set1_ps(xd[0])), chains[t][kLow]);
-      chains[t][kLow + 1] = _mm512_fmadd_ps(
-          _mm512_cvtepi32_ps(high), _mm512_mul_ps(d, _mm512_set1_ps(xd[1])), chains[t][kLow + 1]);
+      chains.Add(t, kLow, _mm512_cvtepi32_ps(low), _mm512_mul_ps(d, _mm512_set1_ps(xd[0])));
+      chains.Add(t, kLow + 1, _mm512_cvtepi32_ps(high), _mm512_mul_ps(d, _mm512_set1_ps(xd[1])));
     });
   };
   int64_t b = 0;
@@ -128,9 +180,7 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
     block(b + 1, std::integral_constant<int, 1>{});
   }
   if (b < blocks) block(b, std::integral_constant<int, 0>{});  // a lone last block: groups 0, 1
-  for (int t = 0; t < MT; ++t) {
-    _mm512_storeu_ps(y + t * y_stride, ChainTotals(chains[t]));
-  }
+  for (int t = 0; t < MT; ++t) _mm512_storeu_ps(y + t * y_stride, chains.Totals(t));
 }
 
 // Q4_K and Q5_K: each super-block's 36 or 44 words, 16 rows each. What does not depend on the
