@@ -51,14 +51,9 @@ inline __mmask64 FifthBits(const uint8_t* p, int j, int u, int half) {
   return mask;
 }
 
-// A Q6_K group block (its 52 words of 16 rows: ql 0-31, qh 32-47, scales 48-51; then the 16 d).
-// Element 128 n + 32 k + l (half n, quarter k, l < 32) is the low (k < 2) or high nibble of ql
-// byte 64 n + 32 (k % 2) + l with bits 2k, 2k + 1 of qh byte 32 n + l as bits 4-5, in group
-// 8 n + 2 k + l / 16 (h = l / 16). Code word w of that group: each row's 4 codes (0-63).
-inline __m512i Q6KGroupCodes(const uint8_t* block, int n, int k, int h, int w) {
-  constexpr int kQh = offsetof(BlockQ6_K, qh) / 4;
-  const __m512i ql = _mm512_loadu_si512(block + 64 * (16 * n + 8 * (k % 2) + 4 * h + w));
-  const __m512i qh = _mm512_loadu_si512(block + 64 * (kQh + 8 * n + 4 * h + w));
+// Quarter k's codes (0-63) of a code word from the ql and qh words that hold them (see
+// Q6KGroupCodes).
+inline __m512i Q6KCodesOf(__m512i ql, __m512i qh, int k) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   const __m512i nibbles =
       k < 2 ? _mm512_and_si512(ql, nibble) : _mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble);
@@ -67,6 +62,16 @@ inline __m512i Q6KGroupCodes(const uint8_t* block, int n, int k, int h, int w) {
                        : k == 2 ? qh
                                 : _mm512_srli_epi16(qh, 2);
   return _mm512_or_si512(nibbles, _mm512_and_si512(high, _mm512_set1_epi8(0x30)));
+}
+// A Q6_K group block (its 52 words of 16 rows: ql 0-31, qh 32-47, scales 48-51; then the 16 d).
+// Element 128 n + 32 k + l (half n, quarter k, l < 32) is the low (k < 2) or high nibble of ql
+// byte 64 n + 32 (k % 2) + l with bits 2k, 2k + 1 of qh byte 32 n + l as bits 4-5, in group
+// 8 n + 2 k + l / 16 (h = l / 16). Code word w of that group: each row's 4 codes (0-63).
+inline __m512i Q6KGroupCodes(const uint8_t* block, int n, int k, int h, int w) {
+  constexpr int kQh = offsetof(BlockQ6_K, qh) / 4;
+  const __m512i ql = _mm512_loadu_si512(block + 64 * (16 * n + 8 * (k % 2) + 4 * h + w));
+  const __m512i qh = _mm512_loadu_si512(block + 64 * (kQh + 8 * n + 4 * h + w));
+  return Q6KCodesOf(ql, qh, k);
 }
 // The 16 rows' d of a Q6_K group block, as f32.
 inline __m512 Q6KGroupD(const uint8_t* block) {
