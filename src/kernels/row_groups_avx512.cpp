@@ -76,7 +76,7 @@ inline __m512 ChainTotals(const __m512 (&chains)[4]) {
 // unrolled so that every chain is named at compile time; or in memory, each read and written
 // around its update, with the token loop left a loop. The chains' values and the order of their
 // additions are the same either way. Which one is faster depends on what else the tile keeps in
-// registers (LegacyGroupTile says).
+// registers (LegacyGroupTile and Q6KGroupTile say).
 template <int MT, bool kInMemory>
 class TileChains {
  public:
@@ -295,80 +295,29 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
 }
 
 // Q6_K: each super-block's 52 words of 16 rows, then their 16 d (Q6KGroupCodes says where each
-// element is). Group 8 n + 2 k + h goes to chain (2 k + h) % 4, in ascending order, as in the
-// four-row tiles. Codes 0-63 against a zero point of 32: each group's sum starts at -32 x the
-// token's sum over it (exact integers).
+// element is). Codes 0-63 against a zero point of 32: each group's sum starts at -32 x the
+// token's sum over it (exact integers). Group 8 n + 2 k + h goes to chain (2 k + h) % 4, each
+// chain's groups in ascending order, as in the four-row tiles. A half n's groups of one h are
+// taken together: its four ql words of each parity and its four qh words (twelve registers, each
+// read once) serve its four quarters k, where a pass per quarter had read every qh word four
+// times and every ql word twice. Chains as the legacy tile keeps them: registers up to 2 tokens,
+// memory from 3 (beside the twelve words, 4 tokens' chains in registers spilled). Against the
+// pass per quarter (Zen 5, 2 threads, from memory, alternated): one token 38.6 -> 39.7 and
+// 60.8 -> 65.0 GB/s (a slow and a fast spell); 2048 columns at 2 / 4 / 8 / 16 tokens 1.19x /
+// 1.07x / 1.23x / 1.26x; 4096 and 8192 columns even at 2 tokens, 1.14-1.23x at 16.
 template <int MT>
 void Q6KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
                   const uint8_t* ahead_end, float* y, int64_t y_stride) {
   constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(BlockQ6_K);
-  const int64_t cols = x.cols;
-  const int64_t supers = cols / kQkK;
-  StreamAhead<8192, 0> ahead(group, ahead_end);
-  __m512 chains[MT][4];
-  for (auto& token : chains) {
-    for (__m512& chain : token) chain = _mm512_setzero_ps();
-  }
-  for (int64_t sb = 0; sb < supers; ++sb) {
-    const uint8_t* p = group + sb * kBlockBytes;
-    const __m512 d = Q6KGroupD(p);
-    Unroll<8>([&](auto step) {
-      constexpr int n = decltype(step)::value / 4, k = decltype(step)::value % 4;
-      ahead.Upto(p + (decltype(step)::value + 1) * (kBlockBytes / 8));
-      __m512i codes[2][4];  // code word w of group 8 n + 2 k + h
-      for (int h = 0; h < 2; ++h) {
-        for (int w = 0; w < 4; ++w) codes[h][w] = Q6KGroupCodes(p, n, k, h, w);
-      }
-      const __m512 low_scale = Q6KGroupScale(p, d, 8 * n + 2 * k);
-      const __m512 high_scale = Q6KGroupScale(p, d, 8 * n + 2 * k + 1);
-      Unroll<MT>([&](auto token) {
-        constexpr int t = decltype(token)::value;
-        const int64_t first = sb * kQkK + 128 * n + 32 * k;  // the two groups' first element
-        const int8_t* xc = x.q + (t0 + t) * cols + first;
-        const float* xd = x.d + (t0 + t) * (cols / 16) + first / 16;
-        for (int h = 0; h < 2; ++h) {
-          __m512i sum =
-              ZeroPointSum<32>(x.negated_group_sums + (t0 + t) * (cols / 16), first / 16 + h);
-          for (int w = 0; w < 4; ++w) {
-            sum = DotBytes(sum, codes[h][w], Bytes4(xc + 16 * h + 4 * w));
-          }
-          __m512& chain = chains[t][(2 * k + h) % 4];
-          chain = _mm512_fmadd_ps(
-              _mm512_cvtepi32_ps(sum),
-              _mm512_mul_ps(h == 0 ? low_scale : high_scale, _mm512_set1_ps(xd[h])), chain);
-        }
-      });
-    });
-  }
-  for (int t = 0; t < MT; ++t) {
-    _mm512_storeu_ps(y + t * y_stride, ChainTotals(chains[t]));
-  }
-}
-
-// Q6_K for one token: Q6KGroupTile's sums and chains, each chain's groups in the same order,
-// with the words read once: a half's four ql words of each parity and its four qh words serve
-// all four of its quarters (2 x 4 groups), where the steps of Q6KGroupTile read each qh word four
-// times and each ql word twice. One thread, groups in L1, Zen 5: 40-41 -> 35.5-38 ns per
-// super-block; 2 threads, 128 MiB from memory, alternated, in a slow and a fast spell of the
-// machine: 38.6 -> 39.7 and 60.8 -> 65.0 GB/s. For more tokens the twelve words beside the
-// tokens' chains spilled (4 tokens, in L2: 30.7 -> 21 GB/s).
-void Q6KOneTokenGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
-                          const uint8_t* ahead_end, float* y) {
-  constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(BlockQ6_K);
   constexpr int kQh = offsetof(BlockQ6_K, qh) / 4;
+  constexpr bool kChainsInMemory = MT >= 3;
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
-  const int8_t* xq = x.q + t0 * cols;
-  const float* xd = x.d + t0 * (cols / 16);
-  const int32_t* negated_sums = x.negated_group_sums + t0 * (cols / 16);
   StreamAhead<8192, 0> ahead(group, ahead_end);
-  __m512 chains[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                      _mm512_setzero_ps()};
+  TileChains<MT, kChainsInMemory> chains;
   for (int64_t sb = 0; sb < supers; ++sb) {
     const uint8_t* p = group + sb * kBlockBytes;
     const __m512 d = Q6KGroupD(p);
-    // Half n's groups 8 n + 2 k + h for h: chain (2 k + h) % 4 takes its groups in ascending
-    // order, as in Q6KGroupTile (each chain's groups share h).
     Unroll<4>([&](auto half) {
       constexpr int n = decltype(half)::value / 2, h = decltype(half)::value % 2;
       ahead.Upto(p + (decltype(half)::value + 1) * (kBlockBytes / 4));
@@ -384,15 +333,18 @@ void Q6KOneTokenGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* gro
         for (int w = 0; w < 4; ++w) codes[w] = Q6KCodesOf(ql[k % 2][w], qh[w], k);
         const __m512 scale = Q6KGroupScale(p, d, 8 * n + 2 * k + h);
         const int64_t first = sb * kQkK + 128 * n + 32 * k + 16 * h;  // the group's first element
-        __m512i sum = ZeroPointSum<32>(negated_sums, first / 16);
-        for (int w = 0; w < 4; ++w) sum = DotBytes(sum, codes[w], Bytes4(xq + first + 4 * w));
-        __m512& chain = chains[(2 * k + h) % 4];
-        chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
-                                _mm512_mul_ps(scale, _mm512_set1_ps(xd[first / 16])), chain);
+        ForEachToken<MT, kChainsInMemory>([&](int t) {
+          const int8_t* xq = x.q + (t0 + t) * cols;
+          __m512i sum = ZeroPointSum<32>(x.negated_group_sums + (t0 + t) * (cols / 16), first / 16);
+          for (int w = 0; w < 4; ++w) sum = DotBytes(sum, codes[w], Bytes4(xq + first + 4 * w));
+          chains.Add(
+              t, (2 * k + h) % 4, _mm512_cvtepi32_ps(sum),
+              _mm512_mul_ps(scale, _mm512_set1_ps(x.d[(t0 + t) * (cols / 16) + first / 16])));
+        });
       });
     });
   }
-  _mm512_storeu_ps(y, ChainTotals(chains));
+  for (int t = 0; t < MT; ++t) _mm512_storeu_ps(y + t * y_stride, chains.Totals(t));
 }
 
 template <int MT>
@@ -406,7 +358,6 @@ void GroupTile(WeightType type, const QuantizedRows& x, int64_t t0, const uint8_
     case WeightType::kQ4_K:
       return KGroupTile<BlockQ4_K, MT>(x, t0, group, ahead_end, y, y_stride);
     case WeightType::kQ6_K:
-      if constexpr (MT == 1) return Q6KOneTokenGroupTile(x, t0, group, ahead_end, y);
       return Q6KGroupTile<MT>(x, t0, group, ahead_end, y, y_stride);
     default:
       return KGroupTile<BlockQ5_K, MT>(x, t0, group, ahead_end, y, y_stride);
