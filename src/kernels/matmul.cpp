@@ -285,9 +285,10 @@ ActivationBuffers ActivationScratch(const TargetKernels& k, ActivationForm form,
 constexpr size_t kMaxFusedOutputs = 4;
 
 // Tokens up to which the row-group tiles serve a quantized matrix of `type` that the target
-// could also interleave into prefill panels (see MatMulOnTarget): the K-quants' tiles stay ahead
-// longer (from memory, at 16 tokens 1.1-1.5x as fast as their panels), and Q8_0's up to the
-// tiles' most tokens (from memory, 1.7x / 1.6x / 1.4x / 1.2x at 9 / 12 / 16 / 32 tokens).
+// could also interleave into prefill panels (see MatMulOnTarget; AVX-512 interleaves Q8_0 and
+// the K-quants): the K-quants' tiles stay ahead up to 16 tokens (from memory, at 16 tokens
+// 1.1-1.5x as fast as their panels), Q8_0's up to the tiles' most tokens (from memory, 1.7x /
+// 1.6x / 1.4x / 1.2x at 9 / 12 / 16 / 32 tokens); 8 for any other.
 constexpr int64_t TilesBeforePanels(WeightType type) {
   if (type == WeightType::kQ8_0) return kRowGroupMaxTokens;
   return type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K ? 16
@@ -554,12 +555,11 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   // Zen 5: at 16 and 32 tokens Q4_K 1.21x and 1.31x as fast, Q5_K 1.25x and 1.32x), but a
   // decode step of a few sequences streams every matrix from memory, where the tiles' one pass
   // over the group wins (1 GiB matrices, two threads, Zen 5, tiles against panels at 5 and 8
-  // tokens: Q4_K 1.86x and 1.58x, Q6_K 2.3x and 1.83x, Q8_0 1.52x and 1.2x, Q4_0 0.95-1.2x; at
-  // 12 and 16 tokens Q4_K, Q5_K and Q6_K 1.1-1.8x, 1 GiB or 8192 x 2048 rows alike; from 24
-  // tokens the panels are as fast or faster). Q8_0's tiles, since they keep 3-4 tokens' chains
-  // in memory, outrun its panels up to 32 tokens from memory (128 MiB: 1.6x at 12, 1.4x at 16,
-  // 1.3x at 24, 1.2x at 32) and in cache too (3072 x 2048: 1.5x at 16, 1.25x at 32); Q4_0's run
-  // even with its panels from 9 to 32 tokens.
+  // tokens: Q4_K 1.86x and 1.58x, Q6_K 2.3x and 1.83x, Q8_0 1.52x and 1.2x; at 12 and 16 tokens
+  // Q4_K, Q5_K and Q6_K 1.1-1.8x, 1 GiB or 8192 x 2048 rows alike; from 24 tokens the panels
+  // are as fast or faster). Q8_0's tiles, since they keep 3-4 tokens' chains in memory, outrun
+  // its panels up to 32 tokens from memory (128 MiB: 1.6x at 12, 1.4x at 16, 1.3x at 24, 1.2x
+  // at 32) and in cache too (3072 x 2048: 1.5x at 16, 1.25x at 32).
   // Where the activations come per super-block (the raw tile is the only other one) at any
   // count: the row-group tiles split a group's codes once for two tokens (AVX2's Q4_K and Q5_K
   // streams prefilled 1.07-1.13x as fast as stored rows on the raw tile, Zen 3).
