@@ -77,6 +77,10 @@ inline __m512 ChainTotals(const __m512 (&chains)[4]) {
 // around its update, with the token loop left a loop. The chains' values and the order of their
 // additions are the same either way. Which one is faster depends on what else the tile keeps in
 // registers (LegacyGroupTile and Q6KGroupTile say).
+// Tokens from which the Q4_0, Q8_0 and Q6_K tiles keep their chains in memory (their own
+// comments give the measurements).
+inline constexpr int kMemoryChainTokens = 3;
+
 template <int MT, bool kInMemory>
 class TileChains {
  public:
@@ -150,7 +154,7 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
   // from memory, tokens 3 / 4 / 8: Q4_0 1.29x / 1.37x / 1.32x, Q8_0 1.11x / 1.17x / 1.28x as
   // fast; 2 tokens, 0.96x both, stay in registers). The K-quant tiles, whose codes take more
   // registers still, measured 0.9-1.07x so: they keep theirs in registers.
-  constexpr bool kChainsInMemory = MT >= 3;
+  constexpr bool kChainsInMemory = MT >= kMemoryChainTokens;
   TileChains<MT, kChainsInMemory> chains;
   // Block b's groups 2b and 2b + 1 sit at chain positions 2 (b % 2) and 2 (b % 2) + 1.
   auto block = [&](int64_t b, auto odd) {
@@ -310,7 +314,7 @@ void Q6KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
                   const uint8_t* ahead_end, float* y, int64_t y_stride) {
   constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(BlockQ6_K);
   constexpr int kQh = offsetof(BlockQ6_K, qh) / 4;
-  constexpr bool kChainsInMemory = MT >= 3;
+  constexpr bool kChainsInMemory = MT >= kMemoryChainTokens;
   const int64_t cols = x.cols;
   const int64_t supers = cols / kQkK;
   StreamAhead<8192, 0> ahead(group, ahead_end);
