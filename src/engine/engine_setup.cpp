@@ -191,6 +191,7 @@ EngineImpl::EngineImpl(const EngineConfig& config) : config_(config) {
       static_cast<size_t>(std::min(config_.max_batch_tokens, config_.max_running_requests));
   logits_.Resize(max_logit_rows * static_cast<size_t>(model_config.vocab_size));
   model_->Reserve(static_cast<size_t>(config_.max_batch_tokens), max_logit_rows);
+  model_->TouchWeights(*pool_);
 
   spdlog::info("model {} ({}): {} layers, {} heads ({} KV), vocab {}, context {}",
                model_config.name, model_config.architecture, model_config.n_layer,

@@ -158,6 +158,39 @@ void Model::ArrangeMatrices() {
   });
 }
 
+void Model::TouchWeights(ThreadPool& pool) const {
+  // In 2 MiB pieces, so that the threads share a few large matrices evenly.
+  constexpr size_t kPieceBytes = size_t{2} << 20;
+  struct Piece {
+    const uint8_t* data;
+    size_t bytes;
+  };
+  std::vector<Piece> pieces;
+  const auto add = [&](const kernels::WeightView& w) {
+    const auto* data = static_cast<const uint8_t*>(w.data);
+    const size_t bytes = kernels::RowBytes(w.type, w.cols) * static_cast<size_t>(w.rows);
+    for (size_t offset = 0; offset < bytes; offset += kPieceBytes) {
+      pieces.push_back({data + offset, std::min(kPieceBytes, bytes - offset)});
+    }
+  };
+  add(token_embedding_);
+  if (output_.data != token_embedding_.data) add(output_);
+  for (const LayerWeights& layer : layers_) {
+    for (const kernels::WeightView* w : layer.Matrices()) add(*w);
+  }
+  std::atomic<uint8_t> sink{0};
+  pool.ParallelFor(pieces.size(), [&](size_t begin, size_t end) {
+    uint8_t folded = 0;
+    for (size_t i = begin; i < end; ++i) {
+      for (size_t offset = 0; offset < pieces[i].bytes; offset += 64) {
+        folded ^= pieces[i].data[offset];
+      }
+    }
+    // Stored, so that the compiler keeps the reads.
+    sink.fetch_xor(folded, std::memory_order_relaxed);
+  });
+}
+
 size_t Model::DecodeWeightBytes() const {
   const auto matrix = [](const kernels::WeightView& w) {
     return kernels::RowBytes(w.type, w.cols) * static_cast<size_t>(w.rows);
