@@ -30,6 +30,11 @@ using gguf::TensorInfo;
 using kernels::WeightType;
 using kernels::WeightView;
 
+// The bytes a matrix's rows take (stored or arranged in row groups: the same bytes).
+size_t MatrixBytes(const WeightView& w) {
+  return kernels::RowBytes(w.type, w.cols) * static_cast<size_t>(w.rows);
+}
+
 const TensorInfo& Require(const gguf::GgufFile& file, const std::string& name) {
   const TensorInfo* tensor = file.FindTensor(name);
   if (tensor == nullptr) throw Error(fmt::format("{}: missing tensor '{}'", file.path(), name));
@@ -148,8 +153,7 @@ void Model::ArrangeMatrices() {
     for (WeightView* w : views) {
       auto it = arranged.find(w->data);
       if (it == arranged.end()) {
-        uint8_t* data =
-            tensors.At(w->data, kernels::RowBytes(w->type, w->cols) * static_cast<size_t>(w->rows));
+        uint8_t* data = tensors.At(w->data, MatrixBytes(*w));
         const kernels::WeightLayout layout = kernels::PreferredLayout(target, w->type);
         it = arranged.emplace(w->data, kernels::ArrangeRowGroups(*w, layout, data)).first;
       }
@@ -168,7 +172,7 @@ void Model::TouchWeights(ThreadPool& pool) const {
   std::vector<Piece> pieces;
   const auto add = [&](const kernels::WeightView& w) {
     const auto* data = static_cast<const uint8_t*>(w.data);
-    const size_t bytes = kernels::RowBytes(w.type, w.cols) * static_cast<size_t>(w.rows);
+    const size_t bytes = MatrixBytes(w);
     for (size_t offset = 0; offset < bytes; offset += kPieceBytes) {
       pieces.push_back({data + offset, std::min(kPieceBytes, bytes - offset)});
     }
@@ -192,9 +196,6 @@ void Model::TouchWeights(ThreadPool& pool) const {
 }
 
 size_t Model::DecodeWeightBytes() const {
-  const auto matrix = [](const kernels::WeightView& w) {
-    return kernels::RowBytes(w.type, w.cols) * static_cast<size_t>(w.rows);
-  };
   const auto floats = [](const float* vector, int64_t n) {
     return vector == nullptr ? size_t{0} : static_cast<size_t>(n) * sizeof(float);
   };
@@ -202,12 +203,12 @@ size_t Model::DecodeWeightBytes() const {
   const int64_t q_dim = c.q_dim();
   const int64_t kv_dim = c.kv_dim();
   size_t bytes = kernels::RowBytes(token_embedding_.type, token_embedding_.cols) +
-                 floats(output_norm_, c.embedding_length) + matrix(output_);
+                 floats(output_norm_, c.embedding_length) + MatrixBytes(output_);
   for (const LayerWeights& layer : layers_) {
     bytes += floats(layer.attn_norm, c.embedding_length) +
              floats(layer.ffn_norm, c.embedding_length) + floats(layer.bq, q_dim) +
              floats(layer.bk, kv_dim) + floats(layer.bv, kv_dim);
-    for (const kernels::WeightView* w : layer.Matrices()) bytes += matrix(*w);
+    for (const kernels::WeightView* w : layer.Matrices()) bytes += MatrixBytes(*w);
   }
   return bytes;
 }
