@@ -314,6 +314,9 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
        "decode runs alternate with passes of the read probe, and each type's % is of the best "
        "read pass beside its own runs (the machine peaks table's read figure is the probe alone, "
        "before the kernels)",
+       "the read probe keeps the best of several loops, one of them reading four places of each "
+       "thread's share at once; where that outruns one sequential stream, kernels that read a "
+       "matrix in row groups (one stream per thread) cannot reach 100% of it",
        "decode weights are 64 quantized random rows tiled over the matrix; bytes = the weights' "
        "stored size",
        "attention counts 4 x head_dim flops per query head and position (scores and values); q8 "
