@@ -16,6 +16,7 @@ if(NOT REPRISE_SIMD_KERNELS OR NOT CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64"
 else()
   set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/kernels/matmul_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/decode_avx512.cpp
+                              ${CMAKE_CURRENT_SOURCE_DIR}/kernels/ops_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/interleaved_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/row_groups_avx512.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_avx512.cpp
@@ -29,6 +30,7 @@ else()
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/decode_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/k_quant_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/k_quant_streams_avx2.cpp
+                              ${CMAKE_CURRENT_SOURCE_DIR}/kernels/ops_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/paged_attention_q8_avx2.cpp
                               ${CMAKE_CURRENT_SOURCE_DIR}/kernels/row_groups_avx2.cpp

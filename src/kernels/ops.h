@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu_target.h"
+
 namespace reprise::kernels {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i]; x, weight, out: [n] (out may alias x).
@@ -34,8 +36,10 @@ void Rope(float* x, int num_heads, int32_t position, const RopeParams& params);
 void RopeAngles(int32_t position, const RopeParams& params, float* cos_sin);
 void RopeRotate(float* x, int num_heads, const float* cos_sin, const RopeParams& params);
 
-// out[i] = silu(gate[i]) * up[i]; gate, up, out: [n] (out may alias gate).
+// out[i] = silu(gate[i]) * up[i]; gate, up, out: [n] (out may alias gate). The same bits on
+// every x86 target (the widest this CPU runs is used); SwiGluOnTarget names one (tests).
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+void SwiGluOnTarget(CpuTarget target, const float* gate, const float* up, int64_t n, float* out);
 
 // In-place softmax over x: [n].
 void Softmax(float* x, int64_t n);

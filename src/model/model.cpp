@@ -22,7 +22,7 @@ namespace {
 // Longest run of one sequence's tokens given to one attention call (see Forward).
 constexpr int kAttentionRunTokens = 16;
 
-// Fewest gate elements a thread takes in SwiGlu (a multiple of its 4 lanes): below this a
+// Fewest gate elements a thread takes in SwiGlu (a multiple of its 16 lanes): below this a
 // thread's share costs less than waking it.
 constexpr size_t kSwiGluGrain = 256;
 

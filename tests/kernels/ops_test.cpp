@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <iostream>
 #include <vector>
 
 #include "test_util.h"
@@ -113,6 +116,38 @@ TEST(KernelOpsTest, SwiGluIsAccurateOverTheRangeAndIndependentOfLength) {
       std::vector<float> part(static_cast<size_t>(length));
       SwiGlu(gate.data() + first, up.data() + first, length, part.data());
       for (int64_t i = 0; i < length; ++i) ASSERT_EQ(part[i], out[first + i]) << first + i;
+    }
+  }
+}
+
+// Every target's SwiGlu (4, 8 or 16 lanes) gives the bits of the scalar target's, at every
+// length and offset: elementwise, with the same operations per lane.
+TEST(KernelOpsTest, SwiGluHasTheSameBitsOnEveryTarget) {
+  std::vector<float> gate = RandomValues(1000, 11, 30.0f);
+  const std::vector<float> up = RandomValues(1000, 12);
+  gate[0] = 100.0f;
+  gate[1] = -100.0f;
+  gate[2] = 0.0f;
+  gate[3] = -0.0f;
+  gate[4] = 1e-30f;
+  std::vector<float> expected(gate.size());
+  SwiGluOnTarget(CpuTarget::kScalar, gate.data(), up.data(), 1000, expected.data());
+  for (CpuTarget target : {CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+    if (!CpuTargetSupported(target)) {
+      std::cout << CpuTargetName(target) << " not supported here: not compared\n";
+      continue;
+    }
+    for (int64_t first : {0, 1, 5, 17}) {
+      for (int64_t length :
+           {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{8}, int64_t{15}, int64_t{16}, int64_t{17},
+            int64_t{31}, int64_t{33}, int64_t{500}, 1000 - first}) {
+        std::vector<float> out(static_cast<size_t>(length));
+        SwiGluOnTarget(target, gate.data() + first, up.data() + first, length, out.data());
+        for (int64_t i = 0; i < length; ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(expected[first + i]))
+              << CpuTargetName(target) << " element " << first + i;
+        }
+      }
     }
   }
 }
