@@ -98,6 +98,7 @@ struct Lanes4 {
 };
 
 }  // namespace
+#endif
 
 void SwiGluOnTarget(CpuTarget target, const float* gate, const float* up, int64_t n, float* out) {
   REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
@@ -109,18 +110,15 @@ void SwiGluOnTarget(CpuTarget target, const float* gate, const float* up, int64_
 #if defined(REPRISE_KERNELS_AVX2)
   if (target == CpuTarget::kAvx2) return SwiGluAvx2(gate, up, n, out);
 #endif
+#if defined(__SSE2__)
   SwiGluLanes<Lanes4>(gate, up, n, out);
-}
 #else
-void SwiGluOnTarget(CpuTarget target, const float* gate, const float* up, int64_t n, float* out) {
-  REPRISE_CHECK(CpuTargetSupported(target), "CPU target {} is not supported here",
-                CpuTargetName(target));
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
-}
 #endif
+}
 
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   SwiGluOnTarget(BestCpuTarget(), gate, up, n, out);

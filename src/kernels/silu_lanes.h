@@ -10,9 +10,9 @@ namespace reprise::kernels {
 
 // silu(g) * u = g / (1 + e^-g) * u per lane, e^x by Cephes' expf polynomial (about 1 ulp;
 // arguments clamped to [-87, 88], where neither the result nor 2^n leave the normal floats),
-// with no libm call. Lanes: Vec, Int; kLanes; Set(float), Zero(); Add, Sub, Mul, Div, Min, Max;
-// ToInt (round to nearest, the MXCSR's default), ToFloat; TwoToThe(n) = 2^n for n in range;
-// Load, Store (unaligned).
+// with no libm call. Lanes: Vec; kLanes; Set(float), Zero(); Add, Sub, Mul, Div, Min, Max;
+// ToInt (to the target's integer vector, rounding to nearest: the MXCSR's default), ToFloat;
+// TwoToThe(n) = 2^n for n in range; Load, Store (unaligned).
 template <typename Lanes>
 inline typename Lanes::Vec SiluTimes(typename Lanes::Vec g, typename Lanes::Vec u) {
   using Vec = typename Lanes::Vec;
