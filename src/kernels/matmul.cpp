@@ -308,40 +308,6 @@ bool TilesReadRowGroups(const TargetKernels& k, const WeightView& w) {
          HasRowGroupTile(k, w.type, w.layout);
 }
 
-// Rows of a matrix in row groups [r_begin, r_end) for tokens [t_begin, t_end) with the target's
-// row-group tile; rows before `grouped_end` (the last whole group's end) only. A group the range
-// cuts is computed whole and only the range's rows kept (ranges normally fall on groups).
-void RunRowGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t grouped_end,
-                      int64_t t_begin, int64_t t_end, int64_t prefetch_end) {
-  const TargetKernels& k = *job.kernels;
-  const WeightView& w = *job.w;
-  const size_t row_bytes = RowBytes(w.type, w.cols);
-  const auto* data = static_cast<const uint8_t*>(w.data);
-  const uint8_t* ahead_end = data + static_cast<size_t>(std::max(r_end, prefetch_end)) * row_bytes;
-  const int64_t first = r_begin / kRowGroupRows * kRowGroupRows;
-  const int64_t end = std::min(r_end, grouped_end);
-  PrefetchRows(data, row_bytes, first,
-               std::min(end, first + DecodePrefetchRows(row_bytes, kRowGroupRows)));
-  // Each group serves every token tile of a chunk of tokens while its bytes are in L1, so more
-  // tokens than one tile takes still read the matrix once per chunk; the chunk's activations
-  // (kRowGroupMaxTokens rows) stay in L2 over the groups. The chunk's first tile asks for the
-  // rows ahead; the others read the group again.
-  for (int64_t chunk = t_begin; chunk < t_end; chunk += kRowGroupMaxTokens) {
-    const int64_t chunk_end = std::min(t_end, chunk + kRowGroupMaxTokens);
-    for (int64_t g = first; g < end; g += kRowGroupRows) {
-      const uint8_t* group = data + static_cast<size_t>(g) * row_bytes;
-      for (int64_t t = chunk; t < chunk_end; t += kRowGroupTokens) {
-        const int mt = static_cast<int>(std::min<int64_t>(kRowGroupTokens, chunk_end - t));
-        const uint8_t* const ahead = t == chunk ? ahead_end : group;
-        IntoGroupRows<kRowGroupTokens>(
-            g, r_begin, r_end, mt, job.y + t * w.rows, w.rows, [&](float* out, int64_t stride) {
-              k.row_group_tile(w.type, job.qx, t, mt, group, ahead, out, stride);
-            });
-      }
-    }
-  }
-}
-
 // The raw tile over rows [r_begin, r_end) of the matrix (row r is row r - row_offset of `raw`)
 // for tokens [t_begin, t_end): every token tile over every tile of rows.
 void RunRawTiles(const Job& job, const RawRows& raw, int64_t row_offset, int64_t r_begin,

@@ -705,6 +705,8 @@ const TargetKernels& Avx512Kernels() {
       .group_layout = WeightLayout::kRowGroups,
       .has_row_group_tile = HasRowGroupTileAvx512,
       .row_group_tile = RowGroupTileAvx512,
+      .has_row_group_pair_tile = HasRowGroupPairTileAvx512,
+      .row_group_pair_tile = RowGroupPairTileAvx512,
       .ungroup_rows = UngroupRowsAvx512,
       .float_group_tile = FloatGroupTileAvx512,
       .widen_group = WidenGroupAvx512,

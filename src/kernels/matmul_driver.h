@@ -1,5 +1,6 @@
-// What MatMul's driver (matmul.cpp) shares with its float paths (matmul_float.cpp): per-thread
-// scratch, the job a range of rows runs, prefetching ahead of decode, reading groups back.
+// What MatMul's driver (matmul.cpp) shares with its float paths (matmul_float.cpp) and its row
+// groups (matmul_row_groups.cpp): per-thread scratch, the job a range of rows runs, prefetching
+// ahead of decode, reading groups back.
 // Internal to kernels/.
 #pragma once
 
@@ -72,6 +73,13 @@ void IntoGroupRows(int64_t g, int64_t r_begin, int64_t r_end, int mt, float* y, 
     }
   }
 }
+
+// Rows of a matrix in row groups [r_begin, r_end) for tokens [t_begin, t_end) with the target's
+// row-group tiles (matmul_row_groups.cpp); rows before `grouped_end` (the last whole group's end)
+// only. A group the range cuts is computed whole and only the range's rows kept (ranges normally
+// fall on groups). Tiles ask for rows up to prefetch_end (>= r_end).
+void RunRowGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t grouped_end,
+                      int64_t t_begin, int64_t t_end, int64_t prefetch_end);
 
 // The group of w's grouped rows at `group` read back as stored into `out` (kRowGroupRows rows):
 // by the target's own reader where it has one for w's layout.

@@ -93,6 +93,14 @@ inline constexpr int kInterleavedTokenTile = 4;
 // a product over a matrix in row groups computed by those tiles (several calls per group).
 inline constexpr int kRowGroupTokens = 4;
 inline constexpr int kRowGroupMaxTokens = 32;
+// One group of a matrix in row groups as a pair tile reads it (TargetKernels::row_group_pair_tile):
+// its bytes, where its prefetch stops, and its 16 outputs.
+struct GroupRead {
+  const uint8_t* group = nullptr;
+  const uint8_t* ahead_end = nullptr;
+  float* y = nullptr;
+};
+
 // Most tokens per call of a float row-group tile (TargetKernels::float_group_tile).
 inline constexpr int kFloatGroupTokens = 8;
 
@@ -197,6 +205,12 @@ struct TargetKernels {
   void (*row_group_tile)(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                          const uint8_t* group, const uint8_t* ahead_end, float* y,
                          int64_t y_stride) = nullptr;
+  // One token over two groups at once, each group's outputs row_group_tile's (the same bits):
+  // a decode step then reads its matrix as two streams, which memory answers faster than one
+  // (optional: the types has_row_group_pair_tile names; elsewhere a group at a time).
+  bool (*has_row_group_pair_tile)(WeightType type) = nullptr;
+  void (*row_group_pair_tile)(WeightType type, const QuantizedRows& x, int64_t t0,
+                              const GroupRead (&reads)[2]) = nullptr;
 
   // UngroupRows (row_groups.h) for group_layout, or a faster equivalent with byte-identical
   // output (null: that function).
@@ -277,6 +291,10 @@ QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
 bool HasRowGroupTileAvx512(WeightType type);
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                         const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
+// Its pair tiles: Q4_0 and Q8_0.
+bool HasRowGroupPairTileAvx512(WeightType type);
+void RowGroupPairTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0,
+                            const GroupRead (&reads)[2]);
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
 void NegatedGroupSumsRowAvx512(const int8_t* q, int64_t cols, int32_t* sums);
 // TargetKernels::float_group_tile and widen_group of the AVX-512 target: F16 and BF16.

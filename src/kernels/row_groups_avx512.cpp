@@ -135,33 +135,17 @@ __attribute__((always_inline)) inline void ForEachToken(const Body& body) {
 // of both groups in its nibbles; Q8_0: eight, four per group), then their 16 scales d. The codes
 // are made unsigned (Q4_0's nibbles are; Q8_0's bytes + 128) and each group's sum starts at
 // -zero point x the token's sum over the group, as the four-row tiles do: exact integers.
-template <typename Block, int MT>
-void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
-                     const uint8_t* ahead_end, float* y, int64_t y_stride) {
-  constexpr bool kBytes = std::is_same_v<Block, BlockQ8_0>;
-  constexpr int kZeroPoint = kBytes ? 128 : 8;
-  constexpr int64_t kBlockBytes = kRowGroupRows * sizeof(Block);
-  constexpr int64_t kScalesAt = kRowGroupRows * sizeof(Block::qs);
-  const int64_t cols = x.cols;
-  const int64_t blocks = cols / kQk;
-  // Q8_0's blocks are twice Q4_0's, yet it streamed faster asking half as far ahead (2 threads,
-  // Zen 5: 78-81 against 74-75 GB/s).
-  StreamAhead<kBytes ? 4096 : 8192, 0> ahead(group, ahead_end);
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  // From 3 tokens, chains in memory: unrolled, the tokens' chains and a block's eight code
-  // vectors outgrew the registers and GCC spilled them about the loop (2 threads, Zen 5, 128 MiB
-  // from memory, tokens 3 / 4 / 8: Q4_0 1.29x / 1.37x / 1.32x, Q8_0 1.11x / 1.17x / 1.28x as
-  // fast; 2 tokens, 0.96x both, stay in registers). The K-quant tiles, whose codes take more
-  // registers still, measured 0.9-1.07x so: they keep theirs in registers.
-  constexpr bool kChainsInMemory = MT >= kMemoryChainTokens;
-  TileChains<MT, kChainsInMemory> chains;
-  // Block b's groups 2b and 2b + 1 sit at chain positions 2 (b % 2) and 2 (b % 2) + 1.
-  auto block = [&](int64_t b, auto odd) {
-    constexpr int kLow = 2 * decltype(odd)::value;
-    const uint8_t* p = group + b * kBlockBytes;
-    ahead.Upto(p + kBlockBytes);
-    __m512i low_codes[4], high_codes[4];  // word q of each group, elements 4q .. 4q + 3
+template <typename Block>
+struct LegacyGroupBlock {
+  static constexpr bool kBytes = std::is_same_v<Block, BlockQ8_0>;
+  static constexpr int kZeroPoint = kBytes ? 128 : 8;
+  static constexpr int64_t kBytesInGroup = kRowGroupRows * sizeof(Block);
+
+  // The block of the group at `p`, taken apart.
+  __attribute__((always_inline)) explicit LegacyGroupBlock(const uint8_t* p) {
+    constexpr int64_t kScalesAt = kRowGroupRows * sizeof(Block::qs);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
     for (int q = 0; q < 4; ++q) {
       if constexpr (kBytes) {
         low_codes[q] = _mm512_xor_si512(Vec(p + 64 * q), bias);
@@ -172,29 +156,89 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
         high_codes[q] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
       }
     }
-    const __m512 d =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kScalesAt)));
-    ForEachToken<MT, kChainsInMemory>([&](int t) {
-      const int8_t* xb = x.q + (t0 + t) * cols + kQk * b;
-      const float* xd = x.d + (t0 + t) * (cols / 16) + 2 * b;
-      const int32_t* sums = x.negated_group_sums + (t0 + t) * (cols / 16);
-      __m512i low = ZeroPointSum<kZeroPoint>(sums, 2 * b);
-      __m512i high = ZeroPointSum<kZeroPoint>(sums, 2 * b + 1);
-      for (int q = 0; q < 4; ++q) {
-        low = _mm512_dpbusd_epi32(low, low_codes[q], Bytes4(xb + 4 * q));
-        high = _mm512_dpbusd_epi32(high, high_codes[q], Bytes4(xb + 16 + 4 * q));
-      }
-      chains.Add(t, kLow, _mm512_cvtepi32_ps(low), _mm512_mul_ps(d, _mm512_set1_ps(xd[0])));
-      chains.Add(t, kLow + 1, _mm512_cvtepi32_ps(high), _mm512_mul_ps(d, _mm512_set1_ps(xd[1])));
-    });
-  };
+    d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kScalesAt)));
+  }
+
+  // Token `token`'s sums over the block (block b of its row) added to chains kLow and kLow + 1
+  // of chain set t.
+  template <int kLow, int MT, bool kInMemory>
+  __attribute__((always_inline)) void AddTo(const QuantizedRows& x, int64_t token, int64_t b, int t,
+                                            TileChains<MT, kInMemory>& chains) const {
+    const int64_t cols = x.cols;
+    const int8_t* xb = x.q + token * cols + kQk * b;
+    const float* xd = x.d + token * (cols / 16) + 2 * b;
+    const int32_t* sums = x.negated_group_sums + token * (cols / 16);
+    __m512i low = ZeroPointSum<kZeroPoint>(sums, 2 * b);
+    __m512i high = ZeroPointSum<kZeroPoint>(sums, 2 * b + 1);
+    for (int q = 0; q < 4; ++q) {
+      low = _mm512_dpbusd_epi32(low, low_codes[q], Bytes4(xb + 4 * q));
+      high = _mm512_dpbusd_epi32(high, high_codes[q], Bytes4(xb + 16 + 4 * q));
+    }
+    chains.Add(t, kLow, _mm512_cvtepi32_ps(low), _mm512_mul_ps(d, _mm512_set1_ps(xd[0])));
+    chains.Add(t, kLow + 1, _mm512_cvtepi32_ps(high), _mm512_mul_ps(d, _mm512_set1_ps(xd[1])));
+  }
+
+  __m512i low_codes[4], high_codes[4];  // word q of each group, elements 4q .. 4q + 3
+  __m512 d;
+};
+
+// block(b, kLow) over a row's `blocks` blocks, kLow a constant: block b's groups 2b and 2b + 1
+// go to chains 2 (b % 2) and 2 (b % 2) + 1.
+template <typename BlockFn>
+__attribute__((always_inline)) inline void ForEachLegacyBlock(int64_t blocks,
+                                                              const BlockFn& block) {
   int64_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
     block(b, std::integral_constant<int, 0>{});
-    block(b + 1, std::integral_constant<int, 1>{});
+    block(b + 1, std::integral_constant<int, 2>{});
   }
   if (b < blocks) block(b, std::integral_constant<int, 0>{});  // a lone last block: groups 0, 1
+}
+
+template <typename Block, int MT>
+void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
+                     const uint8_t* ahead_end, float* y, int64_t y_stride) {
+  using GroupBlock = LegacyGroupBlock<Block>;
+  // Q8_0's blocks are twice Q4_0's, yet it streamed faster asking half as far ahead (2 threads,
+  // Zen 5: 78-81 against 74-75 GB/s).
+  StreamAhead<GroupBlock::kBytes ? 4096 : 8192, 0> ahead(group, ahead_end);
+  // From 3 tokens, chains in memory: unrolled, the tokens' chains and a block's eight code
+  // vectors outgrew the registers and GCC spilled them about the loop (2 threads, Zen 5, 128 MiB
+  // from memory, tokens 3 / 4 / 8: Q4_0 1.29x / 1.37x / 1.32x, Q8_0 1.11x / 1.17x / 1.28x as
+  // fast; 2 tokens, 0.96x both, stay in registers). The K-quant tiles, whose codes take more
+  // registers still, measured 0.9-1.07x so: they keep theirs in registers.
+  constexpr bool kChainsInMemory = MT >= kMemoryChainTokens;
+  TileChains<MT, kChainsInMemory> chains;
+  ForEachLegacyBlock(x.cols / kQk, [&](int64_t b, auto low) {
+    const uint8_t* p = group + b * GroupBlock::kBytesInGroup;
+    ahead.Upto(p + GroupBlock::kBytesInGroup);
+    const GroupBlock codes(p);
+    ForEachToken<MT, kChainsInMemory>(
+        [&](int t) { codes.template AddTo<decltype(low)::value>(x, t0 + t, b, t, chains); });
+  });
   for (int t = 0; t < MT; ++t) _mm512_storeu_ps(y + t * y_stride, chains.Totals(t));
+}
+
+// One token over two groups, block by block in turn, each group's chains and arithmetic as
+// LegacyGroupTile's (so its bits). Each group is asked for 3 KiB ahead into L1: without hints
+// the pair read slower than one group, and 2-4 KiB into L1 beat 2-8 KiB into L2 (Zen 5).
+template <typename Block>
+void LegacyGroupPairTile(const QuantizedRows& x, int64_t t0, const GroupRead (&reads)[2]) {
+  using GroupBlock = LegacyGroupBlock<Block>;
+  using Ahead = StreamAhead<0, 3072>;
+  Ahead ahead[2] = {Ahead(reads[0].group, reads[0].ahead_end),
+                    Ahead(reads[1].group, reads[1].ahead_end)};
+  TileChains<1, false> chains[2];
+  ForEachLegacyBlock(x.cols / kQk, [&](int64_t b, auto low) {
+    Unroll<2>([&](auto read) {
+      constexpr int s = decltype(read)::value;
+      const uint8_t* p = reads[s].group + b * GroupBlock::kBytesInGroup;
+      ahead[s].Upto(p + GroupBlock::kBytesInGroup);
+      const GroupBlock codes(p);
+      codes.template AddTo<decltype(low)::value>(x, t0, b, 0, chains[s]);
+    });
+  });
+  for (int s = 0; s < 2; ++s) _mm512_storeu_ps(reads[s].y, chains[s].Totals(0));
 }
 
 // Q4_K and Q5_K: each super-block's 36 or 44 words, 16 rows each. What does not depend on the
@@ -560,6 +604,16 @@ void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint
     }
     if (has_d) StoreRowScales(p + 64 * words, first_row, d_at, row_bytes);
   }
+}
+
+bool HasRowGroupPairTileAvx512(WeightType type) {
+  return type == WeightType::kQ4_0 || type == WeightType::kQ8_0;
+}
+
+void RowGroupPairTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0,
+                            const GroupRead (&reads)[2]) {
+  if (type == WeightType::kQ8_0) return LegacyGroupPairTile<BlockQ8_0>(x, t0, reads);
+  LegacyGroupPairTile<BlockQ4_0>(x, t0, reads);  // the other type HasRowGroupPairTileAvx512 names
 }
 
 bool HasRowGroupTileAvx512(WeightType type) {

@@ -10,19 +10,21 @@
 
 namespace reprise::kernels {
 
-// Asks for a tile's bytes ahead of its reads, as it goes: kFarBytes ahead into L2 (one stream, so
-// about as far as memory needs to answer), and, where kNearBytes > 0, kNearBytes ahead from L2
-// into L1. The AVX-512 tiles take only the first: the K-quants, which compute longer per byte,
-// lost with both (88% -> 82% of the read bandwidth on an Emerald Rapids core), and so did Q4_0
-// on Zen 5 (2 threads, 2048 bytes near: 71 against 92 GB/s), though it had gained on Emerald
-// Rapids (86% -> 91%). PREFETCHT1 also on Zen 4 and 5, where it fills L2 only: PREFETCHNTA (into
-// L1) 16-48 KiB ahead read no faster there from cold caches (Zen 5, 2 threads, 128 MiB matrices,
-// each run after a 256 MiB read pass, GB/s T1 against NTA 24 KiB: Q4_K 71-74 / 68-72, Q5_K 69-72
-// / 66-69, Q8_0 70-73 / 65-67, F16 64-66 / 66-70), nor did T1 further ahead (Q4_K at 8 KiB 71-74,
-// at 12-24 KiB 58-66). Runs of one matrix back to back had shown NTA 10-20% faster, and faster
-// than any read loop: most likely part of the matrix was still in L3 from the run before (the
-// hints leave lines there differently), which a model many times the size of L3 never finds from
-// one token to the next. So compare prefetch variants each after a pass over other memory.
+// Asks for a tile's bytes ahead of its reads, as it goes: where kFarBytes > 0, kFarBytes ahead
+// into L2 (one stream, so about as far as memory needs to answer), and, where kNearBytes > 0,
+// kNearBytes ahead into L1 (from L2, or from memory where nothing asked further). The AVX-512 pair
+// tiles take only the second (row_groups_avx512.cpp says why); the one-group tiles only the first:
+// the K-quants, which compute longer per byte, lost with both (88% -> 82% of the read bandwidth on
+// an Emerald Rapids core), and so did Q4_0 on Zen 5 (2 threads, 2048 bytes near: 71 against 92
+// GB/s), though it had gained on Emerald Rapids (86% -> 91%). PREFETCHT1 also on Zen 4 and 5, where
+// it fills L2 only: PREFETCHNTA (into L1) 16-48 KiB ahead read no faster there from cold caches
+// (Zen 5, 2 threads, 128 MiB matrices, each run after a 256 MiB read pass, GB/s T1 against NTA 24
+// KiB: Q4_K 71-74 / 68-72, Q5_K 69-72 / 66-69, Q8_0 70-73 / 65-67, F16 64-66 / 66-70), nor did T1
+// further ahead (Q4_K at 8 KiB 71-74, at 12-24 KiB 58-66). Runs of one matrix back to back had
+// shown NTA 10-20% faster, and faster than any read loop: most likely part of the matrix was still
+// in L3 from the run before (the hints leave lines there differently), which a model many times the
+// size of L3 never finds from one token to the next. So compare prefetch variants each after a pass
+// over other memory.
 template <int64_t kFarBytes, int64_t kNearBytes>
 class StreamAhead {
  public:
@@ -31,8 +33,10 @@ class StreamAhead {
   // The lines up to the distances past `read_end` (where the tile's next reads end), not past
   // the caller's limit.
   void Upto(const uint8_t* read_end) {
-    for (const uint8_t* stop = std::min(read_end + kFarBytes, end_); far_ < stop; far_ += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(far_), _MM_HINT_T1);
+    if constexpr (kFarBytes > 0) {
+      for (const uint8_t* stop = std::min(read_end + kFarBytes, end_); far_ < stop; far_ += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(far_), _MM_HINT_T1);
+      }
     }
     if constexpr (kNearBytes > 0) {
       for (const uint8_t* stop = std::min(read_end + kNearBytes, end_); near_ < stop; near_ += 64) {

@@ -288,6 +288,32 @@ TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
   }
 }
 
+// One token over many groups, where a target reads them in pairs (two streams per thread): the
+// stored rows' bits with every pairing a thread's range makes (an odd group left over, a range
+// that starts or ends inside a group, a lone group), on 1 to 4 threads.
+TEST(KernelRowGroupsTest, OneTokenOverGroupPairsGivesTheStoredRowsBits) {
+  const int64_t cols = 512;
+  const std::vector<float> x = RandomValues(cols, 315, 2.0f);
+  for (CpuTarget target : SupportedTargets()) {
+    for (const Grouping& grouping : kGroupings) {
+      for (int64_t rows : {int64_t{32}, int64_t{48}, int64_t{117}, int64_t{16 * 9}, int64_t{205}}) {
+        TestWeights w(grouping.type, rows, cols, 316);
+        std::vector<uint8_t> storage;
+        const WeightView grouped = Grouped(w, grouping.layout, storage);
+        for (int threads : {1, 2, 3, 4}) {
+          ThreadPool pool(threads);
+          std::vector<float> stored(rows, std::nanf("")), read(rows, std::nanf(""));
+          MatMulOnTarget(target, w.view, x.data(), 1, stored.data(), pool);
+          MatMulOnTarget(target, grouped, x.data(), 1, read.data(), pool);
+          ASSERT_EQ(std::memcmp(stored.data(), read.data(), stored.size() * sizeof(float)), 0)
+              << CpuTargetName(target) << " " << Name(grouping) << " rows " << rows << " threads "
+              << threads;
+        }
+      }
+    }
+  }
+}
+
 // Fused one-token products over grouped and stored matrices whose row counts put group
 // boundaries inside the threads' chunks give the bits of each matrix alone.
 TEST(KernelRowGroupsTest, FusedProductsOverGroupsMatchEach) {
