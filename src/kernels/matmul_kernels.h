@@ -291,7 +291,7 @@ QuantTileRawFn DecodeTileAvx512(WeightType type, int nr, NibbleSplit split);
 bool HasRowGroupTileAvx512(WeightType type);
 void RowGroupTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0, int mt,
                         const uint8_t* group, const uint8_t* ahead_end, float* y, int64_t y_stride);
-// Its pair tiles: Q4_0 and Q8_0.
+// Its pair tiles: Q4_0, Q8_0 and Q4_K.
 bool HasRowGroupPairTileAvx512(WeightType type);
 void RowGroupPairTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0,
                             const GroupRead (&reads)[2]);
