@@ -219,21 +219,32 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
   for (int t = 0; t < MT; ++t) _mm512_storeu_ps(y + t * y_stride, chains.Totals(t));
 }
 
+// A pair tile's asks ahead, one per group: 3 KiB ahead into L1. Without hints the pair read
+// slower than one group, and 2-4 KiB into L1 beat 2-8 KiB into L2 (Zen 5).
+class PairAhead {
+ public:
+  explicit PairAhead(const GroupRead (&reads)[2])
+      : streams_{Stream(reads[0].group, reads[0].ahead_end),
+                 Stream(reads[1].group, reads[1].ahead_end)} {}
+  void Upto(int s, const uint8_t* read_end) { streams_[s].Upto(read_end); }
+
+ private:
+  using Stream = StreamAhead<0, 3072>;
+  Stream streams_[2];
+};
+
 // One token over two groups, block by block in turn, each group's chains and arithmetic as
-// LegacyGroupTile's (so its bits). Each group is asked for 3 KiB ahead into L1: without hints
-// the pair read slower than one group, and 2-4 KiB into L1 beat 2-8 KiB into L2 (Zen 5).
+// LegacyGroupTile's (so its bits).
 template <typename Block>
 void LegacyGroupPairTile(const QuantizedRows& x, int64_t t0, const GroupRead (&reads)[2]) {
   using GroupBlock = LegacyGroupBlock<Block>;
-  using Ahead = StreamAhead<0, 3072>;
-  Ahead ahead[2] = {Ahead(reads[0].group, reads[0].ahead_end),
-                    Ahead(reads[1].group, reads[1].ahead_end)};
+  PairAhead ahead(reads);
   TileChains<1, false> chains[2];
   ForEachLegacyBlock(x.cols / kQk, [&](int64_t b, auto low) {
     Unroll<2>([&](auto read) {
       constexpr int s = decltype(read)::value;
       const uint8_t* p = reads[s].group + b * GroupBlock::kBytesInGroup;
-      ahead[s].Upto(p + GroupBlock::kBytesInGroup);
+      ahead.Upto(s, p + GroupBlock::kBytesInGroup);
       const GroupBlock codes(p);
       codes.template AddTo<decltype(low)::value>(x, t0, b, 0, chains[s]);
     });
@@ -380,17 +391,14 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
 }
 
 // One token over two Q4_K groups, chunk by chunk in turn (each super-block's scales of both
-// groups first), each group's arithmetic KGroupTile's (so its bits), asking 3 KiB ahead into L1
-// as the legacy pair tile does. On a 1B model's layer matrices (2 threads, Zen 5, in process
-// against one group at a time) 1.03-1.15x as fast, the most in the memory's slower spells;
-// super-block by super-block in turn it was 0.8x. Q5_K, which splits its codes with more work,
-// measured 0.98-1.01x as a pair and stays one group at a time.
+// groups first), each group's arithmetic KGroupTile's (so its bits). On a 1B model's layer matrices
+// (2 threads, Zen 5, in process against one group at a time) 1.03-1.15x as fast, the most in the
+// memory's slower spells; super-block by super-block in turn it was 0.8x. Q5_K, which splits its
+// codes with more work, measured 0.98-1.01x as a pair and stays one group at a time.
 template <typename Block>
 void KGroupPairTile(const QuantizedRows& x, int64_t t0, const GroupRead (&reads)[2]) {
   using SuperBlock = KGroupSuperBlock<Block>;
-  using Ahead = StreamAhead<0, 3072>;
-  Ahead ahead[2] = {Ahead(reads[0].group, reads[0].ahead_end),
-                    Ahead(reads[1].group, reads[1].ahead_end)};
+  PairAhead ahead(reads);
   __m512 chains[2][4];
   __m512 min_sums[2][1][16];
   for (int g = 0; g < 2; ++g) {
@@ -406,7 +414,7 @@ void KGroupPairTile(const QuantizedRows& x, int64_t t0, const GroupRead (&reads)
       constexpr int j = decltype(chunk)::value;
       Unroll<2>([&](auto read) {
         constexpr int g = decltype(read)::value;
-        ahead[g].Upto(p[g] + (j + 1) * (SuperBlock::kBytesInGroup / 4));
+        ahead.Upto(g, p[g] + (j + 1) * (SuperBlock::kBytesInGroup / 4));
         const KGroupChunk<Block, j> codes(p[g]);
         codes.AddTo(x, t0, sb, scales[g].d_scales, chains[g]);
       });
