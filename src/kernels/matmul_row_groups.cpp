@@ -9,47 +9,65 @@ namespace reprise::kernels {
 
 namespace {
 
-// One token over rows [r_begin, r_end) (before grouped_end) with the target's pair tile: the
-// whole groups of the range as two streams, its first half beside its second (pair i reads group
-// i of each), the rest a group at a time. Two streams per thread because memory answered them
-// faster than one: one token over Q4_0 and Q8_0 matrices of a 1B model's layers, 2 threads,
-// Zen 5, 1.13-1.35x and 1.09-1.19x as fast as a group at a time (the faster in the machine's
-// faster memory spells); a third stream gained nothing over the second on those matrices.
-void RunRowGroupPairs(const Job& job, int64_t r_begin, int64_t r_end, int64_t grouped_end,
-                      int64_t t, int64_t prefetch_end) {
+// A thread's range of rows [r_begin, r_end) of a matrix in row groups, as its tiles read it: the
+// groups from `first` (the one holding r_begin) to `end` (r_end, or the last whole group's end),
+// asking ahead up to `ahead_end`.
+struct GroupRange {
+  GroupRange(const Job& job, int64_t r_begin_, int64_t r_end_, int64_t grouped_end,
+             int64_t prefetch_end)
+      : r_begin(r_begin_),
+        r_end(r_end_),
+        first(r_begin_ / kRowGroupRows * kRowGroupRows),
+        end(std::min(r_end_, grouped_end)),
+        row_bytes(RowBytes(job.w->type, job.w->cols)),
+        data(static_cast<const uint8_t*>(job.w->data)),
+        ahead_end(At(std::max(r_end_, prefetch_end))) {}
+  const uint8_t* At(int64_t row) const { return data + static_cast<size_t>(row) * row_bytes; }
+  // Asks for the rows a stream of groups from `row` reads first (up to `limit`).
+  void PrefetchFrom(int64_t row, int64_t limit) const {
+    PrefetchRows(data, row_bytes, row,
+                 std::min(limit, row + DecodePrefetchRows(row_bytes, kRowGroupRows)));
+  }
+
+  int64_t r_begin, r_end, first, end;
+  size_t row_bytes;
+  const uint8_t* data;
+  const uint8_t* ahead_end;
+};
+
+// One token (t) over the range with the target's pair tile: the range's whole groups as two
+// streams, its first half beside its second (pair i reads group i of each), the rest a group at
+// a time. Two streams per thread because memory answered them faster than one: one token over
+// Q4_0 and Q8_0 matrices of a 1B model's layers, 2 threads, Zen 5, 1.13-1.35x and 1.09-1.19x as
+// fast as a group at a time (the faster in the machine's faster memory spells); a third stream
+// gained nothing over the second on those matrices.
+void RunRowGroupPairs(const Job& job, const GroupRange& range, int64_t t) {
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
-  const size_t row_bytes = RowBytes(w.type, w.cols);
-  const auto* data = static_cast<const uint8_t*>(w.data);
-  const auto at = [&](int64_t row) { return data + static_cast<size_t>(row) * row_bytes; };
-  const int64_t first = r_begin / kRowGroupRows * kRowGroupRows;
-  const int64_t end = std::min(r_end, grouped_end);
-  // The whole groups [paired, paired + 2 pairs groups): those inside the range.
-  const int64_t paired = (r_begin + kRowGroupRows - 1) / kRowGroupRows * kRowGroupRows;
-  const int64_t pairs = std::max<int64_t>(0, end - paired) / kRowGroupRows / 2;
+  // The whole groups [paired, paired_end): those inside the range, as [paired, second) beside
+  // [second, paired_end).
+  const int64_t paired = (range.r_begin + kRowGroupRows - 1) / kRowGroupRows * kRowGroupRows;
+  const int64_t pairs = std::max<int64_t>(0, range.end - paired) / kRowGroupRows / 2;
   const int64_t second = paired + pairs * kRowGroupRows;
   const int64_t paired_end = second + pairs * kRowGroupRows;
-  const uint8_t* ahead_end = at(std::max(r_end, prefetch_end));
   float* y = job.y + t * w.rows;
   const auto one_group = [&](int64_t g) {
-    IntoGroupRows<1>(g, r_begin, r_end, 1, y, w.rows, [&](float* out, int64_t stride) {
-      k.row_group_tile(w.type, job.qx, t, 1, at(g), ahead_end, out, stride);
+    IntoGroupRows<1>(g, range.r_begin, range.r_end, 1, y, w.rows, [&](float* out, int64_t stride) {
+      k.row_group_tile(w.type, job.qx, t, 1, range.At(g), range.ahead_end, out, stride);
     });
   };
-  const int64_t prefetch_rows = DecodePrefetchRows(row_bytes, kRowGroupRows);
-  PrefetchRows(data, row_bytes, first, std::min(end, first + prefetch_rows));
-  if (first < paired) one_group(first);  // a group the range's start cuts
-  if (pairs > 0) {
-    PrefetchRows(data, row_bytes, second, std::min(paired_end, second + prefetch_rows));
-  }
+  if (range.first < paired) one_group(range.first);  // a group the range's start cuts
+  if (pairs > 0) range.PrefetchFrom(second, paired_end);
   for (int64_t i = 0; i < pairs; ++i) {
     const int64_t a = paired + i * kRowGroupRows, b = second + i * kRowGroupRows;
     // The first stream asks for nothing past the second's start.
-    const GroupRead reads[2] = {{.group = at(a), .ahead_end = at(second), .y = y + a},
-                                {.group = at(b), .ahead_end = ahead_end, .y = y + b}};
+    const GroupRead reads[2] = {{.group = range.At(a), .ahead_end = range.At(second), .y = y + a},
+                                {.group = range.At(b), .ahead_end = range.ahead_end, .y = y + b}};
     k.row_group_pair_tile(w.type, job.qx, t, reads);
   }
-  for (int64_t g = std::max(first, paired_end); g < end; g += kRowGroupRows) one_group(g);
+  for (int64_t g = std::max(range.first, paired_end); g < range.end; g += kRowGroupRows) {
+    one_group(g);
+  }
 }
 
 }  // namespace
@@ -58,29 +76,24 @@ void RunRowGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t gr
                       int64_t t_begin, int64_t t_end, int64_t prefetch_end) {
   const TargetKernels& k = *job.kernels;
   const WeightView& w = *job.w;
+  const GroupRange range(job, r_begin, r_end, grouped_end, prefetch_end);
+  range.PrefetchFrom(range.first, range.end);
   if (t_end - t_begin == 1 && k.has_row_group_pair_tile != nullptr &&
       k.has_row_group_pair_tile(w.type)) {
-    RunRowGroupPairs(job, r_begin, r_end, grouped_end, t_begin, prefetch_end);
+    RunRowGroupPairs(job, range, t_begin);
     return;
   }
-  const size_t row_bytes = RowBytes(w.type, w.cols);
-  const auto* data = static_cast<const uint8_t*>(w.data);
-  const uint8_t* ahead_end = data + static_cast<size_t>(std::max(r_end, prefetch_end)) * row_bytes;
-  const int64_t first = r_begin / kRowGroupRows * kRowGroupRows;
-  const int64_t end = std::min(r_end, grouped_end);
-  PrefetchRows(data, row_bytes, first,
-               std::min(end, first + DecodePrefetchRows(row_bytes, kRowGroupRows)));
   // Each group serves every token tile of a chunk of tokens while its bytes are in L1, so more
   // tokens than one tile takes still read the matrix once per chunk; the chunk's activations
   // (kRowGroupMaxTokens rows) stay in L2 over the groups. The chunk's first tile asks for the
   // rows ahead; the others read the group again.
   for (int64_t chunk = t_begin; chunk < t_end; chunk += kRowGroupMaxTokens) {
     const int64_t chunk_end = std::min(t_end, chunk + kRowGroupMaxTokens);
-    for (int64_t g = first; g < end; g += kRowGroupRows) {
-      const uint8_t* group = data + static_cast<size_t>(g) * row_bytes;
+    for (int64_t g = range.first; g < range.end; g += kRowGroupRows) {
+      const uint8_t* group = range.At(g);
       for (int64_t t = chunk; t < chunk_end; t += kRowGroupTokens) {
         const int mt = static_cast<int>(std::min<int64_t>(kRowGroupTokens, chunk_end - t));
-        const uint8_t* const ahead = t == chunk ? ahead_end : group;
+        const uint8_t* const ahead = t == chunk ? range.ahead_end : group;
         IntoGroupRows<kRowGroupTokens>(
             g, r_begin, r_end, mt, job.y + t * w.rows, w.rows, [&](float* out, int64_t stride) {
               k.row_group_tile(w.type, job.qx, t, mt, group, ahead, out, stride);
