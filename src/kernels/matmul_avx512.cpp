@@ -710,6 +710,7 @@ const TargetKernels& Avx512Kernels() {
       .ungroup_rows = UngroupRowsAvx512,
       .float_group_tile = FloatGroupTileAvx512,
       .widen_group = WidenGroupAvx512,
+      .float_group_pair_tile = FloatGroupPairTileAvx512,
   };
   return kernels;
 }

@@ -81,6 +81,12 @@ void IntoGroupRows(int64_t g, int64_t r_begin, int64_t r_end, int mt, float* y, 
 void RunRowGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t grouped_end,
                       int64_t t_begin, int64_t t_end, int64_t prefetch_end);
 
+// Rows [r_begin, r_end) of an F16 or BF16 matrix in row groups (all before its last whole
+// group's end) for tokens [t_begin, t_end), decoding: the target's float group tiles (a group the
+// range cuts computed whole and only the range's rows kept), asking for rows up to prefetch_end.
+void RunFloatGroupRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin,
+                        int64_t t_end, int64_t prefetch_end);
+
 // The group of w's grouped rows at `group` read back as stored into `out` (kRowGroupRows rows):
 // by the target's own reader where it has one for w's layout.
 void Ungroup(const TargetKernels& k, const WeightView& w, const uint8_t* group, uint8_t* out);

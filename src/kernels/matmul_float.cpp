@@ -108,11 +108,11 @@ void RunStoredFloatRange(const Job& job, int64_t r_begin, int64_t r_end, int64_t
 }
 
 // Rows [r_begin, r_end) of an F16 or BF16 matrix in row groups, all before its last whole
-// group's end, for tokens [t_begin, t_end). Decode: the target's float group tile where it has
-// one (a group the range cuts computed whole and only the range's rows kept), asking for rows up
-// to prefetch_end. Else panels of whole groups widened to f32 rows (by the target straight from
-// each group where it can, else read back to stored rows first) under every token tile:
-// float_tile over the widened rows gives the stored rows' bits.
+// group's end, for tokens [t_begin, t_end). Decode: the target's float group tiles where it has
+// them (RunFloatGroupRange), asking for rows up to prefetch_end. Else panels of whole groups
+// widened to f32 rows (by the target straight from each group where it can, else read back to
+// stored rows first) under every token tile: float_tile over the widened rows gives the stored
+// rows' bits.
 void RunFloatGroups(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_begin, int64_t t_end,
                     int64_t prefetch_end) {
   const TargetKernels& k = *job.kernels;
@@ -123,21 +123,7 @@ void RunFloatGroups(const Job& job, int64_t r_begin, int64_t r_end, int64_t t_be
   const int64_t first = r_begin / kRowGroupRows * kRowGroupRows;
   const bool own_layout = w.layout == k.group_layout;
   if (job.decode && own_layout && k.float_group_tile != nullptr) {
-    const uint8_t* ahead_end =
-        data + static_cast<size_t>(std::max(r_end, prefetch_end)) * row_bytes;
-    PrefetchRows(data, row_bytes, first,
-                 std::min(r_end, first + DecodePrefetchRows(row_bytes, kRowGroupRows)));
-    for (int64_t g = first; g < r_end; g += kRowGroupRows) {
-      const uint8_t* group = data + static_cast<size_t>(g) * row_bytes;
-      for (int64_t t = t_begin; t < t_end; t += kFloatGroupTokens) {
-        const int mt = static_cast<int>(std::min<int64_t>(kFloatGroupTokens, t_end - t));
-        const float* x = job.x + t * job.x_stride;
-        IntoGroupRows<kFloatGroupTokens>(
-            g, r_begin, r_end, mt, job.y + t * w.rows, w.rows, [&](float* out, int64_t stride) {
-              k.float_group_tile(w.type, x, job.x_stride, mt, group, cols, ahead_end, out, stride);
-            });
-      }
-    }
+    RunFloatGroupRange(job, r_begin, r_end, t_begin, t_end, prefetch_end);
     return;
   }
   // Panels of whole groups, as many as the prefill panel's rows (every token tile reads a panel

@@ -226,6 +226,10 @@ struct TargetKernels {
                            int64_t y_stride) = nullptr;
   void (*widen_group)(WeightType type, const uint8_t* group, int64_t cols, float* panel,
                       int64_t stride) = nullptr;
+  // One token over two groups at once, each group's outputs float_group_tile's (the same bits),
+  // as row_group_pair_tile (optional: elsewhere a group at a time).
+  void (*float_group_pair_tile)(WeightType type, const float* x, int64_t cols,
+                                const GroupRead (&reads)[2]) = nullptr;
 };
 
 // The decode tile of the AVX2 target (decode_avx2.cpp): TargetKernels::quant_tile_raw for every
@@ -298,6 +302,8 @@ void RowGroupPairTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0,
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
 void NegatedGroupSumsRowAvx512(const int8_t* q, int64_t cols, int32_t* sums);
 // TargetKernels::float_group_tile and widen_group of the AVX-512 target: F16 and BF16.
+void FloatGroupPairTileAvx512(WeightType type, const float* x, int64_t cols,
+                              const GroupRead (&reads)[2]);
 void FloatGroupTileAvx512(WeightType type, const float* x, int64_t x_stride, int mt,
                           const uint8_t* group, int64_t cols, const uint8_t* ahead_end, float* y,
                           int64_t y_stride);

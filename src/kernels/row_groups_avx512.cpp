@@ -219,20 +219,6 @@ void LegacyGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group,
   for (int t = 0; t < MT; ++t) _mm512_storeu_ps(y + t * y_stride, chains.Totals(t));
 }
 
-// A pair tile's asks ahead, one per group: 3 KiB ahead into L1. Without hints the pair read
-// slower than one group, and 2-4 KiB into L1 beat 2-8 KiB into L2 (Zen 5).
-class PairAhead {
- public:
-  explicit PairAhead(const GroupRead (&reads)[2])
-      : streams_{Stream(reads[0].group, reads[0].ahead_end),
-                 Stream(reads[1].group, reads[1].ahead_end)} {}
-  void Upto(int s, const uint8_t* read_end) { streams_[s].Upto(read_end); }
-
- private:
-  using Stream = StreamAhead<0, 3072>;
-  Stream streams_[2];
-};
-
 // One token over two groups, block by block in turn, each group's chains and arithmetic as
 // LegacyGroupTile's (so its bits).
 template <typename Block>
@@ -712,6 +698,12 @@ void FloatGroupTileAvx512(WeightType type, const float* x, int64_t x_stride, int
   WithHalfType(type, [&](auto half) {
     FloatGroupTile<decltype(half)::value>(x, x_stride, mt, group, cols, ahead_end, y, y_stride);
   });
+}
+
+void FloatGroupPairTileAvx512(WeightType type, const float* x, int64_t cols,
+                              const GroupRead (&reads)[2]) {
+  WithHalfType(
+      type, [&](auto half) { FloatRowsPair<GroupLanes, decltype(half)::value>(x, cols, reads); });
 }
 
 void WidenGroupAvx512(WeightType type, const uint8_t* group, int64_t cols, float* panel,

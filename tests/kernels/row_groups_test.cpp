@@ -292,11 +292,16 @@ TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
 // stored rows' bits with every pairing a thread's range makes (an odd group left over, a range
 // that starts or ends inside a group, a lone group), on 1 to 4 threads.
 TEST(KernelRowGroupsTest, OneTokenOverGroupPairsGivesTheStoredRowsBits) {
-  const int64_t cols = 512;
-  const std::vector<float> x = RandomValues(cols, 315, 2.0f);
+  const std::vector<float> x = RandomValues(512, 315, 2.0f);
+  using Shape = std::pair<int64_t, int64_t>;  // rows, columns
+  const std::vector<Shape> quantized = {
+      {32, 512}, {48, 512}, {117, 512}, {16 * 9, 512}, {205, 512}};
+  // Float rows also of a last stretch and a last column chunk cut short.
+  const std::vector<Shape> floats = {{32, 512}, {48, 512}, {117, 512}, {16 * 9, 200}, {205, 71}};
   for (CpuTarget target : SupportedTargets()) {
     for (const Grouping& grouping : kGroupings) {
-      for (int64_t rows : {int64_t{32}, int64_t{48}, int64_t{117}, int64_t{16 * 9}, int64_t{205}}) {
+      const bool half = grouping.type == WeightType::kF16 || grouping.type == WeightType::kBF16;
+      for (const auto& [rows, cols] : half ? floats : quantized) {
         TestWeights w(grouping.type, rows, cols, 316);
         std::vector<uint8_t> storage;
         const WeightView grouped = Grouped(w, grouping.layout, storage);
@@ -306,8 +311,8 @@ TEST(KernelRowGroupsTest, OneTokenOverGroupPairsGivesTheStoredRowsBits) {
           MatMulOnTarget(target, w.view, x.data(), 1, stored.data(), pool);
           MatMulOnTarget(target, grouped, x.data(), 1, read.data(), pool);
           ASSERT_EQ(std::memcmp(stored.data(), read.data(), stored.size() * sizeof(float)), 0)
-              << CpuTargetName(target) << " " << Name(grouping) << " rows " << rows << " threads "
-              << threads;
+              << CpuTargetName(target) << " " << Name(grouping) << " rows " << rows << " cols "
+              << cols << " threads " << threads;
         }
       }
     }
