@@ -283,31 +283,79 @@ struct KGroupSuperBlock {
   __m512 d_scales[8];
 };
 
-// Chunk j of a group's super-block (at p): sub-blocks 2j (low nibbles: groups 4j, 4j + 1) and
-// 2j + 1 (high: 4j + 2, 4j + 3), its code words split once for every token.
-template <typename Block, int j>
-struct KGroupChunk {
+// Half h of chunk j of a group's super-block (at p): sub-block 2j + h, the code words' low
+// nibbles (h = 0: groups 4j, 4j + 1) or high ones (h = 1: 4j + 2, 4j + 3), split once for every
+// token. Q4_K's high nibbles stay in place: 16 x their sum, divided in AddTo (exact).
+template <typename Block, int j, int h>
+struct KGroupHalf {
   static constexpr bool kFifthBits = std::is_same_v<Block, BlockQ5_K>;
 
-  __attribute__((always_inline)) explicit KGroupChunk(const uint8_t* p) {
-    constexpr int kCodeWord = offsetof(Block, qs) / 4;
+  // The half's codes from code word u's vector v.
+  __attribute__((always_inline)) static __m512i Codes(const uint8_t* p, int u, __m512i v) {
     const __m512i nibble = _mm512_set1_epi8(0x0F);
-    // Code word u's low and high codes. Q4_K's high nibbles stay in place: 16 x their sum,
-    // divided below (exact).
+    if constexpr (kFifthBits) {
+      // Bit 2j + h of qh[l] as bit 4, by the masks the layout keeps (no shifts: the shift port
+      // is the busiest; no tests: the shuffle port the next).
+      const __m512i nibbles =
+          h == 0 ? _mm512_and_si512(v, nibble) : _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+      return _mm512_mask_add_epi8(nibbles, FifthBits(p, j, u, h), nibbles, _mm512_set1_epi8(0x10));
+    } else {
+      return h == 0 ? _mm512_and_si512(v, nibble) : _mm512_andnot_si512(nibble, v);
+    }
+  }
+
+  static const uint8_t* Word(const uint8_t* p, int u) {
+    return p + 64 * (offsetof(Block, qs) / 4 + 8 * j + u);
+  }
+
+  __attribute__((always_inline)) explicit KGroupHalf(const uint8_t* p) {
+    for (int u = 0; u < 8; ++u) codes[u] = Codes(p, u, Vec(Word(p, u)));
+  }
+
+  // Token `token`'s sums over the half (of super-block sb) from `half_codes`, times the
+  // sub-block's d x scale and the token's scale, added to its chains 2h and 2h + 1.
+  __attribute__((always_inline)) static void AddTo(const __m512i (&half_codes)[8],
+                                                   const QuantizedRows& x, int64_t token,
+                                                   int64_t sb, const __m512 (&d_scales)[8],
+                                                   __m512 (&chains)[4]) {
+    const int64_t cols = x.cols;
+    const int8_t* xc = x.q + token * cols + sb * kQkK + 64 * j + 32 * h;
+    const float* span_xd = x.d + token * (cols / 16) + sb * 16;
+    __m512i sums[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
     for (int u = 0; u < 8; ++u) {
-      const __m512i v = VecOnce(p + 64 * (kCodeWord + 8 * j + u));
-      if constexpr (kFifthBits) {
-        // Bit 2j (low) or 2j + 1 (high) of qh[l] as bit 4, by the masks the layout keeps
-        // (no shifts: the shift port is the busiest; no tests: the shuffle port the next).
-        const __m512i fifth = _mm512_set1_epi8(0x10);
-        const __m512i low_nibbles = _mm512_and_si512(v, nibble);
-        const __m512i high_nibbles = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
-        low[u] = _mm512_mask_add_epi8(low_nibbles, FifthBits(p, j, u, 0), low_nibbles, fifth);
-        high[u] = _mm512_mask_add_epi8(high_nibbles, FifthBits(p, j, u, 1), high_nibbles, fifth);
-      } else {
-        low[u] = _mm512_and_si512(v, nibble);
-        high[u] = _mm512_andnot_si512(nibble, v);
-      }
+      sums[u / 4] = DotBytes(sums[u / 4], half_codes[u], Bytes4(xc + 4 * u));
+    }
+    if constexpr (!kFifthBits && h == 1) {
+      sums[0] = _mm512_srai_epi32(sums[0], 4);
+      sums[1] = _mm512_srai_epi32(sums[1], 4);
+    }
+    constexpr int s = 2 * j + h;
+    const __m512 scale = _mm512_mul_ps(d_scales[s], _mm512_set1_ps(span_xd[2 * s]));
+    for (int k = 0; k < 2; ++k) {
+      chains[2 * h + k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[k]), scale, chains[2 * h + k]);
+    }
+  }
+  __attribute__((always_inline)) void AddTo(const QuantizedRows& x, int64_t token, int64_t sb,
+                                            const __m512 (&d_scales)[8],
+                                            __m512 (&chains)[4]) const {
+    AddTo(codes, x, token, sb, d_scales, chains);
+  }
+
+  __m512i codes[8];
+};
+
+// Chunk j of a group's super-block (at p): both its halves (KGroupHalf), each code word loaded
+// once for both.
+template <typename Block, int j>
+struct KGroupChunk {
+  using Low = KGroupHalf<Block, j, 0>;
+  using High = KGroupHalf<Block, j, 1>;
+
+  __attribute__((always_inline)) explicit KGroupChunk(const uint8_t* p) {
+    for (int u = 0; u < 8; ++u) {
+      const __m512i v = VecOnce(Low::Word(p, u));
+      low[u] = Low::Codes(p, u, v);
+      high[u] = High::Codes(p, u, v);
     }
   }
 
@@ -316,24 +364,8 @@ struct KGroupChunk {
   __attribute__((always_inline)) void AddTo(const QuantizedRows& x, int64_t token, int64_t sb,
                                             const __m512 (&d_scales)[8],
                                             __m512 (&chains)[4]) const {
-    const int64_t cols = x.cols;
-    const int8_t* xc = x.q + token * cols + sb * kQkK + 64 * j;
-    const float* span_xd = x.d + token * (cols / 16) + sb * 16;
-    __m512i sums[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
-                       _mm512_setzero_si512()};
-    for (int u = 0; u < 8; ++u) {
-      sums[u / 4] = DotBytes(sums[u / 4], low[u], Bytes4(xc + 4 * u));
-      sums[2 + u / 4] = DotBytes(sums[2 + u / 4], high[u], Bytes4(xc + 32 + 4 * u));
-    }
-    if constexpr (!kFifthBits) {
-      sums[2] = _mm512_srai_epi32(sums[2], 4);
-      sums[3] = _mm512_srai_epi32(sums[3], 4);
-    }
-    for (int k = 0; k < 4; ++k) {
-      const int s = 2 * j + k / 2;
-      const __m512 scale = _mm512_mul_ps(d_scales[s], _mm512_set1_ps(span_xd[2 * s]));
-      chains[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[k]), scale, chains[k]);
-    }
+    Low::AddTo(low, x, token, sb, d_scales, chains);
+    High::AddTo(high, x, token, sb, d_scales, chains);
   }
 
   __m512i low[8], high[8];
@@ -364,11 +396,25 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
       // A quarter of a block's lines at a time: asked for all at once, they wait for fill
       // buffers (Q5_K: 85% -> 89% of the read bandwidth, Q4_K: 87-88% -> 89%).
       ahead.Upto(p + (j + 1) * (SuperBlock::kBytesInGroup / 4));
-      const KGroupChunk<Block, j> codes(p);
-      Unroll<MT>([&](auto token) {
-        constexpr int t = decltype(token)::value;
-        codes.AddTo(x, t0 + t, sb, scales.d_scales, chains[t]);
-      });
+      if constexpr (MT == 1) {
+        const KGroupChunk<Block, j> codes(p);
+        Unroll<MT>([&](auto token) {
+          constexpr int t = decltype(token)::value;
+          codes.AddTo(x, t0 + t, sb, scales.d_scales, chains[t]);
+        });
+      } else {
+        // Several tokens take a half at a time: its 8 code registers beside their chains,
+        // where both halves' 16 had made GCC spill (4 tokens: 370 -> 259 stack accesses).
+        // 1B layer matrices, 2 threads, Zen 5, 3-16 tokens: Q4_K 1.06-1.27x, Q5_K 1.08-1.23x
+        // as fast (medians of runs alternated), one token unchanged.
+        Unroll<2>([&](auto half) {
+          const KGroupHalf<Block, j, decltype(half)::value> codes(p);
+          Unroll<MT>([&](auto token) {
+            constexpr int t = decltype(token)::value;
+            codes.AddTo(x, t0 + t, sb, scales.d_scales, chains[t]);
+          });
+        });
+      }
     });
   }
   for (int t = 0; t < MT; ++t) {
