@@ -284,17 +284,6 @@ ActivationBuffers ActivationScratch(const TargetKernels& k, ActivationForm form,
 // MatMuls fuses at most this many matrices into one pass (Q, K and V; gate and up).
 constexpr size_t kMaxFusedOutputs = 4;
 
-// Tokens up to which the row-group tiles serve a quantized matrix of `type` that the target
-// could also interleave into prefill panels (see MatMulOnTarget; AVX-512 interleaves Q8_0 and
-// the K-quants): the K-quants' tiles stay ahead up to 16 tokens (from memory, at 16 tokens
-// 1.1-1.5x as fast as their panels), Q8_0's up to the tiles' most tokens (from memory, 1.7x /
-// 1.6x / 1.4x / 1.2x at 9 / 12 / 16 / 32 tokens); 8 for any other.
-constexpr int64_t TilesBeforePanels(WeightType type) {
-  if (type == WeightType::kQ8_0) return kRowGroupMaxTokens;
-  return type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K ? 16
-                                                                                             : 8;
-}
-
 // Whether the target has a row-group tile for `type` in the grouped `layout`.
 bool HasRowGroupTile(const TargetKernels& k, WeightType type, WeightLayout layout) {
   return k.has_row_group_tile != nullptr && k.group_layout == layout && k.has_row_group_tile(type);
@@ -514,18 +503,16 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   const bool quantized = IsQuantized(w.type);
   const int token_tile = quantized ? kernels.quant_token_tile : kernels.float_token_tile;
   const int row_tile = quantized ? kernels.quant_row_tile : kernels.float_row_tile;
-  // Matrices in row groups take the row-group tiles up to kRowGroupMaxTokens where the prefill
-  // panels would first read each group back to stored rows: below that the tiles beat them.
-  // Where the target rearranges groups straight into its interleaved blocks, the panels from
-  // TilesBeforePanels tokens up: the panels pay on matrices in cache (3072 x 2048, two threads,
-  // Zen 5: at 16 and 32 tokens Q4_K 1.21x and 1.31x as fast, Q5_K 1.25x and 1.32x), but a
-  // decode step of a few sequences streams every matrix from memory, where the tiles' one pass
-  // over the group wins (1 GiB matrices, two threads, Zen 5, tiles against panels at 5 and 8
-  // tokens: Q4_K 1.86x and 1.58x, Q6_K 2.3x and 1.83x, Q8_0 1.52x and 1.2x; at 12 and 16 tokens
-  // Q4_K, Q5_K and Q6_K 1.1-1.8x, 1 GiB or 8192 x 2048 rows alike; from 24 tokens the panels
-  // are as fast or faster). Q8_0's tiles, since they keep 3-4 tokens' chains in memory, outrun
-  // its panels up to 32 tokens from memory (128 MiB: 1.6x at 12, 1.4x at 16, 1.3x at 24, 1.2x
-  // at 32) and in cache too (3072 x 2048: 1.5x at 16, 1.25x at 32).
+  // Matrices in row groups take the row-group tiles up to kRowGroupMaxTokens: below that they
+  // beat the prefill panels, both where those would first read each group back to stored rows
+  // and where the target rearranges groups straight into its interleaved blocks (AVX-512: Q8_0
+  // and the K-quants). A decode step of several sequences streams every matrix from memory,
+  // where the tiles' one pass over each group wins, and they win in cache too. Tiles against
+  // panels, two threads, Zen 5, at 17 / 24 / 32 tokens: a 1B model's layer matrices Q4_K 1.66x /
+  // 1.36x / 1.07x, Q6_K 1.62x / 1.33x / 1.25x, Q5_K 1.12x / 1.03x / 0.96x; 3072 x 2048 in cache
+  // Q4_K 1.36x / 1.38x / 1.23x, Q6_K 1.36x / 1.26x / 1.18x, Q5_K 1.02x / 1.03x / 0.99x. Q8_0's
+  // tiles, which keep 3-4 tokens' chains in memory, from memory (128 MiB: 1.6x at 12, 1.4x at
+  // 16, 1.3x at 24, 1.2x at 32) and in cache (3072 x 2048: 1.5x at 16, 1.25x at 32).
   // Where the activations come per super-block (the raw tile is the only other one) at any
   // count: the row-group tiles split a group's codes once for two tokens (AVX2's Q4_K and Q5_K
   // streams prefilled 1.07-1.13x as fast as stored rows on the raw tile, Zen 3).
@@ -540,14 +527,13 @@ void MatMulOnTarget(CpuTarget target, const WeightView& w, const float* x, int64
   const bool float_groups = !quantized && w.layout != WeightLayout::kRowMajor;
   const bool tiles_read_float_groups =
       float_groups && kernels.float_group_tile != nullptr && w.layout == kernels.group_layout;
-  const bool decode =
-      tokens <= token_tile || (tiles_read_float_groups && tokens <= kFloatGroupTokens) ||
-      (quantized && TilesReadRowGroups(kernels, w) &&
-       (tokens <= TilesBeforePanels(w.type) ||
-        (!groups_interleave &&
-         (tokens <= kRowGroupMaxTokens ||
-          (kernels.row_groups_prefill != nullptr && kernels.row_groups_prefill(w.type, cols)))) ||
-        form == ActivationForm::kPerSuperBlock));
+  const bool decode = tokens <= token_tile ||
+                      (tiles_read_float_groups && tokens <= kFloatGroupTokens) ||
+                      (quantized && TilesReadRowGroups(kernels, w) &&
+                       (tokens <= kRowGroupMaxTokens ||
+                        (!groups_interleave && kernels.row_groups_prefill != nullptr &&
+                         kernels.row_groups_prefill(w.type, cols)) ||
+                        form == ActivationForm::kPerSuperBlock));
   job.decode = decode;
   // Prefill on interleaved blocks of rows: panels and thread shares in whole blocks.
   const int panel_tile = quantized && !decode && kernels.interleaved_tile != nullptr

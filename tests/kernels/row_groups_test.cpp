@@ -252,9 +252,8 @@ TEST(KernelRowGroupsTest, PreferredOnlyWhereATileReadsThem) {
 }
 
 // The bits of the stored matrix from the grouped one: each token alone and in batches (the
-// row-group tiles, several calls per group up to kRowGroupMaxTokens, then the panel path reading
-// groups back; where the target interleaves groups into panels, the tiles up to 16 tokens for
-// the K-quants and 32 for Q8_0, and the panels from there), on 1 to 3 threads, rows in whole
+// row-group tiles, several calls per group up to kRowGroupMaxTokens, then the panels, reading
+// groups back or, where the target interleaves them, straight), on 1 to 3 threads, rows in whole
 // groups and not, activations with blocks of zeros.
 TEST(KernelRowGroupsTest, GroupedRowsGiveTheStoredRowsBits) {
   const int64_t tokens = kRowGroupMaxTokens + 5;
