@@ -301,7 +301,8 @@ void RowGroupPairTileAvx512(WeightType type, const QuantizedRows& x, int64_t t0,
                             const GroupRead (&reads)[2]);
 void UngroupRowsAvx512(WeightType type, const uint8_t* group, int64_t cols, uint8_t* out);
 void NegatedGroupSumsRowAvx512(const int8_t* q, int64_t cols, int32_t* sums);
-// TargetKernels::float_group_tile and widen_group of the AVX-512 target: F16 and BF16.
+// TargetKernels::float_group_tile, float_group_pair_tile and widen_group of the AVX-512 target:
+// F16 and BF16.
 void FloatGroupPairTileAvx512(WeightType type, const float* x, int64_t cols,
                               const GroupRead (&reads)[2]);
 void FloatGroupTileAvx512(WeightType type, const float* x, int64_t x_stride, int mt,

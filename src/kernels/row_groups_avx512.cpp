@@ -230,7 +230,7 @@ void LegacyGroupPairTile(const QuantizedRows& x, int64_t t0, const GroupRead (&r
     Unroll<2>([&](auto read) {
       constexpr int s = decltype(read)::value;
       const uint8_t* p = reads[s].group + b * GroupBlock::kBytesInGroup;
-      ahead.Upto(s, p + GroupBlock::kBytesInGroup);
+      ahead.Along(s).Upto(p + GroupBlock::kBytesInGroup);
       const GroupBlock codes(p);
       codes.template AddTo<decltype(low)::value>(x, t0, b, 0, chains[s]);
     });
@@ -398,10 +398,7 @@ void KGroupTile(const QuantizedRows& x, int64_t t0, const uint8_t* group, const 
       ahead.Upto(p + (j + 1) * (SuperBlock::kBytesInGroup / 4));
       if constexpr (MT == 1) {
         const KGroupChunk<Block, j> codes(p);
-        Unroll<MT>([&](auto token) {
-          constexpr int t = decltype(token)::value;
-          codes.AddTo(x, t0 + t, sb, scales.d_scales, chains[t]);
-        });
+        codes.AddTo(x, t0, sb, scales.d_scales, chains[0]);
       } else {
         // Several tokens take a half at a time: its 8 code registers beside their chains,
         // where both halves' 16 had made GCC spill (4 tokens: 370 -> 259 stack accesses).
@@ -446,7 +443,7 @@ void KGroupPairTile(const QuantizedRows& x, int64_t t0, const GroupRead (&reads)
       constexpr int j = decltype(chunk)::value;
       Unroll<2>([&](auto read) {
         constexpr int g = decltype(read)::value;
-        ahead.Upto(g, p[g] + (j + 1) * (SuperBlock::kBytesInGroup / 4));
+        ahead.Along(g).Upto(p[g] + (j + 1) * (SuperBlock::kBytesInGroup / 4));
         const KGroupChunk<Block, j> codes(p[g]);
         codes.AddTo(x, t0, sb, scales[g].d_scales, chains[g]);
       });

@@ -61,7 +61,7 @@ class PairAhead {
   explicit PairAhead(const GroupRead (&reads)[2])
       : streams_{Stream(reads[0].group, reads[0].ahead_end),
                  Stream(reads[1].group, reads[1].ahead_end)} {}
-  void Upto(int s, const uint8_t* read_end) { streams_[s].Upto(read_end); }
+  // Group s's stream.
   Stream& Along(int s) { return streams_[s]; }
 
  private:
