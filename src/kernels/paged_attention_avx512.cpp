@@ -399,6 +399,13 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   // lanes of widened keys), where one block per chunk left lanes empty: 8-slot blocks took twice
   // the time of 16-slot ones, one-slot blocks 17 times.
   const int blocks_per_chunk = kSharedChunks ? 16 / block_size : 1;
+  // The first four blocks asked for at once: a decoding token's tile asks for each pair's lines
+  // while it scores the pair before, and the first pairs have none before them (after 750
+  // positions, 2 threads: 1.15x as fast as without; two blocks, 1.12x).
+  for (int b = blocks.first_block; b < std::min(end_block, blocks.first_block + 4); ++b) {
+    PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
+                        kv.Plane(block_table[b], layer, 1, kv_head), row_bytes * block_size);
+  }
   for (int span_first = blocks.first_block; span_first < end_block;) {
     const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     // Rows [first_row, num_rows) reach into the span; a row's positions in it are contiguous from

@@ -402,6 +402,12 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
   const int end_block = blocks.EndFor(first_position + num_tokens, block_size);
   const size_t key_plane_bytes = kv.PlaneBytes(0);  // the larger plane
   const int span_blocks = SoftmaxSpanBlocks(kQ8SoftmaxSpanPositions, block_size);
+  // The first span's blocks asked for at once (each later span asks for the next one's): read
+  // one after another as the span needs them, each scattered plane paid its own trip to memory.
+  for (int b = blocks.first_block; b < std::min(end_block, blocks.first_block + span_blocks); ++b) {
+    PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
+                        kv.Plane(block_table[b], layer, 1, kv_head), key_plane_bytes);
+  }
   for (int span_first = blocks.first_block; span_first < end_block;) {
     const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     const int first_row = state.EnterBlock(span_first, block_size);
