@@ -200,6 +200,13 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
   // Positions [0, first_position + num_tokens): the last token's.
   const int end_block = blocks.EndFor(first_position + num_tokens, block_size);
   const int span_blocks = SoftmaxSpanBlocks(kQ8SoftmaxSpanPositions, block_size);
+  // The first two blocks asked for at once: each block asks for the next one while it is
+  // scored, and the first has none before it (a decoding token after 2,048 positions, run on
+  // Zen 5, 2 threads: 1.06x as fast; the f16/f32 AVX2 kernel measured no change).
+  for (int b = blocks.first_block; b < std::min(end_block, blocks.first_block + 2); ++b) {
+    PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
+                        kv.Plane(block_table[b], layer, 1, kv_head), kv.PlaneBytes(0));
+  }
   for (int span_first = blocks.first_block; span_first < end_block;) {
     const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     const int first_row = state.EnterBlock(span_first, block_size);
