@@ -282,6 +282,30 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
         fmt::format("attention of a warm turn, {} K/V, % of FMA peak", timing.kv_type), percent,
         "%"));
   }
+  // A decoding token's attention after a long context, its K/V read from memory as in a decode
+  // step (the weights stream in between), against the read peak: the scattered block planes it
+  // reads (each block holds every layer) are what bound it.
+  progress.Step("attention of a decoding token");
+  const WarmAttentionShape decode_shape{.new_tokens = 1,
+                                        .cached = context.quick() ? 511 : 2047,
+                                        .layers = context.quick() ? 4 : 16,
+                                        .from_memory = true};
+  BenchTable decode_attention(
+      fmt::format("[kernels] attention of a decoding token (after {} positions, {} KV heads x {} "
+                  "query heads, head_dim {}; {} layers' blocks, each layer's read from memory; per "
+                  "layer, best of {})",
+                  decode_shape.cached + 1, decode_shape.kv_heads, decode_shape.group,
+                  decode_shape.head_dim, decode_shape.layers, runs),
+      {{"K/V type", ""}, {"time", "us"}, {"K/V read", "GB/s"}, {"read peak", "%"}});
+  for (const WarmAttentionTiming& timing : TimeWarmAttention(decode_shape, pool, runs)) {
+    const double percent = 100.0 * timing.gbps / read_peak;
+    decode_attention.AddRow({timing.kv_type, BenchCell(timing.seconds * 1e6, 1),
+                             BenchCell(timing.gbps, 1), BenchCell(percent, 0)});
+    result.figures.push_back(BenchFigure::Plain(
+        fmt::format("decode_attention_{}_percent_of_read_peak", timing.kv_type),
+        fmt::format("attention of a decoding token, {} K/V, % of read bandwidth", timing.kv_type),
+        percent, "%"));
+  }
   progress.End();
   result.figures.insert(
       result.figures.begin(),
@@ -290,6 +314,7 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
   result.tables.push_back(std::move(prefill));
   result.tables.push_back(std::move(decode));
   result.tables.push_back(std::move(attention));
+  result.tables.push_back(std::move(decode_attention));
   result.charts = {std::move(prefill_chart), std::move(decode_chart)};
   if (fma_peak < 0.85 * fma_one * pool.num_threads()) {
     result.notes.push_back(fmt::format(
@@ -321,7 +346,10 @@ WorkloadResult RunKernelsWorkload(const BenchContext& context) {
        "stored size",
        "attention counts 4 x head_dim flops per query head and position (scores and values); q8 "
        "K/V runs on int8 dot products and may pass 100% of the f32 peak; f16 and f32 are bound "
-       "by it, which is why a warm chat turn costs more than its new tokens alone"});
+       "by it, which is why a warm chat turn costs more than its new tokens alone",
+       "a decoding token's attention reads each KV head's key and value planes (2 KiB each at "
+       "f16) from blocks that hold every layer, so its reads are short and scattered: it is "
+       "bound by how memory answers those, well below the streaming read peak"});
   return result;
 }
 
