@@ -28,9 +28,10 @@ void ExpectAttentionRates(const WarmAttentionShape& shape,
         << timing.kv_type;
     // One layer's K/V: per position and KV head a key and a value (q8: codes and their scales,
     // a scale per 32 key dimensions and one per value).
-    const double per_position = types[i] == "f16"   ? 4.0 * shape.head_dim
-                                : types[i] == "f32" ? 8.0 * shape.head_dim
-                                                    : 2.0 * shape.head_dim + 4.0 * (2 + 1);
+    const double per_position = types[i] == "f16" ? 4.0 * shape.head_dim
+                                : types[i] == "f32"
+                                    ? 8.0 * shape.head_dim
+                                    : 2.0 * shape.head_dim + 4.0 * (shape.head_dim / 32 + 1);
     EXPECT_NEAR(timing.gbps * timing.seconds * 1e9, per_position * positions * shape.kv_heads, 1.0)
         << timing.kv_type;
   }
