@@ -48,19 +48,24 @@ inline SoftmaxSpan SoftmaxSpanFrom(int first_block, int end_block, int block_siz
   return {first_block, end, first_block * block_size, (end - first_block) * block_size};
 }
 
+// How a kernel call's out rows start: zeroed here, or left for the kernel to write over in its
+// first span (it then zeroes the rows that span does not reach itself).
+enum class OutRows { kZeroed, kWrittenByFirstSpan };
+
 // The query rows of one kernel call and their online-softmax state. Row r = t * group + g is
 // head g of token t of the run, at position first_position + t; it attends over positions
 // [0, positions[r]) and accumulates into its out row, which starts at zero.
 struct AttentionRows {
   AttentionRows(const float* q, int64_t q_stride, int group_size, int head_dim,
-                int first_position_of_run, int num_tokens, float* out, int64_t out_stride)
+                int first_position_of_run, int num_tokens, float* out, int64_t out_stride,
+                OutRows start = OutRows::kZeroed)
       : group(group_size), first_position(first_position_of_run), num_rows(num_tokens * group) {
     for (int r = 0; r < num_rows; ++r) {
       const int t = r / group, g = r % group;
       q_rows[r] = q + t * q_stride + g * head_dim;
       out_rows[r] = out + t * out_stride + g * head_dim;
       positions[r] = first_position + t + 1;
-      std::fill(out_rows[r], out_rows[r] + head_dim, 0.0f);
+      if (start == OutRows::kZeroed) std::fill(out_rows[r], out_rows[r] + head_dim, 0.0f);
       running_max[r] = -std::numeric_limits<float>::infinity();
       running_sum[r] = 0.0f;
     }

@@ -200,11 +200,12 @@ inline __m512 LogScale(__m512 x) {
 //   sum        = sum x exp(M - M') + exp(m - M') x sum_j exp(s[j] - m);  acc x= exp(M - M').
 // Exps relative to m, not M', leave each row three exps of its own per span (taken 16 rows at
 // a time), and a row's bits depend on its own positions only. `value_scales`: the span's, by
-// position.
+// position. `fresh`: the call's first span, whose value pass writes the out rows over (no acc to
+// rescale yet).
 inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
                              const SoftmaxSpan& span, float (*scores)[kScoreStride],
                              const float* value_scales, uint8_t (*codes)[kScoreStride],
-                             float* code_scales) {
+                             float* code_scales, bool fresh) {
   const int num_rows = state.num_rows;
   alignas(64) float log_scales[kScoreStride];  // ln value scale, by position
   const int longest = state.PositionsIn(span, num_rows - 1);
@@ -298,7 +299,7 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
     const float peak = peaks[r - first_row];
     state.running_sum[r] = state.running_sum[r] * correction + peak * HorizontalSum(sums);
     code_scales[r] = peak * weight_scale;
-    if (correction == 1.0f) continue;  // the max held: acc as it is
+    if (fresh || correction == 1.0f) continue;  // no acc yet, or the max held: acc as it is
     float* acc = state.out_rows[r];
     const __m512 c = _mm512_set1_ps(correction);
     for (int d = 0; d < head_dim; d += 16) {
@@ -313,8 +314,9 @@ constexpr int kValueChunks = 4;  //   16-wide chunks of V accumulated in registe
 
 // The value pass of one span for rows [r0, r0 + kRows) and dimensions [d0, d0 + 64) (chunks
 // under `masks`): acc[r][d] = fma(float(sum_j code[r][j] x v[j][d]), scale[r], acc[r][d]), the
-// integer sum over the span's blocks, four slots per step.
-template <int kRows>
+// integer sum over the span's blocks, four slots per step. kFresh: the call's first span, acc
+// taken as 0 rather than read (the same operations on the value the zeroed rows held).
+template <int kRows, bool kFresh>
 void ValueTileQ8(const Q8ValueBlock* blocks, int num_blocks, int head_dim,
                  const __mmask16 (&masks)[kValueChunks], const uint8_t* codes, size_t code_stride,
                  const float* code_scales, float* const* out_rows, int d0) {
@@ -352,7 +354,8 @@ void ValueTileQ8(const Q8ValueBlock* blocks, int num_blocks, int head_dim,
 #pragma GCC unroll 16
     for (int c = 0; c < kValueChunks; ++c) {
       if (masks[c] == 0) continue;
-      const __m512 old = _mm512_maskz_loadu_ps(masks[c], acc + 16 * c);
+      const __m512 old =
+          kFresh ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(masks[c], acc + 16 * c);
       _mm512_mask_storeu_ps(acc + 16 * c, masks[c],
                             _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][c]), scale, old));
     }
@@ -379,7 +382,12 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
                             const PreparedQueries& prepared) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
-  AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride);
+  // The out rows are written over by the first span rather than zeroed first: a split's partial
+  // accumulators were last touched a layer before, and zeroing them first waited on each line
+  // (a warm turn's attention, 160 tokens over 2,200 positions, 2 threads: 1.5% less time).
+  // The same bits: the first span's multiply-adds take 0 where they read the zeroed rows.
+  AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride,
+                      OutRows::kWrittenByFirstSpan);
   const int num_rows = state.num_rows;
   QueryQ8 own_queries[kMaxAttentionRows];
   const QueryQ8* queries[kMaxAttentionRows];
@@ -408,9 +416,16 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
     PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
                         kv.Plane(block_table[b], layer, 1, kv_head), key_plane_bytes);
   }
+  // Rows that reach none of the call's positions keep acc 0 (a split past a query's own).
+  const int first_fresh_row =
+      blocks.first_block < end_block ? state.EnterBlock(blocks.first_block, block_size) : num_rows;
+  for (int r = 0; r < first_fresh_row; ++r) {
+    std::fill(state.out_rows[r], state.out_rows[r] + head_dim, 0.0f);
+  }
   for (int span_first = blocks.first_block; span_first < end_block;) {
     const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     const int first_row = state.EnterBlock(span_first, block_size);
+    const bool fresh = span_first == blocks.first_block;
     // The span's key chunks and value blocks, up to the slots its longest row reads.
     int num_chunks = 0;
     const int span_blocks_here = span.end_block - span_first;
@@ -457,7 +472,7 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
       }
     });
     SpanSoftmaxCodes(state, head_dim, first_row, span, scores, span_value_scales, codes,
-                     code_scales);
+                     code_scales, fresh);
     for (int d0 = 0; d0 < head_dim; d0 += 16 * kValueChunks) {
       __mmask16 masks[kValueChunks];
       for (int c = 0; c < kValueChunks; ++c) {
@@ -465,9 +480,15 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
         masks[c] = d < head_dim ? ChunkMask(head_dim, d) : static_cast<__mmask16>(0);
       }
       ForRowTiles<kValueRows>(first_row, num_rows, [&](auto rows, int r0) {
-        ValueTileQ8<decltype(rows)::value>(value_blocks, span_blocks_here, head_dim, masks,
-                                           codes[r0], sizeof(codes[0]), code_scales + r0,
-                                           state.out_rows + r0, d0);
+        if (fresh) {
+          ValueTileQ8<decltype(rows)::value, true>(value_blocks, span_blocks_here, head_dim, masks,
+                                                   codes[r0], sizeof(codes[0]), code_scales + r0,
+                                                   state.out_rows + r0, d0);
+        } else {
+          ValueTileQ8<decltype(rows)::value, false>(value_blocks, span_blocks_here, head_dim, masks,
+                                                    codes[r0], sizeof(codes[0]), code_scales + r0,
+                                                    state.out_rows + r0, d0);
+        }
       });
     }
     span_first = span.end_block;

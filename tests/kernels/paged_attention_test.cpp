@@ -294,14 +294,20 @@ TEST(KernelPagedAttentionTest, PartialsMergedInAnyComputeOrderMatchOneCall) {
       std::vector<float> v = RandomValues(n * head_dim, 91);
       cache.Fill(0, table, k, v, n);
       const int64_t row = static_cast<int64_t>(group) * head_dim;
-      const int first = n - 3, count = 3;
+      // The first two tokens end before the last split: it leaves their rows acc 0, max -inf and
+      // sum 0 (the merge does not read them).
+      const int first = 3 * kAttentionSplitPositions - 2, count = n - first;
+      const int short_rows = 2 * group;
       std::vector<float> q = RandomValues(count * row, 92, 2.0f);
       std::vector<float> one_call(count * row);
       PagedAttentionTokensOnTarget(target, cache.kv, 0, 0, q.data(), row, group, table, first,
                                    count, 0.1f, one_call.data(), row);
       const int splits = AttentionSplits(block_size, n);
       ASSERT_EQ(splits, 4);
-      std::vector<std::vector<float>> acc(splits, std::vector<float>(count * row));
+      // The partials' buffers hold what they held before (the engine reuses them every layer):
+      // a kernel that read its out rows before writing them would carry the NaNs into the result.
+      std::vector<std::vector<float>> acc(
+          splits, std::vector<float>(count * row, std::numeric_limits<float>::quiet_NaN()));
       std::vector<std::vector<float>> stats(splits, std::vector<float>(2 * count * group));
       std::vector<AttentionPartial> partials(splits);
       for (int s = splits - 1; s >= 0; --s) {  // last split first
@@ -316,6 +322,12 @@ TEST(KernelPagedAttentionTest, PartialsMergedInAnyComputeOrderMatchOneCall) {
       MergeAttentionPartials(cache.kv, group, first, count, partials, merged.data(), row);
       EXPECT_EQ(std::memcmp(merged.data(), one_call.data(), merged.size() * sizeof(float)), 0)
           << CpuTargetName(target) << " type " << int(type);
+      const AttentionPartial& last = partials[splits - 1];
+      for (int r = 0; r < short_rows; ++r) {
+        EXPECT_EQ(last.max[r], -std::numeric_limits<float>::infinity()) << r;
+        EXPECT_EQ(last.sum[r], 0.0f) << r;
+        for (int d = 0; d < head_dim; ++d) ASSERT_EQ(last.acc[r * head_dim + d], 0.0f) << r;
+      }
     }
 }
 
