@@ -7,7 +7,8 @@
 //     s[g][j] = scale * (even + odd), the fused sums of q[g][d] * k[j][d] over even and odd d,
 //     16 or 32 slots j at once from the blocks' keys, stored transposed ([head_dim][block_size])
 //     m' = max(m, max_j s);  c = exp(m - m');  l = l * c + sum_j exp(s - m') (the sum lane-wise
-//     over 16-slot chunks, then HorizontalSum; both exps by one fixed polynomial, ExpNonPositive)
+//     over 16-slot chunks, then HorizontalSum; c by ExpNonPositive, the probabilities by
+//     ExpOfDifference<5>, each one fixed polynomial)
 //     acc[g] = acc[g] * c;  then for j in order: acc[g] = fma(exp(s[g][j] - m'), v[j], acc[g])
 //   out = acc * (1 / l)
 //

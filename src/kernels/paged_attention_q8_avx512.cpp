@@ -147,28 +147,12 @@ inline void ScoreTileQ8(const QueryQ8* const* rows, const KeyChunk* chunks, int 
   }
 }
 
-// exp(x - m) for finite x and m, as 2^t with t = x log2(e) - m log2(e) in one fused step, t = n + f
-// with f in [-1/2, 1/2], 2^f by a degree-4 polynomial (interpolating at Chebyshev nodes: 3.5e-6
-// relative), times 2^n. Four steps fewer than a degree-6 Taylor polynomial of e^r (a warm
-// turn's q8 attention 5-9% faster, Zen 5), and enough here: a probability becomes an 8-bit code
-// (steps of 1/255 of the span's largest weight), and the sums it enters are off by as little.
-// Very negative t gives 0. `m_log2e`: m x log2(e).
-inline __m512 ExpProbability(__m512 x, __m512 m_log2e) {
-  const __m512 t = _mm512_fmsub_ps(x, _mm512_set1_ps(1.44269504088896341f), m_log2e);
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_set1_ps(0.00966636837f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.0559219755f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.240223497f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.693121016f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
+// The probabilities are ExpOfDifference<4>'s (attention_softmax_avx512.h): enough for 8-bit
+// codes, and the degree-5 polynomial took 1-2% longer over the kernel (Zen 5).
 // exp(x), x = -inf included (a running max before the first span): below -104, 0. Where an
-// argument may be infinite; -inf - -inf would make ExpProbability's f a NaN.
+// argument may be infinite; -inf - -inf would make ExpOfDifference's f a NaN.
 inline __m512 ExpOrZero(__m512 x) {
-  return ExpProbability(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_setzero_ps());
+  return ExpOfDifference<4>(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_setzero_ps());
 }
 
 // ln(x) for x >= 0 to about 1e-5 (relative to ln 2): x = 2^e m with m in [1, 2), and
@@ -273,7 +257,7 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
         __m512i chunk_codes[4];
         for (int q = 0; q < 4; ++q) {
           const float* at = scores[r] + j + 16 * q;
-          const __m512 u = ExpProbability(_mm512_loadu_ps(at), m_log2e);
+          const __m512 u = ExpOfDifference<4>(_mm512_loadu_ps(at), m_log2e);
           sums = _mm512_add_ps(sums, u);
           const __m512 weights = _mm512_mul_ps(u, _mm512_load_ps(value_scales + j + 16 * q));
           chunk_codes[q] = _mm512_cvtps_epi32(_mm512_mul_ps(weights, code_inverse));
@@ -288,7 +272,7 @@ inline void SpanSoftmaxCodes(AttentionRows& state, int head_dim, int first_row,
     for (int j = whole_span ? span.length : 0; j < span.length; j += 16) {
       const __mmask16 valid = j < n[r] ? ChunkMask(n[r], j) : static_cast<__mmask16>(0);
       const __m512 u = _mm512_maskz_mov_ps(
-          valid, ExpProbability(_mm512_maskz_loadu_ps(valid, scores[r] + j), m_log2e));
+          valid, ExpOfDifference<4>(_mm512_maskz_loadu_ps(valid, scores[r] + j), m_log2e));
       sums = _mm512_add_ps(sums, u);
       const __m512 weights = _mm512_mul_ps(u, _mm512_maskz_loadu_ps(valid, value_scales + j));
       _mm512_mask_cvtusepi32_storeu_epi8(
