@@ -184,8 +184,8 @@ struct KeyChunk {
   int first_row;           // rows [first_row, num_rows) reach into the block
   int column;              // where the slots' scores go in the span's score rows
 };
-// Slots of widened keys a score tile reads: two chunks.
-inline constexpr int kStagedSlots = 32;
+// Slots of widened keys a score tile reads: up to three chunks.
+inline constexpr int kStagedSlots = 48;
 inline constexpr int kMaxSpanPositions = std::max(kSoftmaxSpanPositions, kMaxAttentionBlockSize);
 // A span's chunks: 16 slots each (blocks of fewer slots share one), ceil(block_size / 16) per
 // larger block.
@@ -387,7 +387,7 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
   float* const* out_rows = state.out_rows;
   const int* filled = state.filled;
   float scores[kMaxAttentionRows][kScoreStride];                   // [num_rows][span positions]
-  alignas(64) float kt[kMaxAttentionHeadDim][kStagedSlots];        // [head_dim][2 chunks] keys
+  alignas(64) float kt[kMaxAttentionHeadDim][kStagedSlots];        // [head_dim][3 chunks] keys
   alignas(64) float v_wide[kMaxSpanPositions][16 * kValueChunks];  // [slot][64] values
 
   // Positions [0, first_position + num_tokens): the last token's.
@@ -436,9 +436,9 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
     // Scores of 16 slots at a time, one slot per lane: lane s of a row is scale * (even + odd),
     // where even and odd sum q[d] * k[s][d] over the even and the odd d in order (fused
     // multiply-adds). A single row tile (decode) reads the stored keys directly, asking for the
-    // next block's lines as it goes. Several widen them once, two chunks at a time where the
-    // first is whole and the same rows read both (their scores then lie side by side), so that
-    // the tiles share each query element's broadcast between 32 slots.
+    // next block's lines as it goes. Several widen them once, three chunks at a time (or two, or
+    // one) where all but the last are whole and the same rows read them (their scores then lie
+    // side by side), so that the tiles share each query element's broadcast between 48 slots.
     for (int i = 0; i < num_chunks;) {
       const KeyChunk& chunk = chunks[i];
       float* out = &scores[0][chunk.column];
@@ -508,7 +508,10 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       const bool paired = i + 1 < num_chunks && chunk.count == 16 &&
                           chunks[i + 1].first_row == chunk.first_row &&
                           chunks[i + 1].column == chunk.column + 16;
-      const int taken = paired ? 2 : 1;
+      const bool tripled = paired && i + 2 < num_chunks && chunks[i + 1].count == 16 &&
+                           chunks[i + 2].first_row == chunk.first_row &&
+                           chunks[i + 2].column == chunk.column + 32;
+      const int taken = tripled ? 3 : paired ? 2 : 1;
       for (int c = 0; c < taken; ++c) {
         const KeyChunk& each = chunks[i + c];
         if (kSharedChunks && each.count > block_size) {
@@ -526,7 +529,12 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
       }
       NoLines no_lines;
       auto staged_keys = [&](int d, int c) { return _mm512_load_ps(&kt[d][16 * c]); };
-      if (paired) {
+      if (tripled) {
+        const __mmask16 masks[3] = {ChunkMask(16, 0), ChunkMask(16, 0),
+                                    ChunkMask(chunks[i + 2].count, 0)};
+        ScoreRows<3>(q_rows, chunk.first_row, num_rows, head_dim, staged_keys, no_lines, scale,
+                     masks, out);
+      } else if (paired) {
         const __mmask16 masks[2] = {ChunkMask(16, 0), ChunkMask(chunks[i + 1].count, 0)};
         ScoreRows<2>(q_rows, chunk.first_row, num_rows, head_dim, staged_keys, no_lines, scale,
                      masks, out);
