@@ -361,7 +361,8 @@ void PagedAttentionTokensOnTarget(CpuTarget target, const PagedKv& kv, int layer
     PagedAttentionPartialOnTarget(target, kv, layer, kv_head, q, q_stride, group, block_table,
                                   first_position, num_tokens, scale, s, partials[s], queries);
   }
-  MergeAttentionPartials(kv, group, first_position, num_tokens, partials, out, out_stride);
+  MergeAttentionPartialsOnTarget(target, kv, group, first_position, num_tokens, partials, out,
+                                 out_stride);
 }
 
 void PagedAttentionPartial(const PagedKv& kv, int layer, int kv_head, const float* q,
@@ -395,6 +396,8 @@ void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int laye
 // Per row, in split order: m = max(M, m_s); L = L e^(M - m) + l_s e^(m_s - m);
 // acc = acc e^(M - m) + acc_s e^(m_s - m); then acc * (1 / L), as a one-pass kernel normalizes.
 // Plain float operations in a fixed order (the file is built without FMA contraction).
+namespace {
+
 constexpr int kMergeBatch = 32;  // splits merged per pass over a row
 constexpr int kMergeLanes = 16;  // elements carried through a batch's splits at once
 
@@ -413,11 +416,38 @@ inline void MergeElements(const float* start, const float* const* sources, const
   for (int i = 0; i < kLanes; ++i) dst[d0 + i] = x[i] * inverse;
 }
 
+// MergeRow (paged_attention_internal.h) in portable code, kMergeLanes elements at a time.
+void MergeRowScalar(const float* start, const float* const* sources, const float* keeps,
+                    const float* adds, int first, int end, float inverse, int head_dim,
+                    float* dst) {
+  int d0 = 0;
+  for (; d0 + kMergeLanes <= head_dim; d0 += kMergeLanes) {
+    MergeElements<kMergeLanes>(start, sources, keeps, adds, first, end, inverse, d0, dst);
+  }
+  for (; d0 < head_dim; ++d0) {
+    MergeElements<1>(start, sources, keeps, adds, first, end, inverse, d0, dst);
+  }
+}
+
+}  // namespace
+
 void MergeAttentionPartials(const PagedKv& kv, int group, int first_position, int num_tokens,
                             std::span<const AttentionPartial> partials, float* out,
                             int64_t out_stride) {
+  MergeAttentionPartialsOnTarget(BestCpuTarget(), kv, group, first_position, num_tokens, partials,
+                                 out, out_stride);
+}
+
+void MergeAttentionPartialsOnTarget(CpuTarget target, const PagedKv& kv, int group,
+                                    int first_position, int num_tokens,
+                                    std::span<const AttentionPartial> partials, float* out,
+                                    int64_t out_stride) {
   const FlushDenormals flush_denormals;
   const int head_dim = kv.head_dim;
+  MergeRowFunction merge_row = MergeRowScalar;
+#if defined(REPRISE_KERNELS_AVX512)
+  if (target == CpuTarget::kAvx512) merge_row = MergeRowAvx512;
+#endif
   for (int t = 0; t < num_tokens; ++t) {
     const int splits = AttentionSplits(kv.block_size, first_position + t + 1);
     REPRISE_CHECK(static_cast<size_t>(splits) <= partials.size(), "{} partials for {} splits",
@@ -448,15 +478,7 @@ void MergeAttentionPartials(const PagedKv& kv, int group, int first_position, in
         const bool last = s_end == splits;
         const float inverse = last ? 1.0f / sum : 1.0f;
         const float* start = s0 == 0 ? partials[0].acc + t * partials[0].acc_stride + offset : dst;
-        int d0 = 0;
-        for (; d0 + kMergeLanes <= head_dim; d0 += kMergeLanes) {
-          MergeElements<kMergeLanes>(start, sources, keeps, adds, s0 == 0 ? 1 : 0, s_end - s0,
-                                     inverse, d0, dst);
-        }
-        for (; d0 < head_dim; ++d0) {
-          MergeElements<1>(start, sources, keeps, adds, s0 == 0 ? 1 : 0, s_end - s0, inverse, d0,
-                           dst);
-        }
+        merge_row(start, sources, keeps, adds, s0 == 0 ? 1 : 0, s_end - s0, inverse, head_dim, dst);
       }
     }
   }

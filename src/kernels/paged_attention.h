@@ -161,5 +161,10 @@ void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int laye
 void MergeAttentionPartials(const PagedKv& kv, int group, int first_position, int num_tokens,
                             std::span<const AttentionPartial> partials, float* out,
                             int64_t out_stride);
+// The same on one target (every target's merge gives the same bits).
+void MergeAttentionPartialsOnTarget(CpuTarget target, const PagedKv& kv, int group,
+                                    int first_position, int num_tokens,
+                                    std::span<const AttentionPartial> partials, float* out,
+                                    int64_t out_stride);
 
 }  // namespace reprise::kernels

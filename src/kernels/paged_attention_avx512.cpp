@@ -608,6 +608,24 @@ void Attention(const PagedKv& kv, int layer, int kv_head, const float* q, int64_
 
 }  // namespace
 
+// 16 elements per step, the last under a mask. Built, as this whole file is, without FMA
+// contraction: x * keep + src * add stays a multiply, a multiply and an add.
+void MergeRowAvx512(const float* start, const float* const* sources, const float* keeps,
+                    const float* adds, int first, int end, float inverse, int head_dim,
+                    float* dst) {
+  const __m512 scale = _mm512_set1_ps(inverse);
+  for (int d0 = 0; d0 < head_dim; d0 += 16) {
+    const __mmask16 mask = ChunkMask(head_dim, d0);
+    __m512 x = _mm512_maskz_loadu_ps(mask, start + d0);
+    for (int s = first; s < end; ++s) {
+      const __m512 src = _mm512_maskz_loadu_ps(mask, sources[s] + d0);
+      x = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(keeps[s])),
+                        _mm512_mul_ps(src, _mm512_set1_ps(adds[s])));
+    }
+    _mm512_mask_storeu_ps(dst + d0, mask, _mm512_mul_ps(x, scale));
+  }
+}
+
 void PagedAttentionAvx512(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,

@@ -226,6 +226,16 @@ using PagedAttentionKernel = void (*)(const PagedKv& kv, int layer, int kv_head,
                                       int num_tokens, float scale, float* out, int64_t out_stride,
                                       const AttentionBlocks& blocks,
                                       const PreparedQueries& prepared);
+// One row of a merge of split partials (MergeAttentionPartials), its elements through splits
+// [first, end) of a batch: from x = start[d], x = x * keeps[s] + sources[s][d] * adds[s] in
+// split order (a multiply, a multiply and an add: no fused step), then dst[d] = x * inverse.
+// Each element's operations are the same on every target, so are its bits.
+using MergeRowFunction = void (*)(const float* start, const float* const* sources,
+                                  const float* keeps, const float* adds, int first, int end,
+                                  float inverse, int head_dim, float* dst);
+void MergeRowAvx512(const float* start, const float* const* sources, const float* keeps,
+                    const float* adds, int first, int end, float inverse, int head_dim, float* dst);
+
 void PagedAttentionScalar(const PagedKv& kv, int layer, int kv_head, const float* q,
                           int64_t q_stride, int group, std::span<const int32_t> block_table,
                           int first_position, int num_tokens, float scale, float* out,
