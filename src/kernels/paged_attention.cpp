@@ -416,7 +416,8 @@ inline void MergeElements(const float* start, const float* const* sources, const
   for (int i = 0; i < kLanes; ++i) dst[d0 + i] = x[i] * inverse;
 }
 
-// MergeRow (paged_attention_internal.h) in portable code, kMergeLanes elements at a time.
+// A MergeRowFunction (paged_attention_internal.h) in portable code, kMergeLanes elements at a
+// time.
 void MergeRowScalar(const float* start, const float* const* sources, const float* keeps,
                     const float* adds, int first, int end, float inverse, int head_dim,
                     float* dst) {
