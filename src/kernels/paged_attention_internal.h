@@ -48,9 +48,10 @@ inline SoftmaxSpan SoftmaxSpanFrom(int first_block, int end_block, int block_siz
   return {first_block, end, first_block * block_size, (end - first_block) * block_size};
 }
 
-// How a kernel call's out rows start: zeroed here, or left for the kernel to write over in its
-// first span (it then zeroes the rows that span does not reach itself).
-enum class OutRows { kZeroed, kWrittenByFirstSpan };
+// How a kernel call's out rows start: zeroed here, left for the kernel to write over in its
+// first span (it then zeroes the rows that span does not reach itself), or kept as a previous
+// call left them (AttentionBlocks::resume, with AttentionRows::Resume).
+enum class OutRows { kZeroed, kWrittenByFirstSpan, kKept };
 
 // The query rows of one kernel call and their online-softmax state. Row r = t * group + g is
 // head g of token t of the run, at position first_position + t; it attends over positions
@@ -69,6 +70,13 @@ struct AttentionRows {
       running_max[r] = -std::numeric_limits<float>::infinity();
       running_sum[r] = 0.0f;
     }
+  }
+
+  // Goes on from the state a previous call over the blocks before left (AttentionBlocks::resume):
+  // the out rows as they are (OutRows::kKept), each row's running max and sum from max[r], sum[r].
+  void Resume(const float* max, const float* sum) {
+    std::copy(max, max + num_rows, running_max);
+    std::copy(sum, sum + num_rows, running_sum);
   }
 
   // Sets filled[r] = min(block_size, positions[r] - b * block_size), the slots of block b that
@@ -125,7 +133,10 @@ inline __attribute__((always_inline)) void ForRowTiles(int first, int end, const
 // ahead of their use. Into L2, not L1: a prefetch into L1 holds one of the core's few L1 miss
 // buffers until its line arrives from memory, and a block's 64 of them left the kernel's own loads
 // waiting for buffers (decode attention after 2,048 positions, one Zen 4 thread: 5.5 -> 4.7 ms).
-inline void PrefetchBlockPlanes(const uint8_t* k, const uint8_t* v, size_t plane_bytes) {
+// Always inlined, as every helper that only asks for lines must be: GCC 12's mod/ref analysis
+// counts a prefetch as no effect, so a call it does not inline is dropped with its requests.
+inline __attribute__((always_inline)) void PrefetchBlockPlanes(const uint8_t* k, const uint8_t* v,
+                                                               size_t plane_bytes) {
   for (size_t line = 0; line < plane_bytes; line += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(k + line), _MM_HINT_T1);
     _mm_prefetch(reinterpret_cast<const char*>(v + line), _MM_HINT_T1);
@@ -197,6 +208,11 @@ struct AttentionBlocks {
   int end_block = std::numeric_limits<int>::max();
   float* max = nullptr;
   float* sum = nullptr;
+  // The rows go on from the partial state a call over the blocks just before left (acc in the
+  // out rows, max and sum in `max` and `sum`) rather than starting afresh: calls over consecutive
+  // blocks, each from a softmax span's first block, give the bits of one call over them all.
+  // Only the q8 kernels take it (PagedAttentionHeadsPartial).
+  bool resume = false;
 };
 
 // The end of the portable kernels' query: its `group` heads' running max and sum handed out

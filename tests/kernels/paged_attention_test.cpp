@@ -338,6 +338,81 @@ TEST(KernelPagedAttentionTest, PartialsMergedInAnyComputeOrderMatchOneCall) {
       }
 }
 
+// A split's KV heads taken together (span by span, each head's call going on from the state of
+// its call before) give each head's partial the bits of PagedAttentionPartial over the split.
+TEST(KernelPagedAttentionTest, HeadsTakenTogetherGiveEachHeadsPartialBits) {
+  const int n_kv_head = 4, head_dim = 64, group = 2;
+  const int64_t q_dim = static_cast<int64_t>(n_kv_head) * group * head_dim;
+  for (int block_size : {16, 4, 32})
+    for (KvType type : {KvType::kQ8, KvType::kF16})
+      for (CpuTarget target : Targets()) {
+        // The last split ends part-way through a span and a block.
+        const int n = kAttentionSplitPositions * 2 + 300 + 3;
+        const int num_blocks = (n + block_size - 1) / block_size;
+        TestCache cache(type, 2 * num_blocks, block_size, 2, n_kv_head, head_dim);
+        const std::vector<int32_t> table = ScatteredTable(num_blocks);
+        cache.Fill(1, table, RandomValues(n * n_kv_head * head_dim, 96, 2.0f),
+                   RandomValues(n * n_kv_head * head_dim, 97), n);
+        const int splits = AttentionSplits(block_size, n);
+        ASSERT_EQ(splits, 3);
+        // A decoding token, and a run whose first tokens end before the last split's second span.
+        for (auto [first, count] :
+             {std::pair(n - 1, 1),
+              std::pair(2 * kAttentionSplitPositions + 250, n - 2 * 512 - 250)}) {
+          std::vector<float> q = RandomValues(count * q_dim, 98, 3.0f);
+          for (auto [first_head, heads] : {std::pair(0, n_kv_head), std::pair(1, 2)})
+            for (int s = 0; s < splits; ++s) {
+              const size_t rows = static_cast<size_t>(count) * group;
+              auto partials_of = [&](std::vector<float>& acc, std::vector<float>& stats) {
+                acc.assign(heads * count * q_dim, std::numeric_limits<float>::quiet_NaN());
+                stats.assign(heads * 2 * rows, std::numeric_limits<float>::quiet_NaN());
+                std::vector<AttentionPartial> partials(heads);
+                for (int j = 0; j < heads; ++j) {
+                  partials[j] = {.acc = acc.data() + j * count * q_dim,
+                                 .acc_stride = q_dim,
+                                 .max = stats.data() + j * 2 * rows,
+                                 .sum = stats.data() + j * 2 * rows + rows};
+                }
+                return partials;
+              };
+              std::vector<float> acc_one, stats_one, acc_together, stats_together;
+              const std::vector<AttentionPartial> one = partials_of(acc_one, stats_one);
+              const std::vector<AttentionPartial> together =
+                  partials_of(acc_together, stats_together);
+              const float* head_q = q.data() + first_head * group * head_dim;
+              for (int j = 0; j < heads; ++j) {
+                PagedAttentionPartialOnTarget(target, cache.kv, 1, first_head + j,
+                                              head_q + j * group * head_dim, q_dim, group, table,
+                                              first, count, 0.1f, s, one[j]);
+              }
+              PagedAttentionHeadsPartialOnTarget(target, cache.kv, 1, first_head, heads, head_q,
+                                                 q_dim, group, table, first, count, 0.1f, s,
+                                                 together);
+              const std::string where = std::string(CpuTargetName(target)) + " type " +
+                                        std::to_string(int(type)) + " block " +
+                                        std::to_string(block_size) + " first " +
+                                        std::to_string(first) + " split " + std::to_string(s);
+              // Rows compared by bytes: the acc between a head's rows (other heads') stays NaN.
+              for (int j = 0; j < heads; ++j)
+                for (int t = 0; t < count; ++t) {
+                  const size_t at = (j * count + t) * q_dim;
+                  EXPECT_EQ(std::memcmp(acc_one.data() + at, acc_together.data() + at,
+                                        group * head_dim * sizeof(float)),
+                            0)
+                      << where << " head " << j << " token " << t;
+                }
+              EXPECT_EQ(std::memcmp(stats_one.data(), stats_together.data(),
+                                    stats_one.size() * sizeof(float)),
+                        0)
+                  << where;
+            }
+        }
+      }
+  EXPECT_EQ(HeadsTogetherPayOnTarget(CpuTarget::kScalar,
+                                     TestCache(KvType::kQ8, 1, 16, 1, 1, head_dim).kv),
+            false);
+}
+
 // Queries prepared once (as the engine does, for all heads of each token) give every target
 // the same bytes, and a run attended with them has the bits of one that prepares its own, in one
 // call and in splits.
