@@ -20,7 +20,7 @@ namespace reprise::bench {
 namespace {
 
 struct Item {
-  int kv_head;  // the first of kernels::KvHeadsPerItem
+  int kv_head;  // the first of its KV heads (kernels::DecodeKvHeadsPerItem)
   int split;
 };
 
@@ -71,8 +71,9 @@ WarmAttentionTiming TimeOne(const WarmAttentionShape& shape, const std::string& 
   }
   // One item per (KV heads, split), as the model deals them; a partial state per (KV head, split).
   const int splits = kernels::AttentionSplits(kv.block_size, positions);
-  const int heads_per_item =
-      kernels::KvHeadsPerItem(kv, shape.new_tokens, splits, pool.num_threads());
+  const int heads_per_item = shape.new_tokens == 1 && splits > 1
+                                 ? kernels::DecodeKvHeadsPerItem(kv, splits, pool.num_threads())
+                                 : 1;
   const int64_t row = static_cast<int64_t>(shape.group) * shape.head_dim;
   const size_t rows = static_cast<size_t>(shape.new_tokens) * shape.group;
   std::vector<Item> items;

@@ -421,10 +421,13 @@ bool HeadsTogetherPayOnTarget(CpuTarget target, const PagedKv& kv) {
   return kv.type == KvType::kQ8 && (target == CpuTarget::kAvx512 || target == CpuTarget::kAvx2);
 }
 
-int KvHeadsPerItem(const PagedKv& kv, int num_tokens, int splits, int threads) {
-  if (num_tokens != 1 || splits < 2 || !HeadsTogetherPay(kv)) return 1;
+int DecodeKvHeadsPerItem(const PagedKv& kv, int decoding_splits, int threads) {
+  if (!HeadsTogetherPay(kv)) return 1;
   for (int heads = std::min(kv.n_kv_head, kMaxKvHeadsPerItem); heads > 1; --heads) {
-    if (kv.n_kv_head % heads == 0 && kv.n_kv_head / heads * splits >= 2 * threads) return heads;
+    if (kv.n_kv_head % heads == 0 &&
+        static_cast<int64_t>(kv.n_kv_head / heads) * decoding_splits >= 2 * threads) {
+      return heads;
+    }
   }
   return 1;
 }

@@ -181,13 +181,13 @@ void PagedAttentionHeadsPartialOnTarget(CpuTarget target, const PagedKv& kv, int
 // measured slower so.
 bool HeadsTogetherPay(const PagedKv& kv);
 bool HeadsTogetherPayOnTarget(CpuTarget target, const PagedKv& kv);
-// KV heads per work item (PagedAttentionHeadsPartial) for a run of `num_tokens` tokens over
-// `splits` splits on `threads` threads: for a decoding token (one token, several splits) where
-// HeadsTogetherPay, as many as leave it at least two items per thread (so that one long sequence
-// still keeps every thread busy), at most kMaxKvHeadsPerItem and a divisor of the KV heads; 1
-// otherwise. The bits do not depend on it.
+// KV heads per work item (PagedAttentionHeadsPartial) of a decoding token's split (a run of one
+// token over several splits), where a step's decoding tokens have `decoding_splits` splits in
+// all, on `threads` threads: where HeadsTogetherPay, as many as leave the step's decoding at
+// least two items per thread (so that one long sequence still keeps every thread busy), at most
+// kMaxKvHeadsPerItem and a divisor of the KV heads; 1 otherwise. The bits do not depend on it.
 inline constexpr int kMaxKvHeadsPerItem = 8;
-int KvHeadsPerItem(const PagedKv& kv, int num_tokens, int splits, int threads);
+int DecodeKvHeadsPerItem(const PagedKv& kv, int decoding_splits, int threads);
 
 // Merges each row's partials (splits 0 .. AttentionSplits(its positions) - 1, in that order)
 // into normalized out rows: exactly what PagedAttentionTokens writes for the run.

@@ -346,12 +346,20 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   attention_items_.clear();
   const size_t partial_row = static_cast<size_t>(group) * c.head_dim;
   size_t partial_floats = 0;
+  // A decoding token (a run of one) past one split may take several KV heads per item.
+  int decoding_splits = 0;
+  for (const AttentionRun& run : attention_runs_) {
+    const int splits = kernels::AttentionSplits(kv.block_size, batch.positions[run.first] + 1);
+    if (run.count == 1 && splits > 1) decoding_splits += splits;
+  }
+  const int decoding_heads_per_item =
+      kernels::DecodeKvHeadsPerItem(kv, decoding_splits, pool.num_threads());
   for (size_t r = 0; r < attention_runs_.size(); ++r) {
     const AttentionRun& run = attention_runs_[r];
     const int positions = batch.positions[run.first] + run.count;  // of the run's last query
     const int splits = kernels::AttentionSplits(kv.block_size, positions);
     const int split_positions = (positions + splits - 1) / splits;  // about; for the cost only
-    const int heads_per_item = kernels::KvHeadsPerItem(kv, run.count, splits, pool.num_threads());
+    const int heads_per_item = run.count == 1 && splits > 1 ? decoding_heads_per_item : 1;
     for (int h = 0; h < c.n_kv_head; h += heads_per_item) {
       const size_t first_split = attention_items_.size();
       for (int s = 0; s < splits; ++s) {

@@ -127,7 +127,7 @@ class Model {
   // writes its output directly; the splits of a longer one are separate items (so that one long
   // sequence keeps every thread busy), each into its heads' partials; the thread that finishes
   // the last split of a (run, KV heads) merges them, in split order. An item takes one KV head,
-  // or a decoding token's several (kernels::KvHeadsPerItem).
+  // or a decoding token's several (kernels::DecodeKvHeadsPerItem).
   struct AttentionItem {
     size_t run = 0;
     int kv_head = 0;  // the first of its KV heads

@@ -413,6 +413,23 @@ TEST(KernelPagedAttentionTest, HeadsTakenTogetherGiveEachHeadsPartialBits) {
             false);
 }
 
+// A decoding token's splits take as many KV heads per item as leave the step's decoding two
+// items per thread, a divisor of the heads, at most kMaxKvHeadsPerItem; f16 takes one.
+TEST(KernelPagedAttentionTest, DecodeKvHeadsPerItemLeavesEveryThreadWork) {
+  const PagedKv q8 = TestCache(KvType::kQ8, 1, 16, 1, 8, 64).kv;
+  const PagedKv q8_heads_12 = TestCache(KvType::kQ8, 1, 16, 1, 12, 64).kv;
+  if (HeadsTogetherPay(q8)) {
+    EXPECT_EQ(DecodeKvHeadsPerItem(q8, 4, 2), 8);    // one sequence after 2,048 positions
+    EXPECT_EQ(DecodeKvHeadsPerItem(q8, 2, 2), 4);    // after 1,024
+    EXPECT_EQ(DecodeKvHeadsPerItem(q8, 4, 16), 1);   // many threads, one sequence
+    EXPECT_EQ(DecodeKvHeadsPerItem(q8, 16, 16), 4);  // many threads, four sequences
+    EXPECT_EQ(DecodeKvHeadsPerItem(q8_heads_12, 100, 2), 6);
+  } else {
+    EXPECT_EQ(DecodeKvHeadsPerItem(q8, 4, 2), 1);
+  }
+  EXPECT_EQ(DecodeKvHeadsPerItem(TestCache(KvType::kF16, 1, 16, 1, 8, 64).kv, 4, 2), 1);
+}
+
 // Queries prepared once (as the engine does, for all heads of each token) give every target
 // the same bytes, and a run attended with them has the bits of one that prepares its own, in one
 // call and in splits.
