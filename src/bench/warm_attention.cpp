@@ -20,7 +20,7 @@ namespace reprise::bench {
 namespace {
 
 struct Item {
-  int kv_head;  // the first of its KV heads (kernels::DecodeKvHeadsPerItem)
+  int kv_head;
   int split;
 };
 
@@ -69,22 +69,18 @@ WarmAttentionTiming TimeOne(const WarmAttentionShape& shape, const std::string& 
                               prepared.data() + static_cast<size_t>(t) * token_bytes);
     }
   }
-  // One item per (KV heads, split), as the model deals them; a partial state per (KV head, split).
+  // One item per (KV head, split), each with its partial state.
   const int splits = kernels::AttentionSplits(kv.block_size, positions);
-  const int heads_per_item = shape.new_tokens == 1 && splits > 1
-                                 ? kernels::DecodeKvHeadsPerItem(kv, splits, pool.num_threads())
-                                 : 1;
   const int64_t row = static_cast<int64_t>(shape.group) * shape.head_dim;
   const size_t rows = static_cast<size_t>(shape.new_tokens) * shape.group;
   std::vector<Item> items;
-  for (int h = 0; h < shape.kv_heads; h += heads_per_item) {
+  for (int h = 0; h < shape.kv_heads; ++h) {
     for (int s = 0; s < splits; ++s) items.push_back({h, s});
   }
-  const size_t num_partials = static_cast<size_t>(shape.kv_heads) * splits;
-  AlignedBuffer<float> acc(num_partials * static_cast<size_t>(shape.new_tokens * row));
-  AlignedBuffer<float> stats(num_partials * 2 * rows);
-  std::vector<kernels::AttentionPartial> partials(num_partials);  // [KV head][split]
-  for (size_t i = 0; i < num_partials; ++i) {
+  AlignedBuffer<float> acc(items.size() * static_cast<size_t>(shape.new_tokens * row));
+  AlignedBuffer<float> stats(items.size() * 2 * rows);
+  std::vector<kernels::AttentionPartial> partials(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
     partials[i] = {.acc = acc.data() + i * static_cast<size_t>(shape.new_tokens * row),
                    .acc_stride = row,
                    .max = stats.data() + i * 2 * rows,
@@ -101,14 +97,9 @@ WarmAttentionTiming TimeOne(const WarmAttentionShape& shape, const std::string& 
           queries = {.data = prepared.data() + offset / shape.head_dim * head_bytes,
                      .stride = static_cast<int64_t>(token_bytes)};
         }
-        kernels::AttentionPartial heads[kernels::kMaxKvHeadsPerItem];
-        for (int j = 0; j < heads_per_item; ++j) {
-          heads[j] = partials[static_cast<size_t>((item.kv_head + j) * splits + item.split)];
-        }
-        kernels::PagedAttentionHeadsPartial(
-            kv, layer, item.kv_head, heads_per_item, q.data() + offset, q_dim, shape.group, table,
-            shape.cached, shape.new_tokens, scale, item.split,
-            std::span(heads, static_cast<size_t>(heads_per_item)), queries);
+        kernels::PagedAttentionPartial(kv, layer, item.kv_head, q.data() + offset, q_dim,
+                                       shape.group, table, shape.cached, shape.new_tokens, scale,
+                                       item.split, partials[i], queries);
       }
     });
     pool.ParallelFor(static_cast<size_t>(shape.kv_heads), [&](size_t begin, size_t end) {

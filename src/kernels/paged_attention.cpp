@@ -307,28 +307,6 @@ void RunInCalls(PagedAttentionKernel kernel, const PagedKv& kv, int layer, int k
   }
 }
 
-// Asks for the planes of KV heads [first_kv_head, first_kv_head + num_kv_heads) of one layer in
-// blocks [from, to) of the table, into L2: a block keeps a layer's key planes side by side, then
-// its value planes, so two runs per block. Always inlined: GCC 12's mod/ref analysis counts a
-// prefetch as no effect and dropped every call of this function when it stood alone.
-inline __attribute__((always_inline)) void AskForHeadsPlanes(const PagedKv& kv, int layer,
-                                                             int first_kv_head, int num_kv_heads,
-                                                             std::span<const int32_t> block_table,
-                                                             int from, int to) {
-  const size_t key_run = num_kv_heads * kv.PlaneBytes(0);
-  const size_t value_run = num_kv_heads * kv.PlaneBytes(1);
-  for (int b = from; b < to; ++b) {
-    const uint8_t* keys = kv.Plane(block_table[b], layer, 0, first_kv_head);
-    const uint8_t* values = kv.Plane(block_table[b], layer, 1, first_kv_head);
-    for (size_t line = 0; line < key_run; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(keys + line), _MM_HINT_T1);
-    }
-    for (size_t line = 0; line < value_run; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(values + line), _MM_HINT_T1);
-    }
-  }
-}
-
 }  // namespace
 
 int AttentionSplitBlocks(int block_size) {
@@ -413,93 +391,6 @@ void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int laye
                                .sum = partial.sum};
   RunInCalls(kernel, kv, layer, kv_head, q, q_stride, group, block_table, first_position,
              num_tokens, scale, partial.acc, partial.acc_stride, blocks, prepared);
-}
-
-bool HeadsTogetherPay(const PagedKv& kv) { return HeadsTogetherPayOnTarget(BestCpuTarget(), kv); }
-
-bool HeadsTogetherPayOnTarget(CpuTarget target, const PagedKv& kv) {
-  return kv.type == KvType::kQ8 && (target == CpuTarget::kAvx512 || target == CpuTarget::kAvx2);
-}
-
-int DecodeKvHeadsPerItem(const PagedKv& kv, int decoding_splits, int threads) {
-  if (!HeadsTogetherPay(kv)) return 1;
-  for (int heads = std::min(kv.n_kv_head, kMaxKvHeadsPerItem); heads > 1; --heads) {
-    if (kv.n_kv_head % heads == 0 &&
-        static_cast<int64_t>(kv.n_kv_head / heads) * decoding_splits >= 2 * threads) {
-      return heads;
-    }
-  }
-  return 1;
-}
-
-void PagedAttentionHeadsPartial(const PagedKv& kv, int layer, int first_kv_head, int num_kv_heads,
-                                const float* q, int64_t q_stride, int group,
-                                std::span<const int32_t> block_table, int first_position,
-                                int num_tokens, float scale, int split,
-                                std::span<const AttentionPartial> partials,
-                                const PreparedQueries& prepared) {
-  PagedAttentionHeadsPartialOnTarget(BestCpuTarget(), kv, layer, first_kv_head, num_kv_heads, q,
-                                     q_stride, group, block_table, first_position, num_tokens,
-                                     scale, split, partials, prepared);
-}
-
-void PagedAttentionHeadsPartialOnTarget(CpuTarget target, const PagedKv& kv, int layer,
-                                        int first_kv_head, int num_kv_heads, const float* q,
-                                        int64_t q_stride, int group,
-                                        std::span<const int32_t> block_table, int first_position,
-                                        int num_tokens, float scale, int split,
-                                        std::span<const AttentionPartial> partials,
-                                        const PreparedQueries& prepared) {
-  REPRISE_CHECK(num_kv_heads >= 1 && first_kv_head >= 0 &&
-                    first_kv_head + num_kv_heads <= kv.n_kv_head &&
-                    partials.size() == static_cast<size_t>(num_kv_heads),
-                "KV heads [{}, +{}) of {} with {} partials", first_kv_head, num_kv_heads,
-                kv.n_kv_head, partials.size());
-  REPRISE_CHECK(split >= 0, "split {}", split);
-  const int64_t head_floats = static_cast<int64_t>(group) * kv.head_dim;
-  auto head_queries = [&](int j) {
-    PreparedQueries queries = prepared;
-    if (queries.data != nullptr) queries.data += j * group * PreparedQueryBytes(kv);
-    return queries;
-  };
-  const int per_split = AttentionSplitBlocks(kv.block_size);
-  const int first_block = split * per_split;
-  const int end_block = std::min((split + 1) * per_split,
-                                 (first_position + num_tokens + kv.block_size - 1) / kv.block_size);
-  if (num_kv_heads == 1 || !HeadsTogetherPayOnTarget(target, kv) || first_block >= end_block) {
-    for (int j = 0; j < num_kv_heads; ++j) {
-      PagedAttentionPartialOnTarget(target, kv, layer, first_kv_head + j, q + j * head_floats,
-                                    q_stride, group, block_table, first_position, num_tokens, scale,
-                                    split, partials[j], head_queries(j));
-    }
-    return;
-  }
-  PagedAttentionKernel kernel = nullptr;
-  for (int j = 0; j < num_kv_heads; ++j) {
-    kernel = CheckedKernel(target, kv, layer, first_kv_head + j, q_stride, group, block_table,
-                           first_position, num_tokens, partials[j].acc_stride, head_queries(j));
-  }
-  // Span by span: each head's call goes on from the state its call over the span before left,
-  // so the heads' partials have the bits of one call over the split each.
-  const int span_blocks = SoftmaxSpanBlocks(kQ8SoftmaxSpanPositions, kv.block_size);
-  AskForHeadsPlanes(kv, layer, first_kv_head, num_kv_heads, block_table, first_block,
-                    std::min(end_block, first_block + span_blocks));
-  for (int span_first = first_block; span_first < end_block;) {
-    const int span_end = std::min(end_block, (span_first / span_blocks + 1) * span_blocks);
-    AskForHeadsPlanes(kv, layer, first_kv_head, num_kv_heads, block_table, span_end,
-                      std::min(end_block, span_end + span_blocks));  // the next span's
-    for (int j = 0; j < num_kv_heads; ++j) {
-      const AttentionBlocks blocks{.first_block = span_first,
-                                   .end_block = span_end,
-                                   .max = partials[j].max,
-                                   .sum = partials[j].sum,
-                                   .resume = span_first != first_block};
-      RunInCalls(kernel, kv, layer, first_kv_head + j, q + j * head_floats, q_stride, group,
-                 block_table, first_position, num_tokens, scale, partials[j].acc,
-                 partials[j].acc_stride, blocks, head_queries(j));
-    }
-    span_first = span_end;
-  }
 }
 
 // Per row, in split order: m = max(M, m_s); L = L e^(M - m) + l_s e^(m_s - m);

@@ -155,40 +155,6 @@ void PagedAttentionPartialOnTarget(CpuTarget target, const PagedKv& kv, int laye
                                    const AttentionPartial& partial,
                                    const PreparedQueries& prepared = {});
 
-// Several KV heads of a run over one split at once: KV heads [first_kv_head, first_kv_head +
-// num_kv_heads), head j's queries at q + j * group * head_dim (prepared ones, where given, at
-// prepared.data + j * group * PreparedQueryBytes(kv)) and its partial partials[j]. Each head's
-// partial has the bits PagedAttentionPartial gives it. Where HeadsTogetherPayOnTarget, the heads
-// go softmax span by span, each span's blocks asked for as the heads' whole runs of planes (a
-// block keeps a layer's heads side by side) rather than one head's 1 KiB planes at a time,
-// scattered block to block; elsewhere head after head.
-void PagedAttentionHeadsPartial(const PagedKv& kv, int layer, int first_kv_head, int num_kv_heads,
-                                const float* q, int64_t q_stride, int group,
-                                std::span<const int32_t> block_table, int first_position,
-                                int num_tokens, float scale, int split,
-                                std::span<const AttentionPartial> partials,
-                                const PreparedQueries& prepared = {});
-void PagedAttentionHeadsPartialOnTarget(CpuTarget target, const PagedKv& kv, int layer,
-                                        int first_kv_head, int num_kv_heads, const float* q,
-                                        int64_t q_stride, int group,
-                                        std::span<const int32_t> block_table, int first_position,
-                                        int num_tokens, float scale, int split,
-                                        std::span<const AttentionPartial> partials,
-                                        const PreparedQueries& prepared = {});
-// Whether taking a split's KV heads together reads memory faster than head by head: q8 K/V on
-// the SIMD targets (a decoding token's layer after 2,048 positions, 2 threads, Zen 5: 109 -> 81
-// us on AVX-512, 189 -> 155 on AVX2). The f16/f32 kernels, bound more by their arithmetic,
-// measured slower so.
-bool HeadsTogetherPay(const PagedKv& kv);
-bool HeadsTogetherPayOnTarget(CpuTarget target, const PagedKv& kv);
-// KV heads per work item (PagedAttentionHeadsPartial) of a decoding token's split (a run of one
-// token over several splits), where a step's decoding tokens have `decoding_splits` splits in
-// all, on `threads` threads: where HeadsTogetherPay, as many as leave the step's decoding at
-// least two items per thread (so that one long sequence still keeps every thread busy), at most
-// kMaxKvHeadsPerItem and a divisor of the KV heads; 1 otherwise. The bits do not depend on it.
-inline constexpr int kMaxKvHeadsPerItem = 8;
-int DecodeKvHeadsPerItem(const PagedKv& kv, int decoding_splits, int threads);
-
 // Merges each row's partials (splits 0 .. AttentionSplits(its positions) - 1, in that order)
 // into normalized out rows: exactly what PagedAttentionTokens writes for the run.
 //   partials[s]: split s of the run; out: [num_tokens] rows out_stride apart, [group][head_dim]

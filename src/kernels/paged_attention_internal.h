@@ -48,10 +48,9 @@ inline SoftmaxSpan SoftmaxSpanFrom(int first_block, int end_block, int block_siz
   return {first_block, end, first_block * block_size, (end - first_block) * block_size};
 }
 
-// How a kernel call's out rows start: zeroed here, left for the kernel to write over in its
-// first span (it then zeroes the rows that span does not reach itself), or kept as a previous
-// call left them (AttentionBlocks::resume, with AttentionRows::Resume).
-enum class OutRows { kZeroed, kWrittenByFirstSpan, kKept };
+// How a kernel call's out rows start: zeroed here, or left for the kernel to write over in its
+// first span (it then zeroes the rows that span does not reach itself).
+enum class OutRows { kZeroed, kWrittenByFirstSpan };
 
 // The query rows of one kernel call and their online-softmax state. Row r = t * group + g is
 // head g of token t of the run, at position first_position + t; it attends over positions
@@ -70,13 +69,6 @@ struct AttentionRows {
       running_max[r] = -std::numeric_limits<float>::infinity();
       running_sum[r] = 0.0f;
     }
-  }
-
-  // Goes on from the state a previous call over the blocks before left (AttentionBlocks::resume):
-  // the out rows as they are (OutRows::kKept), each row's running max and sum from max[r], sum[r].
-  void Resume(const float* max, const float* sum) {
-    std::copy(max, max + num_rows, running_max);
-    std::copy(sum, sum + num_rows, running_sum);
   }
 
   // Sets filled[r] = min(block_size, positions[r] - b * block_size), the slots of block b that
@@ -208,11 +200,6 @@ struct AttentionBlocks {
   int end_block = std::numeric_limits<int>::max();
   float* max = nullptr;
   float* sum = nullptr;
-  // The rows go on from the partial state a call over the blocks just before left (acc in the
-  // out rows, max and sum in `max` and `sum`) rather than starting afresh: calls over consecutive
-  // blocks, each from a softmax span's first block, give the bits of one call over them all.
-  // Only the q8 kernels take it (PagedAttentionHeadsPartial).
-  bool resume = false;
 };
 
 // The end of the portable kernels' query: its `group` heads' running max and sum handed out

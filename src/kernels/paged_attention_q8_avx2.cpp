@@ -178,9 +178,7 @@ void PagedAttentionQ8Avx2(const PagedKv& kv, int layer, int kv_head, const float
                           const PreparedQueries& prepared) {
   const int head_dim = kv.head_dim;
   const int block_size = kv.block_size;
-  AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride,
-                      blocks.resume ? OutRows::kKept : OutRows::kZeroed);
-  if (blocks.resume) state.Resume(blocks.max, blocks.sum);
+  AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride);
   const int num_rows = state.num_rows;
   const int* filled = state.filled;
   QueryQ8 own_queries[kMaxAttentionRows];

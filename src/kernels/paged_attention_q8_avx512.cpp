@@ -371,8 +371,7 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
   // (a warm turn's attention, 160 tokens over 2,200 positions, 2 threads: 1.5% less time).
   // The same bits: the first span's multiply-adds take 0 where they read the zeroed rows.
   AttentionRows state(q, q_stride, group, head_dim, first_position, num_tokens, out, out_stride,
-                      blocks.resume ? OutRows::kKept : OutRows::kWrittenByFirstSpan);
-  if (blocks.resume) state.Resume(blocks.max, blocks.sum);
+                      OutRows::kWrittenByFirstSpan);
   const int num_rows = state.num_rows;
   QueryQ8 own_queries[kMaxAttentionRows];
   const QueryQ8* queries[kMaxAttentionRows];
@@ -401,21 +400,16 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
     PrefetchBlockPlanes(kv.Plane(block_table[b], layer, 0, kv_head),
                         kv.Plane(block_table[b], layer, 1, kv_head), key_plane_bytes);
   }
-  // Rows that reach none of the call's positions keep acc 0 (a split past a query's own); a
-  // resumed call's rows keep the state they have.
-  int first_fresh_row = num_rows;
-  if (blocks.resume) {
-    first_fresh_row = 0;
-  } else if (blocks.first_block < end_block) {
-    first_fresh_row = state.EnterBlock(blocks.first_block, block_size);
-  }
+  // Rows that reach none of the call's positions keep acc 0 (a split past a query's own).
+  const int first_fresh_row =
+      blocks.first_block < end_block ? state.EnterBlock(blocks.first_block, block_size) : num_rows;
   for (int r = 0; r < first_fresh_row; ++r) {
     std::fill(state.out_rows[r], state.out_rows[r] + head_dim, 0.0f);
   }
   for (int span_first = blocks.first_block; span_first < end_block;) {
     const SoftmaxSpan span = SoftmaxSpanFrom(span_first, end_block, block_size, span_blocks);
     const int first_row = state.EnterBlock(span_first, block_size);
-    const bool fresh = span_first == blocks.first_block && !blocks.resume;
+    const bool fresh = span_first == blocks.first_block;
     // The span's key chunks and value blocks, up to the slots its longest row reads.
     int num_chunks = 0;
     const int span_blocks_here = span.end_block - span_first;

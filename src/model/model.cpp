@@ -346,57 +346,39 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
   attention_items_.clear();
   const size_t partial_row = static_cast<size_t>(group) * c.head_dim;
   size_t partial_floats = 0;
-  // A decoding token (a run of one) past one split may take several KV heads per item.
-  int decoding_splits = 0;
-  for (const AttentionRun& run : attention_runs_) {
-    const int splits = kernels::AttentionSplits(kv.block_size, batch.positions[run.first] + 1);
-    if (run.count == 1 && splits > 1) decoding_splits += splits;
-  }
-  const int decoding_heads_per_item =
-      kernels::DecodeKvHeadsPerItem(kv, decoding_splits, pool.num_threads());
   for (size_t r = 0; r < attention_runs_.size(); ++r) {
     const AttentionRun& run = attention_runs_[r];
     const int positions = batch.positions[run.first] + run.count;  // of the run's last query
     const int splits = kernels::AttentionSplits(kv.block_size, positions);
     const int split_positions = (positions + splits - 1) / splits;  // about; for the cost only
-    const int heads_per_item = run.count == 1 && splits > 1 ? decoding_heads_per_item : 1;
-    for (int h = 0; h < c.n_kv_head; h += heads_per_item) {
+    for (int h = 0; h < c.n_kv_head; ++h) {
       const size_t first_split = attention_items_.size();
       for (int s = 0; s < splits; ++s) {
         const int read = std::min(split_positions, positions - s * split_positions);
         attention_items_.push_back(
             {.run = r,
              .kv_head = h,
-             .kv_heads = heads_per_item,
              .split = s,
              .splits = splits,
              .first_split = first_split,
-             .cost = static_cast<size_t>(std::max(read, 1)) * static_cast<size_t>(run.count) *
-                     static_cast<size_t>(heads_per_item)});
-        if (splits > 1) partial_floats += heads_per_item * run.count * (partial_row + 2 * group);
+             .cost = static_cast<size_t>(std::max(read, 1)) * static_cast<size_t>(run.count)});
+        if (splits > 1) partial_floats += run.count * (partial_row + 2 * group);
       }
     }
   }
   const size_t num_items = attention_items_.size();
   if (attention_partials_.size() < partial_floats) attention_partials_.resize(partial_floats);
-  attention_item_partials_.clear();
+  attention_item_partials_.assign(num_items, kernels::AttentionPartial{});
   float* next_partial = attention_partials_.data();
   for (size_t k = 0; k < num_items; ++k) {
-    AttentionItem& item = attention_items_[k];
+    const AttentionItem& item = attention_items_[k];
     if (item.splits == 1) continue;
-    if (item.split == 0) {  // the partials of the (run, KV heads): head by head, split by split
-      const size_t rows = static_cast<size_t>(attention_runs_[item.run].count) * group;
-      for (int p = 0; p < item.kv_heads * item.splits; ++p) {
-        attention_item_partials_.push_back({.acc = next_partial,
-                                            .acc_stride = static_cast<int64_t>(partial_row),
-                                            .max = next_partial + rows * c.head_dim,
-                                            .sum = next_partial + rows * c.head_dim + rows});
-        next_partial += rows * (c.head_dim + 2);
-      }
-    }
-    item.first_partial = attention_item_partials_.size() -
-                         static_cast<size_t>(item.kv_heads * item.splits) +
-                         static_cast<size_t>(item.split);
+    const size_t rows = static_cast<size_t>(attention_runs_[item.run].count) * group;
+    attention_item_partials_[k] = {.acc = next_partial,
+                                   .acc_stride = static_cast<int64_t>(partial_row),
+                                   .max = next_partial + rows * c.head_dim,
+                                   .sum = next_partial + rows * c.head_dim + rows};
+    next_partial += rows * (c.head_dim + 2);
   }
   // Threads take items one at a time, so a thread that starts late or runs slow does not leave
   // the others waiting on a fixed share; which thread computes an item never changes its bits.
@@ -487,23 +469,15 @@ void Model::Forward(const ForwardBatch& batch, const kernels::PagedKv& kv, Threa
                                       attn_.data() + head_offset, q_dim, prepared);
         return;
       }
-      const auto splits = static_cast<size_t>(item.splits);
-      kernels::AttentionPartial partials[kernels::kMaxKvHeadsPerItem];
-      for (int j = 0; j < item.kv_heads; ++j) {
-        partials[j] = attention_item_partials_[item.first_partial + j * splits];
-      }
-      kernels::PagedAttentionHeadsPartial(
-          kv, l, item.kv_head, item.kv_heads, q_.data() + head_offset, q_dim, group, table,
-          batch.positions[run.first], run.count, scale, item.split,
-          std::span(partials, static_cast<size_t>(item.kv_heads)), prepared);
+      kernels::PagedAttentionPartial(kv, l, item.kv_head, q_.data() + head_offset, q_dim, group,
+                                     table, batch.positions[run.first], run.count, scale,
+                                     item.split, attention_item_partials_[k], prepared);
       if (attention_splits_left_[item.first_split].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        const size_t head_0_split_0 = item.first_partial - static_cast<size_t>(item.split);
-        for (int j = 0; j < item.kv_heads; ++j) {
-          kernels::MergeAttentionPartials(
-              kv, group, batch.positions[run.first], run.count,
-              std::span(attention_item_partials_).subspan(head_0_split_0 + j * splits, splits),
-              attn_.data() + head_offset + static_cast<size_t>(j) * group * c.head_dim, q_dim);
-        }
+        kernels::MergeAttentionPartials(
+            kv, group, batch.positions[run.first], run.count,
+            std::span(attention_item_partials_)
+                .subspan(item.first_split, static_cast<size_t>(item.splits)),
+            attn_.data() + head_offset, q_dim);
       }
     };
     std::atomic<size_t> next_item{0};

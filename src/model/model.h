@@ -123,28 +123,23 @@ class Model {
     int count = 0;
   };
   std::vector<AttentionRun> attention_runs_;
-  // One (run, KV heads, split) of the step's attention. A run whose last query needs one split
+  // One (run, KV head, split) of the step's attention. A run whose last query needs one split
   // writes its output directly; the splits of a longer one are separate items (so that one long
-  // sequence keeps every thread busy), each into its heads' partials; the thread that finishes
-  // the last split of a (run, KV heads) merges them, in split order. An item takes one KV head,
-  // or a decoding token's several (kernels::DecodeKvHeadsPerItem).
+  // sequence keeps every thread busy), each into its partial; the thread that finishes the last
+  // split of a (run, KV head) merges them, in split order.
   struct AttentionItem {
     size_t run = 0;
-    int kv_head = 0;  // the first of its KV heads
-    int kv_heads = 1;
+    int kv_head = 0;
     int split = 0;
     int splits = 1;
-    size_t first_split = 0;  // index of this (run, KV heads)'s split 0 item
-    // Index of its first head's partial, when splits > 1: head j's is first_partial + j * splits
-    // (a head's splits side by side, for the merge).
-    size_t first_partial = 0;
-    size_t cost = 0;  // positions read times the run's tokens and heads, for dealing the items
+    size_t first_split = 0;  // index of this (run, KV head)'s split 0 item
+    size_t cost = 0;         // positions read times the run's tokens, for dealing the items
   };
   std::vector<AttentionItem> attention_items_;
-  std::vector<kernels::AttentionPartial> attention_item_partials_;  // see first_partial
+  std::vector<kernels::AttentionPartial> attention_item_partials_;  // [item], when splits > 1
   std::vector<size_t> attention_order_;        // item indices, in the order threads take them
   std::vector<size_t> attention_group_costs_;  // [item] the cost of the items sharing its K/V
-  // [item] at split 0 items: splits of that (run, KV heads) not finished in the current layer.
+  // [item] at split 0 items: splits of that (run, KV head) not finished in the current layer.
   std::vector<std::atomic<int>> attention_splits_left_;  // replaced, never resized, when short
   std::vector<float> attention_partials_;                // the partials' rows, max and sum
 };
