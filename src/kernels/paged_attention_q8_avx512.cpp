@@ -401,9 +401,9 @@ void PagedAttentionQ8Avx512(const PagedKv& kv, int layer, int kv_head, const flo
                         kv.Plane(block_table[b], layer, 1, kv_head), key_plane_bytes);
   }
   // Rows that reach none of the call's positions keep acc 0 (a split past a query's own).
-  const int first_fresh_row =
+  const int first_reaching_row =
       blocks.first_block < end_block ? state.EnterBlock(blocks.first_block, block_size) : num_rows;
-  for (int r = 0; r < first_fresh_row; ++r) {
+  for (int r = 0; r < first_reaching_row; ++r) {
     std::fill(state.out_rows[r], state.out_rows[r] + head_dim, 0.0f);
   }
   for (int span_first = blocks.first_block; span_first < end_block;) {

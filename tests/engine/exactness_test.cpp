@@ -156,8 +156,8 @@ TEST_P(ExactnessTest, ConcurrentMixedLengthsAnyChunkingAndThreads) {
 // Past kernels::kAttentionSplitPositions a query attends in splits that the model spreads over
 // threads: the prefix computed by one request, a continuation prefilled across the split
 // boundary by the next, and decoding past it, all bit-identical to a cold run, at 1 and 2
-// threads and any chunking. A third turn reuses blocks its answer's decoding wrote (a decoding
-// token's splits may take several KV heads at once) and still has the cold run's bits.
+// threads and any chunking. A third turn reuses blocks its answer's decoding wrote, which a cold
+// run computes by prefill, and still has the cold run's bits.
 TEST_P(ExactnessTest, LongContextAcrossAttentionSplits) {
   std::string table = testing::ReadTestData("long_table_prompt.txt");
   const std::string document = table + "\n" + table.substr(0, table.size() / 2);  // ~1,700 tokens
